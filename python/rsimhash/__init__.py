@@ -1,0 +1,112 @@
+"""rsimhash: near-duplicate detection with simhash fingerprints.
+
+Fingerprints follow the rsimhash fingerprint spec, version 1 (``SPEC_VERSION``):
+FNV-1a 64 feature hashes of word shingles or character n-grams combined by a
+bitwise vote. Two texts are near-duplicates at threshold ``k`` when their
+fingerprints differ in at most ``k`` bits (``hamming(a, b) <= k``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import _rsimhash
+from ._rsimhash import (
+    SPEC_VERSION,
+    UNICODE_VERSION,
+    __version__,
+    compute,
+    fingerprint,
+    fingerprint_weighted,
+    fnv1a64,
+)
+
+__all__ = [
+    "SPEC_VERSION",
+    "UNICODE_VERSION",
+    "__version__",
+    "compute",
+    "fingerprint",
+    "fingerprint_weighted",
+    "fingerprints",
+    "fnv1a64",
+    "hamming",
+]
+
+_U64_MAX = (1 << 64) - 1
+
+
+def fingerprints(
+    texts: Any,
+    *,
+    mode: str = "words",
+    width: int | None = None,
+    threads: int | None = None,
+) -> np.ndarray:
+    """Fingerprints of many texts as a ``uint64`` array, computed on Rust threads.
+
+    ``texts`` is a list, tuple, numpy object array or any iterable of ``str``,
+    or a pyarrow string array (read in place, without Python objects).
+    The values equal ``fingerprint(t, mode=mode, width=width)`` one by one.
+    ``threads`` defaults to all cores (or ``RAYON_NUM_THREADS``).
+    """
+    if type(texts).__module__.startswith("pyarrow"):
+        return _fingerprints_arrow(texts, mode=mode, width=width, threads=threads)
+    return _rsimhash.fingerprints(texts, mode=mode, width=width, threads=threads)
+
+
+def _fingerprints_arrow(column: Any, **options: Any) -> np.ndarray:
+    import pyarrow as pa
+
+    if isinstance(column, pa.ChunkedArray):
+        parts = [_fingerprints_arrow(chunk, **options) for chunk in column.chunks]
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+    if not isinstance(column, pa.Array):
+        raise TypeError(f"texts must be a pyarrow Array or ChunkedArray, got {type(column).__name__}")
+    if pa.types.is_string(column.type) or pa.types.is_string_view(column.type):
+        column = column.cast(pa.large_string())
+    if not pa.types.is_large_string(column.type):
+        raise TypeError(f"texts must be a pyarrow string array, got type {column.type}")
+    if column.null_count:
+        first = column.is_null().index(True).as_py()
+        raise TypeError(f"texts[{first}] must be str, got None (a null in the Arrow array)")
+    _, offsets_buf, data_buf = column.buffers()
+    n = len(column)
+    offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=n + 1, offset=column.offset * 8)
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.empty(0, np.uint8)
+    return _rsimhash.fingerprints_arrow(offsets, data, **options)
+
+
+def _u64_operand(x: Any, name: str) -> np.ndarray:
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an int or a uint64 array, got {type(x).__name__}")
+    if isinstance(x, (int, np.integer)) and not isinstance(x, np.uint64):
+        value = int(x)
+        if not 0 <= value <= _U64_MAX:
+            raise ValueError(f"{name} must be in 0..2**64-1 (an unsigned 64-bit value), got {value}")
+        return np.asarray(value, dtype=np.uint64)
+    if isinstance(x, (np.ndarray, np.uint64)) and np.asarray(x).dtype == np.uint64:
+        return np.asarray(x)
+    dtype = getattr(x, "dtype", None)
+    found = f"dtype {dtype}" if dtype is not None else type(x).__name__
+    raise TypeError(
+        f"{name} must be an int or a uint64 array, got {found}; "
+        f"convert with np.ascontiguousarray({name}, dtype=np.uint64) after checking the values are in 0..2**64-1"
+    )
+
+
+def hamming(a: Any, b: Any) -> Any:
+    """Number of differing bits: an ``int`` for two ints, else a ``uint8``
+    array broadcast from ``uint64`` arrays (and ints)."""
+    if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool) and not isinstance(b, bool):
+        for name, value in (("a", a), ("b", b)):
+            if not 0 <= value <= _U64_MAX:
+                raise ValueError(f"{name} must be in 0..2**64-1 (an unsigned 64-bit value), got {value}")
+        return (a ^ b).bit_count() if hasattr(int, "bit_count") else bin(a ^ b).count("1")
+    x, y = np.broadcast_arrays(_u64_operand(a, "a"), _u64_operand(b, "b"))
+    shape = x.shape
+    flat = _rsimhash.hamming_arrays(np.ascontiguousarray(x).reshape(-1), np.ascontiguousarray(y).reshape(-1))
+    out = flat.reshape(shape)
+    return out[()] if shape == () else out

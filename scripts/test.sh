@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The whole test suite, from nothing: a fresh venv, build tools from PyPI, a
+# release wheel built by maturin and installed into the venv, then cargo's
+# tests of the Rust core and pytest against the installed wheel.
+#
+#   bash scripts/test.sh            # everything
+#   RSIMHASH_VENV=/tmp/v bash scripts/test.sh   # another venv location
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venv=${RSIMHASH_VENV:-.venv-test}
+step() { printf '\n==> %s\n' "$*"; }
+
+step "venv $venv"
+python3 -m venv --clear "$venv"
+py="$(cd "$venv" && pwd)/bin/python"
+"$py" -m pip install --quiet --upgrade pip
+"$py" -m pip install --quiet "maturin>=1.7,<2" "numpy>=1.21" "pytest>=7" "hypothesis>=6" pyarrow mypy
+
+step "release wheel"
+rm -rf dist
+"$(dirname "$py")/maturin" build --release --locked --out dist
+"$py" -m pip install --quiet --force-reinstall --no-deps dist/rsimhash-*.whl
+
+step "cargo test (Rust core, no Python)"
+cargo test --locked --release
+
+step "stubs match the compiled module"
+(cd /tmp && "$py" -m mypy.stubtest rsimhash --ignore-missing-stub 2>&1 | tail -n 20)
+
+step "pytest against the installed wheel"
+"$py" -m pytest -q -p no:cacheprovider

@@ -1,0 +1,34 @@
+//! The one error type of the core. The Python layer maps each variant to the
+//! builtin exception users already catch (see `src/py/error.rs`).
+
+use std::fmt;
+
+/// Everything the core can refuse, with the data a message needs.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A parameter outside its domain, e.g. `width=0`.
+    #[error("{name} must be {expected}, got {found}")]
+    InvalidParameter { name: &'static str, expected: &'static str, found: String },
+
+    /// A weight that is NaN or infinite (SPEC v1 allows only finite weights).
+    #[error("weight of feature {index} must be finite, got {value}")]
+    NonFiniteWeight { index: usize, value: f64 },
+
+    /// Input bytes that are not UTF-8 where text is required.
+    #[error("text {index} is not valid UTF-8 (byte {valid_up_to})")]
+    InvalidUtf8 { index: usize, valid_up_to: usize },
+
+    /// A thread pool could not be built.
+    #[error("could not start {threads} worker threads: {reason}")]
+    ThreadPool { threads: usize, reason: String },
+}
+
+/// `Result` with the core [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn invalid(name: &'static str, expected: &'static str, found: impl fmt::Display) -> Self {
+        Error::InvalidParameter { name, expected, found: found.to_string() }
+    }
+}

@@ -1,0 +1,38 @@
+//! rsimhash: near-duplicate detection with simhash fingerprints.
+//!
+//! The core is plain Rust and usable without Python; the PyO3 bindings live in
+//! `src/py/` behind the `python` cargo feature.
+//!
+//! - [`fnv1a64`], [`compute`], [`compute_weighted`]: the hashing and bit vote of SPEC v1.
+//! - [`Shingling`] and [`Fingerprinter`]: text fingerprints (modes `words` and `chars`).
+//! - [`fingerprints`]: many texts at once on rayon threads.
+//! - [`hamming`]: the distance between two fingerprints.
+//!
+//! Fingerprints are stored in users' files, so what version 1 computes never
+//! changes: `tests/data/vectors_v1.json` pins it.
+
+pub mod error;
+pub mod fingerprint;
+pub mod fnv;
+pub mod parallel;
+pub mod unicode;
+mod shingle;
+mod tokenize;
+mod vote;
+
+#[cfg(feature = "python")]
+mod py;
+
+pub use error::{Error, Result};
+pub use fingerprint::{fingerprint, fingerprints, Fingerprinter, Mode, Shingling};
+pub use fnv::fnv1a64;
+pub use vote::{compute, compute_weighted};
+
+/// The version of the fingerprint algorithm this crate computes (`SPEC.md`).
+pub const SPEC_VERSION: u32 = 1;
+
+/// Number of differing bits between two fingerprints.
+#[inline]
+pub fn hamming(a: u64, b: u64) -> u32 {
+    (a ^ b).count_ones()
+}

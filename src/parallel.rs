@@ -1,0 +1,71 @@
+//! Running work on rayon threads with a chosen thread count, fork-safely.
+//!
+//! Rayon's global pool is the default (its size follows `RAYON_NUM_THREADS`).
+//! A forked child inherits the parent's pool bookkeeping but not its threads,
+//! so work sent to it would wait forever (the problem tokenizers documents in
+//! `utils/parallelism.rs`). We remember which process first used the global
+//! pool; any other process (a forked child) gets a pool of its own instead.
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rayon::{ThreadPool, ThreadPoolBuilder};
+
+use crate::{Error, Result};
+
+/// The process that started rayon's global pool, once it has.
+static GLOBAL_OWNER: OnceLock<u32> = OnceLock::new();
+/// A pool for a forked child, with the child's pid.
+static CHILD_POOL: Mutex<Option<(u32, Arc<ThreadPool>)>> = Mutex::new(None);
+
+/// Runs `f` on a rayon pool: `threads` workers, or the default pool for `None`.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] for `Some(0)`; [`Error::ThreadPool`] when the
+/// threads cannot be started.
+pub fn install<R, F>(threads: Option<usize>, f: F) -> Result<R>
+where
+    R: Send,
+    F: FnOnce() -> R + Send,
+{
+    let pid = std::process::id();
+    match threads {
+        Some(0) => Err(Error::invalid("threads", "at least 1 (or None for all cores)", 0)),
+        Some(n) => Ok(build(n)?.install(f)),
+        // Parallel iterators called outside any pool run on the global one.
+        None if *GLOBAL_OWNER.get_or_init(|| pid) == pid => Ok(f()),
+        None => Ok(child_pool(pid)?.install(f)),
+    }
+}
+
+fn build(threads: usize) -> Result<ThreadPool> {
+    ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("rsimhash-{i}"))
+        .build()
+        .map_err(|e| Error::ThreadPool { threads, reason: e.to_string() })
+}
+
+fn child_pool(pid: u32) -> Result<Arc<ThreadPool>> {
+    let mut slot = CHILD_POOL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((owner, pool)) = slot.as_ref() {
+        if *owner == pid {
+            return Ok(Arc::clone(pool));
+        }
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pool = Arc::new(build(threads)?);
+    *slot = Some((pid, Arc::clone(&pool)));
+    Ok(pool)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_with_chosen_threads() {
+        assert_eq!(install(Some(3), rayon::current_num_threads).unwrap(), 3);
+        assert!(install(None, || 1 + 1).is_ok());
+        assert!(matches!(install(Some(0), || ()), Err(Error::InvalidParameter { .. })));
+    }
+}

@@ -1,0 +1,125 @@
+//! Argument conversion with messages that name the argument and the fix.
+
+use numpy::{PyArray1, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods, PyArrayDescrMethods};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyByteArray, PyInt, PyList, PyString, PyTuple};
+
+/// A Python int in `0..2**64`; `what` names it in the message.
+pub(crate) fn to_u64(obj: &Bound<'_, PyAny>, what: impl FnOnce() -> String) -> PyResult<u64> {
+    if let Ok(v) = obj.extract::<u64>() {
+        return Ok(v);
+    }
+    if obj.is_instance_of::<PyInt>() || obj.hasattr("__index__").unwrap_or(false) {
+        Err(PyValueError::new_err(format!(
+            "{} must be in 0..2**64-1 (an unsigned 64-bit value), got {}",
+            what(),
+            obj.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+        )))
+    } else {
+        Err(PyTypeError::new_err(format!("{} must be an int, got {}", what(), type_name(obj))))
+    }
+}
+
+pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type().name().map_or_else(|_| "?".into(), |n| n.to_string())
+}
+
+/// Whether `obj` is a numpy array (of any dtype).
+pub(crate) fn is_ndarray(obj: &Bound<'_, PyAny>) -> bool {
+    obj.cast::<PyUntypedArray>().is_ok()
+}
+
+/// A 1-D `uint64` numpy array, strictly: no silent casts from signed or
+/// float dtypes, whose negative or fractional values would turn into
+/// different fingerprints.
+pub(crate) fn u64_array<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    let arr = obj.cast::<PyUntypedArray>().map_err(|_| {
+        PyTypeError::new_err(format!("{name} must be a numpy uint64 array, got {}", type_name(obj)))
+    })?;
+    let py = obj.py();
+    if !arr.dtype().is_equiv_to(&numpy::dtype::<u64>(py)) {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must have dtype uint64, got {}; convert with np.ascontiguousarray({name}, dtype=np.uint64) \
+             after checking the values are in 0..2**64-1",
+            arr.dtype()
+        )));
+    }
+    if arr.ndim() != 1 {
+        return Err(PyValueError::new_err(format!(
+            "{name} must be one-dimensional, got an array of shape {:?}; flatten it with {name}.ravel()",
+            arr.shape()
+        )));
+    }
+    Ok(obj.cast::<PyArray1<u64>>()?.clone())
+}
+
+/// `hashes` as u64 values: a 1-D uint64 array (read in place when
+/// contiguous) or a sequence of ints.
+pub(crate) fn u64_values(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<u64>> {
+    if is_ndarray(obj) {
+        let arr = u64_array(obj, name)?;
+        let ro = arr.readonly();
+        return Ok(match ro.as_slice() {
+            Ok(s) => s.to_vec(),
+            Err(_) => ro.as_array().iter().copied().collect(),
+        });
+    }
+    reject_text(obj, name, "a sequence of ints or a uint64 array")?;
+    let mut out = Vec::with_capacity(obj.len().unwrap_or(0));
+    for (i, item) in iterate(obj, name, "a sequence of ints or a uint64 array")?.enumerate() {
+        out.push(to_u64(&item?, || format!("{name}[{i}]"))?);
+    }
+    Ok(out)
+}
+
+/// A str or bytes argument is almost always a mistake where a collection is
+/// expected: iterating it would fingerprint single characters.
+pub(crate) fn reject_text(obj: &Bound<'_, PyAny>, name: &str, expected: &str) -> PyResult<()> {
+    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be {expected}, got a single {}; wrap it in a list",
+            type_name(obj)
+        )));
+    }
+    Ok(())
+}
+
+/// Iterates lists and tuples without the iterator protocol, anything else with it.
+pub(crate) fn iterate<'py>(
+    obj: &Bound<'py, PyAny>,
+    name: &str,
+    expected: &str,
+) -> PyResult<Box<dyn Iterator<Item = PyResult<Bound<'py, PyAny>>> + 'py>> {
+    if let Ok(list) = obj.cast::<PyList>() {
+        return Ok(Box::new(list.clone().into_iter().map(Ok)));
+    }
+    if let Ok(tuple) = obj.cast::<PyTuple>() {
+        return Ok(Box::new(tuple.clone().into_iter().map(Ok)));
+    }
+    let it = obj
+        .try_iter()
+        .map_err(|_| PyTypeError::new_err(format!("{name} must be {expected}, got {}", type_name(obj))))?;
+    Ok(Box::new(it))
+}
+
+/// The UTF-8 bytes of a feature or text given as str, bytes or bytearray.
+/// A str holding a lone surrogate cannot be UTF-8: `ValueError`.
+pub(crate) fn feature_bytes(obj: &Bound<'_, PyAny>, what: impl FnOnce() -> String) -> PyResult<Option<Vec<u8>>> {
+    if let Ok(s) = obj.cast::<PyString>() {
+        return match s.encode_utf8() {
+            Ok(b) => Ok(Some(b.as_bytes().to_vec())),
+            Err(_) => Err(PyValueError::new_err(format!(
+                "{} is a str that cannot be encoded as UTF-8 (it holds a lone surrogate)",
+                what()
+            ))),
+        };
+    }
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(Some(b.as_bytes().to_vec()));
+    }
+    if let Ok(b) = obj.cast::<PyByteArray>() {
+        return Ok(Some(b.to_vec()));
+    }
+    Ok(None)
+}

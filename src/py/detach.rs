@@ -1,0 +1,36 @@
+//! Running core work with the GIL released.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::marker::Ungil;
+
+/// Runs `f` without the GIL on `threads` rayon workers (`None`: all cores),
+/// then maps its error and gives Ctrl-C pressed meanwhile a chance to raise.
+///
+/// A panic is a bug in rsimhash, never an answer: it becomes a
+/// `RuntimeError` instead of pyo3's `PanicException`, which is a
+/// `BaseException` that ordinary handlers miss.
+pub(crate) fn run<T, F>(py: Python<'_>, threads: Option<usize>, f: F) -> PyResult<T>
+where
+    T: Send + Ungil,
+    F: FnOnce() -> crate::Result<T> + Send + Ungil,
+{
+    let result = py.detach(|| catch_unwind(AssertUnwindSafe(|| crate::parallel::install(threads, f))));
+    py.check_signals()?;
+    match result {
+        Ok(Ok(Ok(value))) => Ok(value),
+        Ok(Ok(Err(e))) | Ok(Err(e)) => Err(e.into()),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(PyRuntimeError::new_err(format!(
+                "internal error in rsimhash (please report it): {what}"
+            )))
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! Fingerprint functions: `fnv1a64`, `compute`, `fingerprint`,
+//! `fingerprints`, `fingerprint_weighted` and the array kernel of `hamming`.
+
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
+
+use super::convert::{feature_bytes, iterate, reject_text, to_u64, type_name, u64_array, u64_values};
+use super::detach;
+use crate::{Mode, Shingling};
+
+/// Texts above this size are fingerprinted with the GIL released.
+const DETACH_BYTES: usize = 1 << 14;
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(fnv1a64, m)?)?;
+    m.add_function(wrap_pyfunction!(compute, m)?)?;
+    m.add_function(wrap_pyfunction!(fingerprint, m)?)?;
+    m.add_function(wrap_pyfunction!(fingerprints, m)?)?;
+    m.add_function(wrap_pyfunction!(fingerprints_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(fingerprint_weighted, m)?)?;
+    m.add_function(wrap_pyfunction!(hamming_arrays, m)?)?;
+    Ok(())
+}
+
+fn shingling(mode: &str, width: Option<i64>) -> PyResult<Shingling> {
+    let mode: Mode = mode.parse()?;
+    let width = match width {
+        None => None,
+        Some(w) if w >= 1 => Some(usize::try_from(w).unwrap_or(usize::MAX)),
+        Some(w) => return Err(PyValueError::new_err(format!("width must be at least 1, got {w}"))),
+    };
+    Ok(Shingling::new(mode, width)?)
+}
+
+fn threads(threads: Option<i64>) -> PyResult<Option<usize>> {
+    match threads {
+        None => Ok(None),
+        Some(n) if n >= 1 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
+        Some(n) => Err(PyValueError::new_err(format!("threads must be at least 1 (or None for all cores), got {n}"))),
+    }
+}
+
+/// The UTF-8 bytes of a text. SPEC v1 treats a lone surrogate as a separator;
+/// so does U+FFFD, which the lossy conversion puts in its place, so the
+/// fingerprint is the one the spec defines.
+fn text_utf8<'py>(s: &Bound<'py, PyString>) -> Bound<'py, PyBytes> {
+    s.encode_utf8().unwrap_or_else(|_| PyBytes::new(s.py(), s.to_string_lossy().as_bytes()))
+}
+
+fn text_arg<'py>(obj: &Bound<'py, PyAny>, what: impl FnOnce() -> String) -> PyResult<Bound<'py, PyBytes>> {
+    match obj.cast::<PyString>() {
+        Ok(s) => Ok(text_utf8(s)),
+        Err(_) => Err(PyTypeError::new_err(format!("{} must be str, got {}", what(), type_name(obj)))),
+    }
+}
+
+#[pyfunction]
+fn fnv1a64(data: &Bound<'_, PyAny>) -> PyResult<u64> {
+    match feature_bytes(data, || "data".into())? {
+        Some(bytes) => Ok(crate::fnv1a64(&bytes)),
+        None => Err(PyTypeError::new_err(format!("data must be str or bytes, got {}", type_name(data)))),
+    }
+}
+
+#[pyfunction]
+fn compute(py: Python<'_>, hashes: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let values = u64_values(hashes, "hashes")?;
+    detach::run(py, None, move || Ok(crate::compute(&values)))
+}
+
+#[pyfunction]
+#[pyo3(signature = (text, *, mode = "words", width = None))]
+fn fingerprint(py: Python<'_>, text: &Bound<'_, PyAny>, mode: &str, width: Option<i64>) -> PyResult<u64> {
+    let shingling = shingling(mode, width)?;
+    let bytes = text_arg(text, || "text".into())?;
+    let bytes = bytes.as_bytes();
+    let run = move || match std::str::from_utf8(bytes) {
+        Ok(t) => Ok(crate::fingerprint(t, shingling)),
+        Err(e) => Err(crate::Error::InvalidUtf8 { index: 0, valid_up_to: e.valid_up_to() }),
+    };
+    if bytes.len() < DETACH_BYTES {
+        return Ok(run()?);
+    }
+    detach::run(py, None, run)
+}
+
+#[pyfunction]
+#[pyo3(signature = (texts, *, mode = "words", width = None, threads = None))]
+fn fingerprints<'py>(
+    py: Python<'py>,
+    texts: &Bound<'py, PyAny>,
+    mode: &str,
+    width: Option<i64>,
+    threads: Option<i64>,
+) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    let shingling = shingling(mode, width)?;
+    let threads = self::threads(threads)?;
+    let expected = "a list (or other sequence or iterable) of str";
+    reject_text(texts, "texts", expected)?;
+    let mut owned = Vec::with_capacity(texts.len().unwrap_or(0));
+    for (i, item) in iterate(texts, "texts", expected)?.enumerate() {
+        owned.push(text_arg(&item?, || format!("texts[{i}]"))?);
+    }
+    let slices: Vec<&[u8]> = owned.iter().map(|b| b.as_bytes()).collect();
+    let fps = detach::run(py, threads, || crate::fingerprint::fingerprints_utf8(&slices, shingling))?;
+    Ok(PyArray1::from_vec(py, fps))
+}
+
+/// Fingerprints of an Arrow string column given as its offsets (int64, one
+/// more than the number of texts) and data buffer (uint8), read in place.
+#[pyfunction]
+#[pyo3(signature = (offsets, data, *, mode = "words", width = None, threads = None))]
+fn fingerprints_arrow<'py>(
+    py: Python<'py>,
+    offsets: PyReadonlyArray1<'py, i64>,
+    data: PyReadonlyArray1<'py, u8>,
+    mode: &str,
+    width: Option<i64>,
+    threads: Option<i64>,
+) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    let shingling = shingling(mode, width)?;
+    let threads = self::threads(threads)?;
+    let offsets = offsets.as_slice()?;
+    let data = data.as_slice()?;
+    let mut slices = Vec::with_capacity(offsets.len().saturating_sub(1));
+    for (i, pair) in offsets.windows(2).enumerate() {
+        let (start, end) = (pair[0], pair[1]);
+        if start < 0 || end < start || end as u64 > data.len() as u64 {
+            return Err(PyValueError::new_err(format!(
+                "corrupt Arrow string array: text {i} spans bytes {start}..{end} of a {}-byte buffer",
+                data.len()
+            )));
+        }
+        slices.push(&data[start as usize..end as usize]);
+    }
+    let fps = detach::run(py, threads, || crate::fingerprint::fingerprints_utf8(&slices, shingling))?;
+    Ok(PyArray1::from_vec(py, fps))
+}
+
+#[pyfunction]
+fn fingerprint_weighted(py: Python<'_>, features: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let expected = "an iterable of (feature, weight) pairs";
+    reject_text(features, "features", expected)?;
+    let mut pairs: Vec<(u64, f64)> = Vec::with_capacity(features.len().unwrap_or(0));
+    for (i, item) in iterate(features, "features", expected)?.enumerate() {
+        let item = item?;
+        let (feature, weight): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract().map_err(|_| {
+            PyTypeError::new_err(format!("features[{i}] must be a (feature, weight) pair, got {}", type_name(&item)))
+        })?;
+        let hash = match feature_bytes(&feature, || format!("features[{i}][0]"))? {
+            Some(bytes) => crate::fnv1a64(&bytes),
+            None if feature.cast::<pyo3::types::PyInt>().is_ok() => to_u64(&feature, || format!("features[{i}][0]"))?,
+            None => {
+                return Err(PyTypeError::new_err(format!(
+                    "features[{i}][0] must be str, bytes or an int hash, got {}",
+                    type_name(&feature)
+                )))
+            }
+        };
+        let weight: f64 = weight.extract().map_err(|_| {
+            PyTypeError::new_err(format!("features[{i}][1] (the weight) must be a float, got {}", type_name(&weight)))
+        })?;
+        pairs.push((hash, weight));
+    }
+    detach::run(py, None, move || crate::compute_weighted(pairs))
+}
+
+/// Popcount of `a ^ b` over two equal-length 1-D uint64 arrays.
+#[pyfunction]
+fn hamming_arrays<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyArray1<u8>>> {
+    let (a, b) = (u64_array(a, "a")?, u64_array(b, "b")?);
+    let (a, b) = (a.readonly(), b.readonly());
+    let (a, b) = (a.as_slice()?, b.as_slice()?);
+    if a.len() != b.len() {
+        return Err(PyValueError::new_err(format!("a and b differ in length: {} and {}", a.len(), b.len())));
+    }
+    let out = detach::run(py, None, || Ok(a.iter().zip(b).map(|(x, y)| crate::hamming(*x, *y) as u8).collect()))?;
+    Ok(PyArray1::from_vec(py, out))
+}

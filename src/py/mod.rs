@@ -1,0 +1,21 @@
+//! The Python module `rsimhash._rsimhash`: the only code that names pyo3 or
+//! numpy. Every function follows three phases: convert and validate the
+//! arguments holding the GIL, run the core with the GIL released
+//! ([`detach::run`]), convert the results.
+
+mod convert;
+mod detach;
+mod error;
+mod fingerprint;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _rsimhash(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("SPEC_VERSION", crate::SPEC_VERSION)?;
+    let (a, b, c) = crate::unicode::UNICODE_VERSION;
+    m.add("UNICODE_VERSION", format!("{a}.{b}.{c}"))?;
+    fingerprint::register(m)?;
+    Ok(())
+}
