@@ -6,9 +6,8 @@ use std::str::FromStr;
 
 use rayon::prelude::*;
 
-use crate::shingle::{hash_shingles, Chars, Words};
+use crate::shingle;
 use crate::tokenize::Tokens;
-use crate::vote::Vote;
 use crate::{Error, Result};
 
 /// Which features of a text vote (SPEC v1 "Text features").
@@ -97,12 +96,12 @@ impl Default for Shingling {
 pub struct Fingerprinter {
     shingling: Shingling,
     tokens: Tokens,
-    vote: Vote,
+    hashes: Vec<u64>,
 }
 
 impl Fingerprinter {
     pub fn new(shingling: Shingling) -> Self {
-        Fingerprinter { shingling, tokens: Tokens::default(), vote: Vote::default() }
+        Fingerprinter { shingling, tokens: Tokens::default(), hashes: Vec::new() }
     }
 
     /// The SPEC v1 fingerprint of `text`.
@@ -112,24 +111,17 @@ impl Fingerprinter {
         // shingles that cross the cut being lost rather than overflowing.
         let text = if text.len() > u32::MAX as usize - 4 { truncate(text) } else { text };
         self.tokens.fill(text);
-        let vote = &mut self.vote;
-        let width = self.shingling.width;
+        self.hashes.clear();
         match self.shingling.mode {
-            Mode::Words => {
-                let units = Words { text: &self.tokens.text, ends: &self.tokens.ends };
-                hash_shingles(&units, width, |h| vote.add(h));
-            }
-            Mode::Chars => {
-                let units = Chars { text: &self.tokens.text };
-                hash_shingles(&units, width, |h| vote.add(h));
-            }
+            Mode::Words => shingle::words(&self.tokens.stream, self.tokens.count, self.shingling.width, &mut self.hashes),
+            Mode::Chars => shingle::chars(self.tokens.text(), self.shingling.width, &mut self.hashes),
         }
-        vote.finish()
+        crate::compute(&self.hashes)
     }
 
     /// Number of tokens of the last text fingerprinted.
     pub fn last_token_count(&self) -> usize {
-        self.tokens.len()
+        self.tokens.count
     }
 }
 

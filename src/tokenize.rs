@@ -1,130 +1,143 @@
 //! Steps 1–3 of SPEC v1: lowercase, find token characters, cut tokens.
 //!
-//! The output is the *normalized text*: the tokens joined by single spaces
-//! (no leading or trailing space), plus the end offset of every token. Mode
-//! `words` shingles the tokens; mode `chars` slides over the normalized text.
-//! ASCII takes a table-driven fast path; everything else goes through the
-//! UCD 15.1 tables of [`crate::unicode`].
+//! The output is a *token stream*: every token followed by exactly one space
+//! (`b"hello world "`), plus the token count. Without its last byte it is the
+//! normalized text of mode `chars` (tokens joined by single spaces); mode
+//! `words` hashes it with the trailing space as the end-of-token marker.
+//!
+//! ASCII bytes take a branch-free path (a table gives the lowercased byte or a
+//! space; a separator is kept only right after a token, so runs collapse), since
+//! a branch per token boundary mispredicts about once a word. Other chars go
+//! through the UCD 15.1 tables of [`crate::unicode`].
 
 use crate::unicode::{self, Class, Lower};
 
-/// ASCII: 0 = separator, otherwise the lowercased byte of a token character.
-static ASCII: [u8; 128] = {
-    let mut t = [0u8; 128];
+/// By byte: the lowercased ASCII token character, b' ' for an ASCII
+/// separator, 0 for a byte of a non-ASCII char.
+static ASCII: [u8; 256] = {
+    let mut t = [0u8; 256];
     let mut b = 0;
     while b < 128 {
         let c = b as u8;
         t[b] = match c {
             b'a'..=b'z' | b'0'..=b'9' => c,
             b'A'..=b'Z' => c + 32,
-            _ => 0,
+            _ => b' ',
         };
         b += 1;
     }
     t
 };
 
-/// Reusable buffers for the normalized text of one document.
+/// The token stream of one document, with reusable storage.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Tokens {
-    /// Tokens joined by single spaces.
-    pub text: Vec<u8>,
-    /// `ends[i]` is the end offset of token `i` in `text`; token `i + 1`
-    /// starts at `ends[i] + 1`.
-    pub ends: Vec<u32>,
+    /// Every token followed by one space.
+    pub stream: Vec<u8>,
+    /// Number of tokens.
+    pub count: usize,
 }
 
 impl Tokens {
     /// Normalizes `input` into `self`, replacing what was there.
     pub(crate) fn fill(&mut self, input: &str) {
-        self.text.clear();
-        self.ends.clear();
-        self.text.reserve(input.len());
-        let mut w = Writer { tokens: self, open: false };
         let bytes = input.as_bytes();
+        let mut out = std::mem::take(&mut self.stream);
+        // Room for the ASCII path to store unconditionally; the non-ASCII path
+        // grows the buffer itself (lowercasing may lengthen a char).
+        out.clear();
+        out.resize(bytes.len() + 1, 0);
+        let mut n = 0; // bytes of `out` in use
+        let mut count = 0;
+        let mut in_token = false;
         let mut i = 0;
         while i < bytes.len() {
-            let b = bytes[i];
-            if b < 0x80 {
-                let lower = ASCII[b as usize];
-                if lower != 0 {
-                    w.open();
-                    w.tokens.text.push(lower);
-                } else {
-                    w.close();
-                }
+            let t = ASCII[bytes[i] as usize];
+            if t != 0 {
+                let is_token = t != b' ';
+                out[n] = t;
+                // A token char always stays; a separator only ends a token.
+                n += usize::from(is_token | in_token);
+                count += usize::from(!is_token & in_token);
+                in_token = is_token;
                 i += 1;
-            } else {
-                // `input` is a str, so a whole char starts here.
-                let c = input[i..].chars().next().unwrap_or('\u{fffd}');
-                i += c.len_utf8();
-                match unicode::lookup(c) {
-                    (class, Lower::One(l)) => w.push(class, l),
-                    (_, Lower::Many(s)) => {
-                        // Step 2 classifies the code points the mapping produced.
-                        for l in s.chars() {
-                            w.push(unicode::class_of(l), l);
-                        }
+                continue;
+            }
+            // `input` is a str, so a whole char starts here.
+            let c = input[i..].chars().next().unwrap_or('\u{fffd}');
+            i += c.len_utf8();
+            let mut w = Slow { out: &mut out, n, count, in_token };
+            match unicode::lookup(c) {
+                (class, Lower::One(l)) => w.push(class, l),
+                (_, Lower::Many(s)) => {
+                    // Step 2 classifies the code points the mapping produced.
+                    for l in s.chars() {
+                        w.push(unicode::class_of(l), l);
                     }
                 }
             }
-        }
-        w.close();
-    }
-
-    /// Number of tokens.
-    pub(crate) fn len(&self) -> usize {
-        self.ends.len()
-    }
-}
-
-struct Writer<'a> {
-    tokens: &'a mut Tokens,
-    open: bool,
-}
-
-impl Writer<'_> {
-    #[inline(always)]
-    fn open(&mut self) {
-        if !self.open {
-            if !self.tokens.ends.is_empty() {
-                self.tokens.text.push(b' ');
+            (n, count, in_token) = (w.n, w.count, w.in_token);
+            if out.len() < n + (bytes.len() - i) + 1 {
+                out.resize(n + (bytes.len() - i) + 1, 0);
             }
-            self.open = true;
+        }
+        if in_token {
+            out[n] = b' ';
+            n += 1;
+            count += 1;
+        }
+        out.truncate(n);
+        self.stream = out;
+        self.count = count;
+    }
+
+    /// The normalized text: the tokens joined by single spaces.
+    pub(crate) fn text(&self) -> &[u8] {
+        &self.stream[..self.stream.len().saturating_sub(1)]
+    }
+}
+
+/// The state of [`Tokens::fill`] on its non-ASCII path.
+struct Slow<'a> {
+    out: &'a mut Vec<u8>,
+    n: usize,
+    count: usize,
+    in_token: bool,
+}
+
+impl Slow<'_> {
+    fn put(&mut self, bytes: &[u8]) {
+        if self.out.len() < self.n + bytes.len() {
+            self.out.resize(self.n + bytes.len() + 64, 0);
+        }
+        self.out[self.n..self.n + bytes.len()].copy_from_slice(bytes);
+        self.n += bytes.len();
+    }
+
+    fn end_token(&mut self) {
+        if self.in_token {
+            self.put(b" ");
+            self.count += 1;
+            self.in_token = false;
         }
     }
 
-    #[inline(always)]
-    fn close(&mut self) {
-        if self.open {
-            // Offsets fit in u32: callers reject texts of 4 GiB or more.
-            self.tokens.ends.push(self.tokens.text.len() as u32);
-            self.open = false;
-        }
-    }
-
-    #[inline]
     fn push(&mut self, class: Class, c: char) {
+        let mut buf = [0u8; 4];
         match class {
-            Class::Separator => self.close(),
+            Class::Separator => self.end_token(),
             Class::Token => {
-                self.open();
-                push_char(&mut self.tokens.text, c);
+                self.put(c.encode_utf8(&mut buf).as_bytes());
+                self.in_token = true;
             }
             Class::Solo => {
-                self.close();
-                self.open();
-                push_char(&mut self.tokens.text, c);
-                self.close();
+                self.end_token();
+                self.put(c.encode_utf8(&mut buf).as_bytes());
+                self.in_token = true;
+                self.end_token();
             }
         }
     }
-}
-
-#[inline]
-fn push_char(out: &mut Vec<u8>, c: char) {
-    let mut buf = [0u8; 4];
-    out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
 }
 
 #[cfg(test)]
@@ -134,18 +147,22 @@ mod tests {
     fn tokens(s: &str) -> Vec<String> {
         let mut t = Tokens::default();
         t.fill(s);
-        let text = String::from_utf8(t.text.clone()).unwrap();
-        if t.ends.is_empty() {
-            assert!(text.is_empty());
+        let stream = String::from_utf8(t.stream.clone()).unwrap();
+        if t.count == 0 {
+            assert!(stream.is_empty());
             return vec![];
         }
-        assert_eq!(text.split(' ').count(), t.ends.len());
-        text.split(' ').map(str::to_owned).collect()
+        assert!(stream.ends_with(' ') && !stream.starts_with(' ') && !stream.contains("  "), "{stream:?}");
+        let words: Vec<String> = stream.split_terminator(' ').map(str::to_owned).collect();
+        assert_eq!(words.len(), t.count);
+        assert_eq!(t.text(), words.join(" ").as_bytes());
+        words
     }
 
     #[test]
     fn ascii() {
         assert_eq!(tokens("Hello, World!  It's 3.14"), ["hello", "world", "it", "s", "3", "14"]);
+        assert_eq!(tokens("  lead and trail  "), ["lead", "and", "trail"]);
         assert!(tokens("").is_empty());
         assert!(tokens(" \t\n.,;").is_empty());
         assert_eq!(tokens("x"), ["x"]);
@@ -163,6 +180,8 @@ mod tests {
         assert_eq!(tokens("ΟΔΟΣ"), ["οδοσ"]);
         assert_eq!(tokens("İstanbul"), ["i\u{307}stanbul"]);
         assert_eq!(tokens("STRASSE straße"), ["strasse", "straße"]);
+        // Lowercasing lengthens U+023A (2 bytes) to U+2C65 (3 bytes).
+        assert_eq!(tokens(&"\u{23a}".repeat(50)), ["\u{2c65}".repeat(50)]);
     }
 
     #[test]

@@ -4,10 +4,10 @@
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
 
 use super::convert::{feature_bytes, iterate, reject_text, to_u64, type_name, u64_array, u64_values};
 use super::detach;
+use super::text::Utf8Texts;
 use crate::{Mode, Shingling};
 
 /// Texts above this size are fingerprinted with the GIL released.
@@ -42,19 +42,6 @@ fn threads(threads: Option<i64>) -> PyResult<Option<usize>> {
     }
 }
 
-/// The UTF-8 bytes of a text. SPEC v1 treats a lone surrogate as a separator;
-/// so does U+FFFD, which the lossy conversion puts in its place, so the
-/// fingerprint is the one the spec defines.
-fn text_utf8<'py>(s: &Bound<'py, PyString>) -> Bound<'py, PyBytes> {
-    s.encode_utf8().unwrap_or_else(|_| PyBytes::new(s.py(), s.to_string_lossy().as_bytes()))
-}
-
-fn text_arg<'py>(obj: &Bound<'py, PyAny>, what: impl FnOnce() -> String) -> PyResult<Bound<'py, PyBytes>> {
-    match obj.cast::<PyString>() {
-        Ok(s) => Ok(text_utf8(s)),
-        Err(_) => Err(PyTypeError::new_err(format!("{} must be str, got {}", what(), type_name(obj)))),
-    }
-}
 
 #[pyfunction]
 fn fnv1a64(data: &Bound<'_, PyAny>) -> PyResult<u64> {
@@ -74,8 +61,10 @@ fn compute(py: Python<'_>, hashes: &Bound<'_, PyAny>) -> PyResult<u64> {
 #[pyo3(signature = (text, *, mode = "words", width = None))]
 fn fingerprint(py: Python<'_>, text: &Bound<'_, PyAny>, mode: &str, width: Option<i64>) -> PyResult<u64> {
     let shingling = shingling(mode, width)?;
-    let bytes = text_arg(text, || "text".into())?;
-    let bytes = bytes.as_bytes();
+    let mut texts = Utf8Texts::with_capacity(1);
+    texts.push(text.clone(), || "text".into())?;
+    let slices = texts.slices();
+    let bytes = slices[0];
     let run = move || match std::str::from_utf8(bytes) {
         Ok(t) => Ok(crate::fingerprint(t, shingling)),
         Err(e) => Err(crate::Error::InvalidUtf8 { index: 0, valid_up_to: e.valid_up_to() }),
@@ -99,11 +88,11 @@ fn fingerprints<'py>(
     let threads = self::threads(threads)?;
     let expected = "a list (or other sequence or iterable) of str";
     reject_text(texts, "texts", expected)?;
-    let mut owned = Vec::with_capacity(texts.len().unwrap_or(0));
+    let mut utf8 = Utf8Texts::with_capacity(texts.len().unwrap_or(0));
     for (i, item) in iterate(texts, "texts", expected)?.enumerate() {
-        owned.push(text_arg(&item?, || format!("texts[{i}]"))?);
+        utf8.push(item?, || format!("texts[{i}]"))?;
     }
-    let slices: Vec<&[u8]> = owned.iter().map(|b| b.as_bytes()).collect();
+    let slices = utf8.slices();
     let fps = detach::run(py, threads, || crate::fingerprint::fingerprints_utf8(&slices, shingling))?;
     Ok(PyArray1::from_vec(py, fps))
 }

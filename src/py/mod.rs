@@ -7,6 +7,7 @@ mod convert;
 mod detach;
 mod error;
 mod fingerprint;
+mod text;
 
 use pyo3::prelude::*;
 

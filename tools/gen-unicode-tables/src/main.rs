@@ -75,7 +75,9 @@ fn check_unicode_version(cm: &CaseMapper) {
     let mut expect_gc = |cp: u32, want: GC, why: &str| {
         let got = gc(cp);
         if got != want {
-            bad.push(format!("U+{cp:04X}: general category {got:?}, want {want:?} ({why})"));
+            bad.push(format!(
+                "U+{cp:04X}: general category {got:?}, want {want:?} ({why})"
+            ));
         }
     };
     expect_gc(0x2EBF0, GC::OtherLetter, "CJK Ext. I, new in 15.1");
@@ -107,7 +109,10 @@ fn check_unicode_version(cm: &CaseMapper) {
     expect_lower(0xA7CB, "\u{A7CB}");
     expect_lower(0x1C89, "\u{1C89}");
     if !bad.is_empty() {
-        die(format!("baked data is not Unicode 15.1:\n  {}", bad.join("\n  ")));
+        die(format!(
+            "baked data is not Unicode 15.1:\n  {}",
+            bad.join("\n  ")
+        ));
     }
 }
 
@@ -197,16 +202,22 @@ fn main() {
         };
         let l = lower(&cm, c);
         let lc: Vec<u32> = l.chars().map(u32::from).collect();
+        if lc.is_empty() {
+            die(format!("U+{cp:04X} lowers to the empty string"));
+        }
         let cls: Vec<u8> = lc.iter().map(|&x| class(x)).collect();
         if cls.iter().any(|&k| k != cls[0]) {
-            die(format!("U+{cp:04X} lowers to {l:?} whose chars have different classes {cls:?}"));
+            die(format!(
+                "U+{cp:04X} lowers to {l:?} whose chars have different classes {cls:?}"
+            ));
         }
         // class_of(c) in mod.rs is this table's class: lowercasing must never change the class.
         if class(cp) != cls[0] {
-            die(format!("U+{cp:04X} has class {} but its lowercase {l:?} has class {}", class(cp), cls[0]));
-        }
-        if lc.is_empty() {
-            die(format!("U+{cp:04X} lowers to the empty string"));
+            die(format!(
+                "U+{cp:04X} has class {} but its lowercase {l:?} has class {}",
+                class(cp),
+                cls[0]
+            ));
         }
         if lc.len() == 1 {
             let d = lc[0] as i32 - cp as i32;
@@ -228,12 +239,25 @@ fn main() {
     let mut pairs: Vec<((u8, i32), u32)> = pair_count.into_iter().collect();
     pairs.sort_by_key(|&((cls, d), n)| (std::cmp::Reverse(n), cls, d));
     if pairs.len() > 256 {
-        die(format!("{} distinct (class, delta) pairs do not fit a byte", pairs.len()));
+        die(format!(
+            "{} distinct (class, delta) pairs do not fit a byte",
+            pairs.len()
+        ));
     }
-    let code_of: HashMap<(u8, i32), u8> = pairs.iter().enumerate().map(|(i, &(p, _))| (p, i as u8)).collect();
+    let code_of: HashMap<(u8, i32), u8> = pairs
+        .iter()
+        .enumerate()
+        .map(|(i, &(p, _))| (p, i as u8))
+        .collect();
     let mut codes: Vec<i32> = pairs
         .iter()
-        .map(|&((cls, d), _)| if d == MANY_MARK { (MANY_DELTA << 2) | cls as i32 } else { (d << 2) | cls as i32 })
+        .map(|&((cls, d), _)| {
+            if d == MANY_MARK {
+                (MANY_DELTA << 2) | cls as i32
+            } else {
+                (d << 2) | cls as i32
+            }
+        })
         .collect();
     let n_used = codes.len();
     // Padded to a power of two so the runtime's `CODES[e & (len - 1)]` needs no bounds check.
@@ -246,7 +270,13 @@ fn main() {
     eprintln!("shift  block  leaves  index_bytes  leaf_bytes  total_static_bytes");
     for shift in 2..=12u32 {
         let (index, leaves) = split(&entries, shift);
-        let t = Tables { shift, index, leaves, codes: codes.clone(), many: many.clone() };
+        let t = Tables {
+            shift,
+            index,
+            leaves,
+            codes: codes.clone(),
+            many: many.clone(),
+        };
         eprintln!(
             "{:5}  {:5}  {:6}  {:11}  {:10}  {:5}",
             shift,
@@ -256,7 +286,10 @@ fn main() {
             t.leaves.len() << shift,
             t.static_bytes()
         );
-        if best.as_ref().map_or(true, |b| t.static_bytes() < b.static_bytes()) {
+        if best
+            .as_ref()
+            .is_none_or(|b| t.static_bytes() < b.static_bytes())
+        {
             best = Some(t);
         }
     }
@@ -264,7 +297,9 @@ fn main() {
 
     // Self-check: the tables decode back to what was computed.
     for cp in 0..=MAX {
-        let Some(c) = char::from_u32(cp) else { continue };
+        let Some(c) = char::from_u32(cp) else {
+            continue;
+        };
         let want = lower(&cm, c);
         let (cls, got) = t.decode(cp);
         if got != want || cls != class(cp) {
@@ -291,11 +326,18 @@ fn main() {
         d.push_str("# cp class_of(cp) lowercase(cps joined by '_'), decoded back from the emitted tables\n");
         for cp in 0..=MAX {
             // Surrogates never reach Rust: category Cs, a separator, identity mapping.
-            let (cls, s) = if char::from_u32(cp).is_some() { t.decode(cp) } else { (SEPARATOR, String::new()) };
+            let (cls, s) = if char::from_u32(cp).is_some() {
+                t.decode(cp)
+            } else {
+                (SEPARATOR, String::new())
+            };
             let l = if s.is_empty() {
                 format!("{cp:04X}")
             } else {
-                s.chars().map(|x| format!("{:04X}", x as u32)).collect::<Vec<_>>().join("_")
+                s.chars()
+                    .map(|x| format!("{:04X}", x as u32))
+                    .collect::<Vec<_>>()
+                    .join("_")
             };
             writeln!(d, "{cp:04X} {} {l}", CLASS_NAMES[cls as usize]).unwrap();
         }
@@ -325,7 +367,11 @@ fn emit(t: &Tables, n_used: usize, n_deltas: usize) -> String {
     writeln!(s, "/// Delta of multi-char mappings in CODES.").unwrap();
     writeln!(s, "pub(super) const MANY_DELTA: i32 = 0x{MANY_DELTA:X};").unwrap();
     writeln!(s, "/// Entry codes in use (the rest of CODES is padding); {n_deltas} distinct single-char deltas.").unwrap();
-    writeln!(s, "#[allow(dead_code)]\npub(super) const NCODES_USED: usize = {n_used};\n").unwrap();
+    writeln!(
+        s,
+        "#[allow(dead_code)]\npub(super) const NCODES_USED: usize = {n_used};\n"
+    )
+    .unwrap();
 
     s.push_str(
         "const SEP: i32 = 0;\nconst TOK: i32 = 1;\nconst SOLO: i32 = 2;\n\
@@ -334,7 +380,11 @@ fn emit(t: &Tables, n_used: usize, n_deltas: usize) -> String {
     writeln!(s, "/// Length of CODES, a power of two.").unwrap();
     writeln!(s, "pub(super) const NCODES: usize = {};", t.codes.len()).unwrap();
     writeln!(s, "/// (lowercase delta << 2) | class, by entry byte.").unwrap();
-    writeln!(s, "#[rustfmt::skip]\npub(super) static CODES: [i32; NCODES] = [").unwrap();
+    writeln!(
+        s,
+        "#[rustfmt::skip]\npub(super) static CODES: [i32; NCODES] = ["
+    )
+    .unwrap();
     let items: Vec<String> = t
         .codes
         .iter()
@@ -348,29 +398,69 @@ fn emit(t: &Tables, n_used: usize, n_deltas: usize) -> String {
     push_rows(&mut s, &items, "    ");
     s.push_str("];\n\n");
 
-    writeln!(s, "/// Multi-char lowercase mappings, sorted by code point.").unwrap();
-    writeln!(s, "#[rustfmt::skip]\npub(super) static MANY: [(char, &str); {}] = [", t.many.len()).unwrap();
+    writeln!(
+        s,
+        "/// Multi-char lowercase mappings, sorted by code point."
+    )
+    .unwrap();
+    writeln!(
+        s,
+        "#[rustfmt::skip]\npub(super) static MANY: [(char, &str); {}] = [",
+        t.many.len()
+    )
+    .unwrap();
     for (cp, l) in &t.many {
-        let esc: String = l.chars().map(|x| format!("\\u{{{:X}}}", x as u32)).collect();
+        let esc: String = l
+            .chars()
+            .map(|x| format!("\\u{{{:X}}}", x as u32))
+            .collect();
         writeln!(s, "    ('\\u{{{cp:X}}}', \"{esc}\"),").unwrap();
     }
     s.push_str("];\n\n");
 
-    writeln!(s, "/// Leaf number of each block of 2^SHIFT code points, for all of U+0000..=U+10FFFF.").unwrap();
-    writeln!(s, "pub(super) static INDEX: [{index_ty}; 0x110000 >> SHIFT] = INDEX_VALUES;").unwrap();
-    writeln!(s, "/// INDEX's values as a const, so that they can be checked at compile time.").unwrap();
-    writeln!(s, "#[rustfmt::skip]\npub(super) const INDEX_VALUES: [{index_ty}; 0x110000 >> SHIFT] = [").unwrap();
-    push_rows(&mut s, &t.index.iter().map(|x| x.to_string()).collect::<Vec<_>>(), "    ");
+    writeln!(
+        s,
+        "/// Leaf number of each block of 2^SHIFT code points, for all of U+0000..=U+10FFFF."
+    )
+    .unwrap();
+    writeln!(
+        s,
+        "pub(super) static INDEX: [{index_ty}; 0x110000 >> SHIFT] = INDEX_VALUES;"
+    )
+    .unwrap();
+    writeln!(
+        s,
+        "/// INDEX's values as a const, so that they can be checked at compile time."
+    )
+    .unwrap();
+    writeln!(
+        s,
+        "#[rustfmt::skip]\npub(super) const INDEX_VALUES: [{index_ty}; 0x110000 >> SHIFT] = ["
+    )
+    .unwrap();
+    push_rows(
+        &mut s,
+        &t.index.iter().map(|x| x.to_string()).collect::<Vec<_>>(),
+        "    ",
+    );
     s.push_str("];\n\n");
 
     writeln!(s, "/// Deduplicated leaf blocks of entry bytes.").unwrap();
-    writeln!(s, "#[rustfmt::skip]\npub(super) static LEAVES: [[u8; 1 << SHIFT]; NLEAVES] = [").unwrap();
+    writeln!(
+        s,
+        "#[rustfmt::skip]\npub(super) static LEAVES: [[u8; 1 << SHIFT]; NLEAVES] = ["
+    )
+    .unwrap();
     for (i, leaf) in t.leaves.iter().enumerate() {
         // First block using this leaf, for orientation.
         let first = t.index.iter().position(|&x| x as usize == i).unwrap() * block;
         writeln!(s, "    // {i}: U+{first:04X}").unwrap();
         s.push_str("    [\n");
-        push_rows(&mut s, &leaf.iter().map(|x| x.to_string()).collect::<Vec<_>>(), "        ");
+        push_rows(
+            &mut s,
+            &leaf.iter().map(|x| x.to_string()).collect::<Vec<_>>(),
+            "        ",
+        );
         s.push_str("    ],\n");
     }
     s.push_str("];\n");

@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""Throughput of ``rsimhash.fingerprints`` against single-thread ``hashlib.md5``.
+
+On one deterministic English corpus (``benches/corpus.py``) this measures, in
+interleaved rounds (every measurement once per round, ``--repeats`` rounds):
+
+* ``fingerprints(docs, mode="words", width=3)`` with the default thread count
+  (all cores) and with ``threads=1``; the call is timed on the list of ``str``
+  exactly as users make it (UTF-8 conversion included);
+* ``hashlib.md5(b).digest()`` for every document in a plain single-thread
+  Python loop over the UTF-8 bytes, encoded beforehand (not timed);
+* ``fingerprints(docs, mode="chars", width=4)``, default threads and
+  ``threads=1``, for the record.
+
+Throughput is MB/s with MB = 10**6 bytes of UTF-8 text; the medians over the
+rounds are reported, and the ratios fingerprints/md5 are computed from the
+medians.  The project's target: words mode on all cores >= 0.8 x md5.
+
+Usage::
+
+    python benches/bench_fingerprint.py            # 64 MB, 5 rounds
+    python benches/bench_fingerprint.py --quick    # 8 MB, 3 rounds (smoke test)
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import hashlib
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from typing import Callable, Dict, List, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import corpus as corpus_mod  # noqa: E402
+
+TARGET_RATIO = 0.8
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def pkg_version(mod, name: str) -> str:
+    v = getattr(mod, "__version__", None)
+    if v:
+        return str(v)
+    try:
+        from importlib.metadata import version
+        return version(name)
+    except Exception:  # noqa: BLE001
+        return "unknown"
+
+
+def machine_info(rsimhash, np) -> Dict[str, object]:
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = os.cpu_count() or 1
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        load = None
+    return {
+        "nproc": usable,
+        "cpu_count": os.cpu_count(),
+        "cpu": cpu_model(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "rsimhash": pkg_version(rsimhash, "rsimhash"),
+        "numpy": np.__version__,
+        "loadavg": load,
+    }
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds all processes on the machine have used (from /proc/stat)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            fields = f.readline().split()
+    except OSError:
+        return float("nan")
+    # user nice system idle iowait irq softirq steal ...: busy = all but idle, iowait
+    vals = [int(x) for x in fields[1:9]]
+    busy = sum(vals) - vals[3] - vals[4]
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+def timed(fn: Callable[[], object]) -> Tuple[float, float, float]:
+    """Return (wall seconds, this process's CPU seconds, other processes' CPU seconds)."""
+    gc.collect()
+    gc.disable()
+    try:
+        m0 = machine_busy_seconds()
+        c0 = time.process_time()
+        t0 = time.perf_counter()
+        fn()
+        wall = time.perf_counter() - t0
+        cpu = time.process_time() - c0
+        other = max(0.0, machine_busy_seconds() - m0 - cpu)
+        return wall, cpu, other
+    finally:
+        gc.enable()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size-mb", type=float, default=64, help="corpus size, 10^6 UTF-8 bytes")
+    ap.add_argument("--seed", type=int, default=0, help="corpus seed")
+    ap.add_argument("--repeats", type=int, default=5, help="interleaved rounds")
+    ap.add_argument("--quick", action="store_true", help="8 MB, 3 rounds (smoke test)")
+    ap.add_argument("--no-chars", action="store_true", help="skip the mode='chars' rows")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.size_mb, args.repeats = 8, 3
+    if args.repeats < 1:
+        ap.error("--repeats must be >= 1")
+
+    import numpy as np
+    import rsimhash
+
+    info = machine_info(rsimhash, np)
+    print(f"machine: nproc={info['nproc']} (cpu_count {info['cpu_count']}), cpu: {info['cpu']}, "
+          f"loadavg {info['loadavg']}")
+    print(f"python {info['python']}, rsimhash {info['rsimhash']}, numpy {info['numpy']}, "
+          f"{info['platform']}")
+
+    t0 = time.perf_counter()
+    corpus = corpus_mod.load_corpus(args.size_mb, args.seed, verbose=True)
+    docs: List[str] = corpus.docs
+    blobs: List[bytes] = [d.encode("utf-8") for d in docs]
+    nbytes = sum(map(len, blobs))
+    print(f"corpus: {len(docs)} docs, {nbytes / 1e6:.2f} MB UTF-8, seed {args.seed}, "
+          f"source set {corpus.src_hash} (loaded in {time.perf_counter() - t0:.1f} s)")
+
+    fps = rsimhash.fingerprints
+
+    def md5_loop() -> None:
+        md5 = hashlib.md5
+        for b in blobs:
+            md5(b).digest()
+
+    cases = [
+        ("fingerprints words w=3, default threads", "fp_words_all",
+         lambda: fps(docs, mode="words", width=3)),
+        ("fingerprints words w=3, threads=1", "fp_words_1t",
+         lambda: fps(docs, mode="words", width=3, threads=1)),
+        ("hashlib.md5 per doc, 1 thread", "md5",
+         md5_loop),
+    ]
+    if not args.no_chars:
+        cases += [
+            ("fingerprints chars n=4, default threads", "fp_chars_all",
+             lambda: fps(docs, mode="chars", width=4)),
+            ("fingerprints chars n=4, threads=1", "fp_chars_1t",
+             lambda: fps(docs, mode="chars", width=4, threads=1)),
+        ]
+
+    # Sanity (untimed, doubles as warm-up): results are well formed and the
+    # thread count does not change them.
+    small = docs[:256]
+    a = fps(small, mode="words", width=3)
+    b = fps(small, mode="words", width=3, threads=1)
+    assert isinstance(a, np.ndarray) and a.dtype == np.uint64 and a.shape == (len(small),), \
+        (type(a), getattr(a, "dtype", None), getattr(a, "shape", None))
+    assert np.array_equal(a, b), "threads=1 and default threads disagree"
+    assert int(a[0]) == rsimhash.fingerprint(small[0]), "fingerprints != fingerprint"
+    full_all = fps(docs, mode="words", width=3)
+    assert full_all.shape == (len(docs),)
+    del full_all
+    hashlib.md5(blobs[0]).digest()
+
+    times: Dict[str, List[float]] = {key: [] for _, key, _ in cases}
+    par: Dict[str, List[float]] = {key: [] for _, key, _ in cases}
+    other_cpu = 0.0
+    wall_total = 0.0
+    for r in range(args.repeats):
+        row = []
+        r_other = r_wall = 0.0
+        for label, key, fn in cases:
+            dt, cpu, other = timed(fn)
+            times[key].append(dt)
+            par[key].append(cpu / dt)
+            r_other += other
+            r_wall += dt
+            row.append(f"{key} {nbytes / dt / 1e6:.0f}")
+        other_cpu += r_other
+        wall_total += r_wall
+        print(f"  round {r + 1}/{args.repeats}: " + ", ".join(row) + " MB/s; "
+              f"other processes used {r_other / r_wall:.2f} cores", flush=True)
+
+    med = {key: statistics.median(v) for key, v in times.items()}
+    mbps = {key: nbytes / med[key] / 1e6 for key in med}
+    print()
+    print(f"{'measurement':44s} {'median MB/s':>11s} {'min..max MB/s':>15s} {'x md5':>7s} "
+          f"{'cpu/wall':>8s}")
+    for label, key, _ in cases:
+        lo = nbytes / max(times[key]) / 1e6
+        hi = nbytes / min(times[key]) / 1e6
+        print(f"{label:44s} {mbps[key]:11.1f} {lo:7.0f}..{hi:<7.0f} {mbps[key] / mbps['md5']:7.3f} "
+              f"{statistics.median(par[key]):8.2f}")
+    foreign = other_cpu / wall_total if wall_total else 0.0
+    try:
+        load_end = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        load_end = None
+    print(f"other processes used {foreign:.2f} of {info['nproc']} cores on average while timing "
+          f"(loadavg at end {load_end}); cpu/wall = this process's CPU seconds per second")
+    ratio_all = mbps["fp_words_all"] / mbps["md5"]
+    ratio_1t = mbps["fp_words_1t"] / mbps["md5"]
+    verdict = "MEETS" if ratio_all >= TARGET_RATIO else "MISSES"
+    print(f"\nwords, default threads / md5 = {ratio_all:.3f} ({verdict} target >= {TARGET_RATIO}); "
+          f"words, 1 thread / md5 = {ratio_1t:.3f}")
+
+    summary = {
+        "bench": "fingerprint",
+        "corpus_mb": round(nbytes / 1e6, 2),
+        "docs": len(docs),
+        "seed": args.seed,
+        "src_hash": corpus.src_hash,
+        "repeats": args.repeats,
+        **{f"{k}_mbps": round(v, 1) for k, v in mbps.items()},
+        "ratio_words_all_md5": round(ratio_all, 3),
+        "ratio_words_1t_md5": round(ratio_1t, 3),
+        "target_ratio": TARGET_RATIO,
+        "meets_target": ratio_all >= TARGET_RATIO,
+        "cpu_per_wall_words_all": round(statistics.median(par["fp_words_all"]), 2),
+        "other_procs_cores": round(foreign, 2),
+        **{k: info[k] for k in ("nproc", "cpu", "python", "rsimhash", "numpy", "loadavg")},
+        "loadavg_end": load_end,
+    }
+    print("JSON " + json.dumps(summary, sort_keys=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
