@@ -111,12 +111,12 @@ impl Fingerprinter {
         // shingles that cross the cut being lost rather than overflowing.
         let text = if text.len() > u32::MAX as usize - 4 { truncate(text) } else { text };
         self.tokens.fill(text);
-        self.hashes.clear();
-        match self.shingling.mode {
-            Mode::Words => shingle::words(&self.tokens.stream, self.tokens.count, self.shingling.width, &mut self.hashes),
-            Mode::Chars => shingle::chars(self.tokens.text(), self.shingling.width, &mut self.hashes),
-        }
-        crate::compute(&self.hashes)
+        let (width, hashes) = (self.shingling.width, &mut self.hashes);
+        let parts = match self.shingling.mode {
+            Mode::Words => shingle::words(&self.tokens.stream, self.tokens.count, width, hashes),
+            Mode::Chars => shingle::chars(self.tokens.text(), width, hashes),
+        };
+        crate::vote::compute_parts(&parts)
     }
 
     /// Number of tokens of the last text fingerprinted.

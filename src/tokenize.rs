@@ -44,9 +44,11 @@ impl Tokens {
         let bytes = input.as_bytes();
         let mut out = std::mem::take(&mut self.stream);
         // Room for the ASCII path to store unconditionally; the non-ASCII path
-        // grows the buffer itself (lowercasing may lengthen a char).
-        out.clear();
-        out.resize(bytes.len() + 1, 0);
+        // grows the buffer itself (lowercasing may lengthen a char). Reused
+        // bytes are overwritten, not zeroed first.
+        if out.len() < bytes.len() + 1 {
+            out.resize(bytes.len() + 1, 0);
+        }
         let mut n = 0; // bytes of `out` in use
         let mut count = 0;
         let mut in_token = false;

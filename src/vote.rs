@@ -68,14 +68,7 @@ impl Vote {
     /// The fingerprint of everything added since the last call; resets.
     pub(crate) fn finish(&mut self) -> u64 {
         self.flush();
-        let n = self.n;
-        let mut fp = 0u64;
-        for (j, &ones) in self.totals.iter().enumerate() {
-            // V[j] = ones - (n - ones) > 0
-            if 2 * u64::from(ones) > n {
-                fp |= 1 << j;
-            }
-        }
+        let fp = majority(&self.totals, self.n);
         self.totals = [0; 64];
         self.n = 0;
         fp
@@ -85,11 +78,87 @@ impl Vote {
 /// Unweighted `compute` of SPEC v1: every hash votes with weight 1.
 /// Zero hashes give fingerprint 0.
 pub fn compute(hashes: &[u64]) -> u64 {
+    compute_parts(&[hashes])
+}
+
+/// [`compute`] over the concatenation of `parts`.
+pub(crate) fn compute_parts(parts: &[&[u64]]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            return unsafe { avx2::compute_parts(parts) };
+        }
+    }
     let mut vote = Vote::default();
-    for &h in hashes {
-        vote.add(h);
+    for part in parts {
+        for &h in *part {
+            vote.add(h);
+        }
     }
     vote.finish()
+}
+
+/// The vote with 32 one-byte counters per AVX2 register: a hash's bytes are
+/// shuffled so that byte `j / 8` lands in counter `j`, masked to bit `j % 8`
+/// and compared, giving -1 in every counter whose bit is set; subtracting
+/// counts it. Byte counters are flushed to 32-bit totals every 255 hashes.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    #[target_feature(enable = "avx2")]
+    pub(super) fn compute_parts(parts: &[&[u64]]) -> u64 {
+        // Counter j of `lo` (j < 32) / `hi` (j >= 32) takes byte j / 8 of the hash.
+        let shuffle_lo = _mm256_setr_epi8(
+            0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, //
+            2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3,
+        );
+        let shuffle_hi = _mm256_setr_epi8(
+            4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, //
+            6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7,
+        );
+        let bits = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+        let mut totals = [0u32; 64];
+        let mut n = 0u64;
+        let flush = |lo: __m256i, hi: __m256i, totals: &mut [u32; 64]| {
+            let mut bytes = [0u8; 64];
+            // SAFETY: `bytes` holds 64 bytes; unaligned stores are allowed.
+            unsafe {
+                _mm256_storeu_si256(bytes.as_mut_ptr().cast(), lo);
+                _mm256_storeu_si256(bytes.as_mut_ptr().add(32).cast(), hi);
+            }
+            for (t, &b) in totals.iter_mut().zip(&bytes) {
+                *t += u32::from(b);
+            }
+        };
+        for part in parts {
+            for chunk in part.chunks(255) {
+                let (mut lo, mut hi) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+                for &h in chunk {
+                    let v = _mm256_set1_epi64x(h as i64);
+                    let l = _mm256_and_si256(_mm256_shuffle_epi8(v, shuffle_lo), bits);
+                    let u = _mm256_and_si256(_mm256_shuffle_epi8(v, shuffle_hi), bits);
+                    lo = _mm256_sub_epi8(lo, _mm256_cmpeq_epi8(l, bits));
+                    hi = _mm256_sub_epi8(hi, _mm256_cmpeq_epi8(u, bits));
+                }
+                flush(lo, hi, &mut totals);
+                n += chunk.len() as u64;
+            }
+        }
+        super::majority(&totals, n)
+    }
+}
+
+/// Bit `j` is set iff `V[j] = ones[j] - (n - ones[j]) > 0`.
+fn majority(totals: &[u32; 64], n: u64) -> u64 {
+    let mut fp = 0u64;
+    for (j, &ones) in totals.iter().enumerate() {
+        if 2 * u64::from(ones) > n {
+            fp |= 1 << j;
+        }
+    }
+    fp
 }
 
 /// Weighted `compute` of SPEC v1: `V[j]` accumulates `+w` or `-w` in IEEE-754
@@ -174,6 +243,11 @@ mod tests {
         fn matches_naive(hashes in prop::collection::vec(
             prop_oneof![Just(0u64), Just(u64::MAX), any::<u64>()], 0..700)) {
             prop_assert_eq!(compute(&hashes), naive(&hashes));
+            let mut scalar = Vote::default();
+            hashes.iter().for_each(|&h| scalar.add(h));
+            prop_assert_eq!(scalar.finish(), naive(&hashes));
+            let (a, b) = hashes.split_at(hashes.len() / 3);
+            prop_assert_eq!(compute_parts(&[a, b]), naive(&hashes));
             let weighted = compute_weighted(hashes.iter().map(|&h| (h, 1.0))).unwrap();
             prop_assert_eq!(weighted, naive(&hashes));
         }
