@@ -8,6 +8,7 @@ use rayon::prelude::*;
 
 use crate::shingle;
 use crate::tokenize::Tokens;
+use crate::vote::Tally;
 use crate::{Error, Result};
 
 /// Which features of a text vote (SPEC v1 "Text features").
@@ -96,12 +97,12 @@ impl Default for Shingling {
 pub struct Fingerprinter {
     shingling: Shingling,
     tokens: Tokens,
-    hashes: Vec<u64>,
+    tally: Tally,
 }
 
 impl Fingerprinter {
     pub fn new(shingling: Shingling) -> Self {
-        Fingerprinter { shingling, tokens: Tokens::default(), hashes: Vec::new() }
+        Fingerprinter { shingling, tokens: Tokens::default(), tally: Tally::default() }
     }
 
     /// The SPEC v1 fingerprint of `text`.
@@ -111,12 +112,12 @@ impl Fingerprinter {
         // shingles that cross the cut being lost rather than overflowing.
         let text = if text.len() > u32::MAX as usize - 4 { truncate(text) } else { text };
         self.tokens.fill(text);
-        let (width, hashes) = (self.shingling.width, &mut self.hashes);
-        let parts = match self.shingling.mode {
-            Mode::Words => shingle::words(&self.tokens.stream, self.tokens.count, width, hashes),
-            Mode::Chars => shingle::chars(self.tokens.text(), width, hashes),
-        };
-        crate::vote::compute_parts(&parts)
+        let (width, tally) = (self.shingling.width, &mut self.tally);
+        match self.shingling.mode {
+            Mode::Words => shingle::words(&self.tokens.stream, self.tokens.count, width, tally),
+            Mode::Chars => shingle::chars(self.tokens.text(), width, tally),
+        }
+        tally.finish()
     }
 
     /// Number of tokens of the last text fingerprinted.

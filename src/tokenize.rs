@@ -54,6 +54,19 @@ impl Tokens {
         let mut in_token = false;
         let mut i = 0;
         while i < bytes.len() {
+            // Eight ASCII bytes at a time where no separator follows another.
+            if let Some(chunk) = bytes.get(i..i + 8) {
+                let x = u64::from_le_bytes(chunk.try_into().unwrap_or([0x80; 8]));
+                if let Some(c) = Chunk::classify(x, in_token) {
+                    // `out` has room: it is kept at least `n + (bytes left) + 1` long.
+                    out[n..n + 8].copy_from_slice(&c.bytes.to_le_bytes());
+                    n += 8;
+                    count += c.ended as usize;
+                    in_token = c.in_token;
+                    i += 8;
+                    continue;
+                }
+            }
             let t = ASCII[bytes[i] as usize];
             if t != 0 {
                 let is_token = t != b' ';
@@ -96,6 +109,51 @@ impl Tokens {
     /// The normalized text: the tokens joined by single spaces.
     pub(crate) fn text(&self) -> &[u8] {
         &self.stream[..self.stream.len().saturating_sub(1)]
+    }
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// Eight ASCII bytes classified at once (SWAR): each byte's high bit tells
+/// whether it lies in `lo..=hi`. Bytes below 0x80 plus at most 0x80 never
+/// carry into the next byte.
+#[inline(always)]
+fn in_range(x: u64, lo: u8, hi: u8) -> u64 {
+    let at_least_lo = x.wrapping_add(ONES * u64::from(0x80 - lo));
+    let above_hi = x.wrapping_add(ONES * u64::from(0x7f - hi));
+    at_least_lo & !above_hi & HIGH
+}
+
+/// An 8-byte chunk that the token stream takes as it is (lowercased, with
+/// separators as spaces): all ASCII and no separator after a separator
+/// (counting the one before the chunk).
+struct Chunk {
+    bytes: u64,
+    /// Tokens the chunk ends.
+    ended: u32,
+    in_token: bool,
+}
+
+impl Chunk {
+    #[inline(always)]
+    fn classify(x: u64, in_token: bool) -> Option<Chunk> {
+        if x & HIGH != 0 {
+            return None;
+        }
+        let letter = in_range(x | (ONES * 0x20), b'a', b'z');
+        let token = letter | in_range(x, b'0', b'9');
+        let sep = !token & HIGH;
+        let before = if in_token { 0 } else { 0x80 }; // is the byte before a separator?
+        if sep & ((sep << 8) | before) != 0 {
+            return None;
+        }
+        let lower = x | (letter >> 2); // 0x80 >> 2 = 0x20: 'A' becomes 'a'
+        let token_bytes = (token >> 7) * 0xff;
+        let bytes = (lower & token_bytes) | ((sep >> 7) * 0x20);
+        // A separator ends a token when a token byte precedes it.
+        let ended = (sep & ((token << 8) | (0x80 - before))).count_ones();
+        Some(Chunk { bytes, ended, in_token: token >> 63 != 0 })
     }
 }
 
@@ -184,6 +242,24 @@ mod tests {
         assert_eq!(tokens("STRASSE straße"), ["strasse", "straße"]);
         // Lowercasing lengthens U+023A (2 bytes) to U+2C65 (3 bytes).
         assert_eq!(tokens(&"\u{23a}".repeat(50)), ["\u{2c65}".repeat(50)]);
+    }
+
+    #[test]
+    fn chunks_agree_with_bytes() {
+        // Every ASCII byte value at every offset of a chunk, around tokens.
+        for b in 0u8..128 {
+            for pos in 0..12 {
+                let mut s: Vec<u8> = b"Ab1 cD2 eF3 gh".to_vec();
+                s.insert(pos, b);
+                let s = String::from_utf8(s).unwrap();
+                let expected: Vec<String> = s
+                    .split(|c: char| !c.is_ascii_alphanumeric())
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_ascii_lowercase)
+                    .collect();
+                assert_eq!(tokens(&s), expected, "{s:?}");
+            }
+        }
     }
 
     #[test]

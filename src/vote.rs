@@ -1,14 +1,17 @@
 //! The bitwise vote that turns feature hashes into one fingerprint (SPEC v1
 //! "Combining feature hashes").
 //!
-//! Unweighted votes count, per bit position, how many hashes have that bit set:
-//! bit `j` of the fingerprint is 1 iff `V[j] = ones[j] - (n - ones[j]) > 0`.
-//! The counting is bit-parallel: each hash byte is spread into eight one-byte
-//! counters by a table lookup, so one hash costs eight table loads and eight
-//! 64-bit adds. Byte counters overflow after 255 hashes, so they are flushed
-//! into 32-bit totals every 255 hashes.
+//! Unweighted votes count, per bit position, how many hashes have that bit
+//! set: bit `j` of the fingerprint is 1 iff `V[j] = ones[j] - (n - ones[j]) > 0`.
+//! [`Tally`] counts in 64 one-byte counters, flushed to 32-bit totals every 255
+//! hashes so they never overflow. With AVX2 (checked at run time) a hash is
+//! counted in a few vector instructions; otherwise each hash byte is spread
+//! into eight counters by a table lookup.
 
 use crate::{Error, Result};
+
+/// Hashes a byte counter takes before it must be flushed.
+const FLUSH_EVERY: usize = 255;
 
 /// `SPREAD[b]` has byte `k` equal to bit `k` of `b`.
 static SPREAD: [u64; 256] = {
@@ -25,91 +28,109 @@ static SPREAD: [u64; 256] = {
     t
 };
 
-/// Accumulates unweighted votes; reusable after [`Vote::finish`].
+/// An unweighted vote that takes hashes a slice at a time.
 #[derive(Clone, Debug)]
-pub(crate) struct Vote {
-    /// `lanes[i]` byte `k` counts bit `8i + k` since the last flush.
-    lanes: [u64; 8],
-    pending: u32,
+pub(crate) struct Tally {
+    /// Counter `j` counts bit `j` since the last flush.
+    counts: [u8; 64],
+    pending: usize,
     totals: [u32; 64],
     n: u64,
+    avx2: bool,
 }
 
-impl Default for Vote {
+impl Default for Tally {
     fn default() -> Self {
-        Vote { lanes: [0; 8], pending: 0, totals: [0; 64], n: 0 }
+        Tally { counts: [0; 64], pending: 0, totals: [0; 64], n: 0, avx2: has_avx2() }
     }
 }
 
-impl Vote {
-    #[inline(always)]
-    pub(crate) fn add(&mut self, h: u64) {
-        for (i, lane) in self.lanes.iter_mut().enumerate() {
-            *lane += SPREAD[((h >> (8 * i)) & 0xff) as usize];
-        }
-        self.pending += 1;
-        if self.pending == 255 {
-            self.flush();
+fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+impl Tally {
+    /// A tally that never uses AVX2 (to test the portable path).
+    #[cfg(test)]
+    fn portable() -> Self {
+        Tally { avx2: false, ..Tally::default() }
+    }
+
+    pub(crate) fn add(&mut self, mut hashes: &[u64]) {
+        while !hashes.is_empty() {
+            let (now, later) = hashes.split_at(hashes.len().min(FLUSH_EVERY - self.pending));
+            self.count(now);
+            self.pending += now.len();
+            if self.pending == FLUSH_EVERY {
+                self.flush();
+            }
+            hashes = later;
         }
     }
 
-    #[inline(never)]
-    fn flush(&mut self) {
-        for (i, lane) in self.lanes.iter_mut().enumerate() {
-            for k in 0..8 {
-                self.totals[8 * i + k] += ((*lane >> (8 * k)) & 0xff) as u32;
+    #[inline]
+    fn count(&mut self, hashes: &[u64]) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if self.avx2 {
+                // SAFETY: `avx2` is only true when the CPU supports AVX2.
+                unsafe { avx2::count(&mut self.counts, hashes) };
+                return;
             }
-            *lane = 0;
         }
-        self.n += u64::from(self.pending);
+        let mut lanes: [u64; 8] = std::array::from_fn(|i| {
+            u64::from_le_bytes(self.counts[8 * i..8 * i + 8].try_into().unwrap_or_default())
+        });
+        for &h in hashes {
+            for (i, lane) in lanes.iter_mut().enumerate() {
+                *lane += SPREAD[((h >> (8 * i)) & 0xff) as usize];
+            }
+        }
+        for (i, lane) in lanes.iter().enumerate() {
+            self.counts[8 * i..8 * i + 8].copy_from_slice(&lane.to_le_bytes());
+        }
+    }
+
+    fn flush(&mut self) {
+        for (t, c) in self.totals.iter_mut().zip(&mut self.counts) {
+            *t += u32::from(*c);
+            *c = 0;
+        }
+        self.n += self.pending as u64;
         self.pending = 0;
     }
 
     /// The fingerprint of everything added since the last call; resets.
     pub(crate) fn finish(&mut self) -> u64 {
         self.flush();
-        let fp = majority(&self.totals, self.n);
+        let mut fp = 0u64;
+        for (j, &ones) in self.totals.iter().enumerate() {
+            if 2 * u64::from(ones) > self.n {
+                fp |= 1 << j;
+            }
+        }
         self.totals = [0; 64];
         self.n = 0;
         fp
     }
 }
 
-/// Unweighted `compute` of SPEC v1: every hash votes with weight 1.
-/// Zero hashes give fingerprint 0.
-pub fn compute(hashes: &[u64]) -> u64 {
-    compute_parts(&[hashes])
-}
-
-/// [`compute`] over the concatenation of `parts`.
-pub(crate) fn compute_parts(parts: &[&[u64]]) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2, checked just above.
-            return unsafe { avx2::compute_parts(parts) };
-        }
-    }
-    let mut vote = Vote::default();
-    for part in parts {
-        for &h in *part {
-            vote.add(h);
-        }
-    }
-    vote.finish()
-}
-
-/// The vote with 32 one-byte counters per AVX2 register: a hash's bytes are
-/// shuffled so that byte `j / 8` lands in counter `j`, masked to bit `j % 8`
-/// and compared, giving -1 in every counter whose bit is set; subtracting
-/// counts it. Byte counters are flushed to 32-bit totals every 255 hashes.
+/// Counter `j` of a 32-byte register takes byte `j / 8` of the hash (by a
+/// shuffle), masked to bit `j % 8`; comparing with the mask gives -1 where the
+/// bit is set, and subtracting that counts it.
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use std::arch::x86_64::*;
 
     #[target_feature(enable = "avx2")]
-    pub(super) fn compute_parts(parts: &[&[u64]]) -> u64 {
-        // Counter j of `lo` (j < 32) / `hi` (j >= 32) takes byte j / 8 of the hash.
+    pub(super) fn count(counts: &mut [u8; 64], hashes: &[u64]) {
         let shuffle_lo = _mm256_setr_epi8(
             0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, //
             2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3,
@@ -119,46 +140,30 @@ mod avx2 {
             6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7,
         );
         let bits = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
-        let mut totals = [0u32; 64];
-        let mut n = 0u64;
-        let flush = |lo: __m256i, hi: __m256i, totals: &mut [u32; 64]| {
-            let mut bytes = [0u8; 64];
-            // SAFETY: `bytes` holds 64 bytes; unaligned stores are allowed.
-            unsafe {
-                _mm256_storeu_si256(bytes.as_mut_ptr().cast(), lo);
-                _mm256_storeu_si256(bytes.as_mut_ptr().add(32).cast(), hi);
-            }
-            for (t, &b) in totals.iter_mut().zip(&bytes) {
-                *t += u32::from(b);
-            }
-        };
-        for part in parts {
-            for chunk in part.chunks(255) {
-                let (mut lo, mut hi) = (_mm256_setzero_si256(), _mm256_setzero_si256());
-                for &h in chunk {
-                    let v = _mm256_set1_epi64x(h as i64);
-                    let l = _mm256_and_si256(_mm256_shuffle_epi8(v, shuffle_lo), bits);
-                    let u = _mm256_and_si256(_mm256_shuffle_epi8(v, shuffle_hi), bits);
-                    lo = _mm256_sub_epi8(lo, _mm256_cmpeq_epi8(l, bits));
-                    hi = _mm256_sub_epi8(hi, _mm256_cmpeq_epi8(u, bits));
-                }
-                flush(lo, hi, &mut totals);
-                n += chunk.len() as u64;
-            }
+        let ptr = counts.as_mut_ptr();
+        // SAFETY: `counts` is 64 bytes: two unaligned 32-byte loads and stores.
+        let (mut lo, mut hi) = unsafe { (_mm256_loadu_si256(ptr.cast()), _mm256_loadu_si256(ptr.add(32).cast())) };
+        for &h in hashes {
+            let v = _mm256_set1_epi64x(h as i64);
+            let l = _mm256_and_si256(_mm256_shuffle_epi8(v, shuffle_lo), bits);
+            let u = _mm256_and_si256(_mm256_shuffle_epi8(v, shuffle_hi), bits);
+            lo = _mm256_sub_epi8(lo, _mm256_cmpeq_epi8(l, bits));
+            hi = _mm256_sub_epi8(hi, _mm256_cmpeq_epi8(u, bits));
         }
-        super::majority(&totals, n)
+        // SAFETY: as above.
+        unsafe {
+            _mm256_storeu_si256(ptr.cast(), lo);
+            _mm256_storeu_si256(ptr.add(32).cast(), hi);
+        }
     }
 }
 
-/// Bit `j` is set iff `V[j] = ones[j] - (n - ones[j]) > 0`.
-fn majority(totals: &[u32; 64], n: u64) -> u64 {
-    let mut fp = 0u64;
-    for (j, &ones) in totals.iter().enumerate() {
-        if 2 * u64::from(ones) > n {
-            fp |= 1 << j;
-        }
-    }
-    fp
+/// Unweighted `compute` of SPEC v1: every hash votes with weight 1.
+/// Zero hashes give fingerprint 0.
+pub fn compute(hashes: &[u64]) -> u64 {
+    let mut tally = Tally::default();
+    tally.add(hashes);
+    tally.finish()
 }
 
 /// Weighted `compute` of SPEC v1: `V[j]` accumulates `+w` or `-w` in IEEE-754
@@ -188,11 +193,12 @@ mod tests {
     use proptest::prelude::*;
 
     fn naive(hashes: &[u64]) -> u64 {
-        (0..64).filter(|&j| {
-            let v: i64 = hashes.iter().map(|h| if (h >> j) & 1 == 1 { 1 } else { -1 }).sum();
-            v > 0
-        })
-        .fold(0, |fp, j| fp | 1 << j)
+        (0..64)
+            .filter(|&j| {
+                let v: i64 = hashes.iter().map(|h| if (h >> j) & 1 == 1 { 1 } else { -1 }).sum();
+                v > 0
+            })
+            .fold(0, |fp, j| fp | 1 << j)
     }
 
     #[test]
@@ -240,16 +246,27 @@ mod tests {
 
     proptest! {
         #[test]
-        fn matches_naive(hashes in prop::collection::vec(
-            prop_oneof![Just(0u64), Just(u64::MAX), any::<u64>()], 0..700)) {
-            prop_assert_eq!(compute(&hashes), naive(&hashes));
-            let mut scalar = Vote::default();
-            hashes.iter().for_each(|&h| scalar.add(h));
-            prop_assert_eq!(scalar.finish(), naive(&hashes));
-            let (a, b) = hashes.split_at(hashes.len() / 3);
-            prop_assert_eq!(compute_parts(&[a, b]), naive(&hashes));
+        fn matches_naive(
+            hashes in prop::collection::vec(prop_oneof![Just(0u64), Just(u64::MAX), any::<u64>()], 0..700),
+            cuts in prop::collection::vec(0usize..700, 0..5),
+        ) {
+            let expected = naive(&hashes);
+            prop_assert_eq!(compute(&hashes), expected);
             let weighted = compute_weighted(hashes.iter().map(|&h| (h, 1.0))).unwrap();
-            prop_assert_eq!(weighted, naive(&hashes));
+            prop_assert_eq!(weighted, expected);
+            // Added in pieces, through either path, reused after finish.
+            for mut tally in [Tally::default(), Tally::portable()] {
+                for _ in 0..2 {
+                    let mut start = 0;
+                    for &cut in &cuts {
+                        let cut = cut.min(hashes.len()).max(start);
+                        tally.add(&hashes[start..cut]);
+                        start = cut;
+                    }
+                    tally.add(&hashes[start..]);
+                    prop_assert_eq!(tally.finish(), expected);
+                }
+            }
         }
     }
 }
