@@ -14,6 +14,18 @@ from ._rsimhash import (
     fnv1a64 as fnv1a64,
 )
 
+__all__ = [
+    "SPEC_VERSION",
+    "UNICODE_VERSION",
+    "__version__",
+    "compute",
+    "fingerprint",
+    "fingerprint_weighted",
+    "fingerprints",
+    "fnv1a64",
+    "hamming",
+]
+
 def fingerprints(
     texts: Union[Iterable[str], npt.NDArray[Any], Any],
     *,
@@ -27,6 +39,10 @@ def fingerprints(
     pyarrow string array (read in place). Equal to ``fingerprint`` one by one."""
 
 @overload
-def hamming(a: int, b: int) -> int: ...
+def hamming(a: int, b: int) -> int:
+    """Number of differing bits of two fingerprints."""
 @overload
-def hamming(a: Union[int, npt.NDArray[np.uint64]], b: Union[int, npt.NDArray[np.uint64]]) -> npt.NDArray[np.uint8]: ...
+def hamming(a: npt.NDArray[np.uint64], b: Union[int, npt.NDArray[np.uint64]]) -> npt.NDArray[np.uint8]:
+    """Differing bits, broadcast over ``uint64`` arrays (a ``uint8`` array)."""
+@overload
+def hamming(a: int, b: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint8]: ...

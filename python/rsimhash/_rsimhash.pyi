@@ -6,6 +6,19 @@ from typing import Any, Union
 import numpy as np
 import numpy.typing as npt
 
+__all__ = [
+    "__version__",
+    "SPEC_VERSION",
+    "UNICODE_VERSION",
+    "fnv1a64",
+    "compute",
+    "fingerprint",
+    "fingerprints",
+    "fingerprints_arrow",
+    "fingerprint_weighted",
+    "hamming_arrays",
+]
+
 __version__: str
 SPEC_VERSION: int
 UNICODE_VERSION: str
