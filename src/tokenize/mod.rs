@@ -12,6 +12,19 @@
 
 use crate::unicode::{self, Class, Lower};
 
+#[cfg(target_arch = "x86_64")]
+mod ssse3;
+#[cfg(target_arch = "x86_64")]
+use ssse3::State;
+
+#[cfg(not(target_arch = "x86_64"))]
+struct State {
+    i: usize,
+    n: usize,
+    count: usize,
+    in_token: bool,
+}
+
 /// By byte: the lowercased ASCII token character, b' ' for an ASCII
 /// separator, 0 for a byte of a non-ASCII char.
 static ASCII: [u8; 256] = {
@@ -41,74 +54,101 @@ pub(crate) struct Tokens {
 impl Tokens {
     /// Normalizes `input` into `self`, replacing what was there.
     pub(crate) fn fill(&mut self, input: &str) {
+        self.fill_with(input, simd_available());
+    }
+
+    fn fill_with(&mut self, input: &str, simd: bool) {
         let bytes = input.as_bytes();
         let mut out = std::mem::take(&mut self.stream);
-        // Room for the ASCII path to store unconditionally; the non-ASCII path
-        // grows the buffer itself (lowercasing may lengthen a char). Reused
-        // bytes are overwritten, not zeroed first.
-        if out.len() < bytes.len() + 1 {
-            out.resize(bytes.len() + 1, 0);
-        }
-        let mut n = 0; // bytes of `out` in use
-        let mut count = 0;
-        let mut in_token = false;
-        let mut i = 0;
-        while i < bytes.len() {
-            // Eight ASCII bytes at a time where no separator follows another.
-            if let Some(chunk) = bytes.get(i..i + 8) {
-                let x = u64::from_le_bytes(chunk.try_into().unwrap_or([0x80; 8]));
-                if let Some(c) = Chunk::classify(x, in_token) {
-                    // `out` has room: it is kept at least `n + (bytes left) + 1` long.
-                    out[n..n + 8].copy_from_slice(&c.bytes.to_le_bytes());
-                    n += 8;
-                    count += c.ended as usize;
-                    in_token = c.in_token;
-                    i += 8;
-                    continue;
-                }
+        // Room for the ASCII paths to store unconditionally (plus 16 bytes for
+        // whole-block stores); the char path grows the buffer itself, since
+        // lowercasing may lengthen a char. Reused bytes are not zeroed first.
+        let room = |out: &mut Vec<u8>, n: usize, left: usize| {
+            if out.len() < n + left + SLACK {
+                out.resize(n + left + SLACK, 0);
             }
-            let t = ASCII[bytes[i] as usize];
-            if t != 0 {
-                let is_token = t != b' ';
-                out[n] = t;
-                // A token char always stays; a separator only ends a token.
-                n += usize::from(is_token | in_token);
-                count += usize::from(!is_token & in_token);
-                in_token = is_token;
-                i += 1;
-                continue;
+        };
+        room(&mut out, 0, bytes.len());
+        let mut st = State { i: 0, n: 0, count: 0, in_token: false };
+        while st.i < bytes.len() {
+            if simd {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `simd` is only true when the CPU has SSSE3; `room`
+                // keeps `out` 16 bytes longer than the input can fill.
+                unsafe {
+                    ssse3::ascii_blocks(bytes, &mut out, &mut st)
+                };
             }
-            // `input` is a str, so a whole char starts here.
-            let c = input[i..].chars().next().unwrap_or('\u{fffd}');
-            i += c.len_utf8();
-            let mut w = Slow { out: &mut out, n, count, in_token };
-            match unicode::lookup(c) {
-                (class, Lower::One(l)) => w.push(class, l),
-                (_, Lower::Many(s)) => {
-                    // Step 2 classifies the code points the mapping produced.
-                    for l in s.chars() {
-                        w.push(unicode::class_of(l), l);
+            // Up to the end of the next 16 bytes byte by byte (SWAR where it can):
+            // a block with a non-ASCII char, or the tail of the input.
+            let stop = (st.i + 16).min(bytes.len());
+            while st.i < stop {
+                if let Some(chunk) = bytes.get(st.i..st.i + 8) {
+                    let x = u64::from_le_bytes(chunk.try_into().unwrap_or([0x80; 8]));
+                    if let Some(c) = Chunk::classify(x, st.in_token) {
+                        out[st.n..st.n + 8].copy_from_slice(&c.bytes.to_le_bytes());
+                        st.n += 8;
+                        st.count += c.ended as usize;
+                        st.in_token = c.in_token;
+                        st.i += 8;
+                        continue;
                     }
                 }
-            }
-            (n, count, in_token) = (w.n, w.count, w.in_token);
-            if out.len() < n + (bytes.len() - i) + 1 {
-                out.resize(n + (bytes.len() - i) + 1, 0);
+                let t = ASCII[bytes[st.i] as usize];
+                if t != 0 {
+                    let is_token = t != b' ';
+                    out[st.n] = t;
+                    // A token char always stays; a separator only ends a token.
+                    st.n += usize::from(is_token | st.in_token);
+                    st.count += usize::from(!is_token & st.in_token);
+                    st.in_token = is_token;
+                    st.i += 1;
+                    continue;
+                }
+                // `input` is a str, so a whole char starts here.
+                let c = input[st.i..].chars().next().unwrap_or('\u{fffd}');
+                st.i += c.len_utf8();
+                let mut w = Slow { out: &mut out, n: st.n, count: st.count, in_token: st.in_token };
+                match unicode::lookup(c) {
+                    (class, Lower::One(l)) => w.push(class, l),
+                    (_, Lower::Many(s)) => {
+                        // Step 2 classifies the code points the mapping produced.
+                        for l in s.chars() {
+                            w.push(unicode::class_of(l), l);
+                        }
+                    }
+                }
+                (st.n, st.count, st.in_token) = (w.n, w.count, w.in_token);
+                room(&mut out, st.n, bytes.len() - st.i);
             }
         }
-        if in_token {
-            out[n] = b' ';
-            n += 1;
-            count += 1;
+        if st.in_token {
+            out[st.n] = b' ';
+            st.n += 1;
+            st.count += 1;
         }
-        out.truncate(n);
+        out.truncate(st.n);
         self.stream = out;
-        self.count = count;
+        self.count = st.count;
     }
 
     /// The normalized text: the tokens joined by single spaces.
     pub(crate) fn text(&self) -> &[u8] {
         &self.stream[..self.stream.len().saturating_sub(1)]
+    }
+}
+
+/// Bytes past the input's length that `out` keeps for whole-block stores.
+const SLACK: usize = 17;
+
+fn simd_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("ssse3")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
     }
 }
 
@@ -167,8 +207,8 @@ struct Slow<'a> {
 
 impl Slow<'_> {
     fn put(&mut self, bytes: &[u8]) {
-        if self.out.len() < self.n + bytes.len() {
-            self.out.resize(self.n + bytes.len() + 64, 0);
+        if self.out.len() < self.n + bytes.len() + SLACK {
+            self.out.resize(self.n + bytes.len() + SLACK + 64, 0);
         }
         self.out[self.n..self.n + bytes.len()].copy_from_slice(bytes);
         self.n += bytes.len();
@@ -207,6 +247,10 @@ mod tests {
     fn tokens(s: &str) -> Vec<String> {
         let mut t = Tokens::default();
         t.fill(s);
+        // The portable path gives the same stream.
+        let mut portable = Tokens::default();
+        portable.fill_with(s, false);
+        assert_eq!((&portable.stream, portable.count), (&t.stream, t.count), "{s:?}");
         let stream = String::from_utf8(t.stream.clone()).unwrap();
         if t.count == 0 {
             assert!(stream.is_empty());
@@ -259,6 +303,13 @@ mod tests {
                     .collect();
                 assert_eq!(tokens(&s), expected, "{s:?}");
             }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn simd_and_portable_agree(s in "[ a-zA-Z0-9.,;\\-\n\tÉé漢😀İ]{0,200}") {
+            tokens(&s);
         }
     }
 
