@@ -84,16 +84,23 @@ fn fingerprints<'py>(
     width: Option<i64>,
     threads: Option<i64>,
 ) -> PyResult<Bound<'py, PyArray1<u64>>> {
-    let shingling = shingling(mode, width)?;
-    let threads = self::threads(threads)?;
+    let options = (shingling(mode, width)?, self::threads(threads)?);
     let expected = "a list (or other sequence or iterable) of str";
     reject_text(texts, "texts", expected)?;
     let mut utf8 = Utf8Texts::with_capacity(texts.len().unwrap_or(0));
     for (i, item) in iterate(texts, "texts", expected)?.enumerate() {
         utf8.push(item?, || format!("texts[{i}]"))?;
     }
-    let slices = utf8.slices();
-    let fps = detach::run(py, threads, || crate::fingerprint::fingerprints_utf8(&slices, shingling))?;
+    fingerprint_slices(py, &utf8.slices(), options)
+}
+
+/// The batch fingerprints of texts as UTF-8 slices, without the GIL.
+fn fingerprint_slices<'py>(
+    py: Python<'py>,
+    slices: &[&[u8]],
+    (shingling, threads): (Shingling, Option<usize>),
+) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    let fps = detach::run(py, threads, || crate::fingerprint::fingerprints_utf8(slices, shingling))?;
     Ok(PyArray1::from_vec(py, fps))
 }
 
@@ -109,8 +116,7 @@ fn fingerprints_arrow<'py>(
     width: Option<i64>,
     threads: Option<i64>,
 ) -> PyResult<Bound<'py, PyArray1<u64>>> {
-    let shingling = shingling(mode, width)?;
-    let threads = self::threads(threads)?;
+    let options = (shingling(mode, width)?, self::threads(threads)?);
     let offsets = offsets.as_slice()?;
     let data = data.as_slice()?;
     let mut slices = Vec::with_capacity(offsets.len().saturating_sub(1));
@@ -124,8 +130,7 @@ fn fingerprints_arrow<'py>(
         }
         slices.push(&data[start as usize..end as usize]);
     }
-    let fps = detach::run(py, threads, || crate::fingerprint::fingerprints_utf8(&slices, shingling))?;
-    Ok(PyArray1::from_vec(py, fps))
+    fingerprint_slices(py, &slices, options)
 }
 
 #[pyfunction]
