@@ -11,10 +11,17 @@
 //! Fingerprints are stored in users' files, so what version 1 computes never
 //! changes: `tests/data/vectors_v1.json` pins it.
 
+mod cluster;
 pub mod error;
 pub mod fingerprint;
 pub mod fnv;
+pub mod index;
+mod mem;
 pub mod parallel;
+pub mod plan;
+mod radix;
+mod run;
+mod table;
 pub mod unicode;
 mod shingle;
 mod tokenize;
@@ -26,6 +33,7 @@ mod py;
 pub use error::{Error, Result};
 pub use fingerprint::{fingerprint, fingerprints, Fingerprinter, Mode, Shingling};
 pub use fnv::fnv1a64;
+pub use index::{BatchMatches, ClusterMethod, Index};
 pub use vote::{compute, compute_weighted};
 
 /// The version of the fingerprint algorithm this crate computes (`SPEC.md`).

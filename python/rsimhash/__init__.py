@@ -12,9 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from . import _rsimhash
-from ._rsimhash import (
+from . import _cpu
+
+_cpu.check()
+
+from . import _rsimhash  # noqa: E402
+from ._rsimhash import (  # noqa: E402
     SPEC_VERSION,
+    Index,
     UNICODE_VERSION,
     __version__,
     compute,
@@ -24,6 +29,7 @@ from ._rsimhash import (
 )
 
 __all__ = [
+    "Index",
     "SPEC_VERSION",
     "UNICODE_VERSION",
     "__version__",

@@ -5,6 +5,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._rsimhash import (
+    Index as Index,
     SPEC_VERSION as SPEC_VERSION,
     UNICODE_VERSION as UNICODE_VERSION,
     __version__ as __version__,
@@ -15,6 +16,7 @@ from ._rsimhash import (
 )
 
 __all__ = [
+    "Index",
     "SPEC_VERSION",
     "UNICODE_VERSION",
     "__version__",

@@ -1,13 +1,14 @@
 """Type stubs of the compiled core, ``rsimhash._rsimhash``."""
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Union
+from typing import Any, Union, final
 
 import numpy as np
 import numpy.typing as npt
 
 __all__ = [
     "__version__",
+    "Index",
     "SPEC_VERSION",
     "UNICODE_VERSION",
     "fnv1a64",
@@ -66,3 +67,54 @@ def fingerprint_weighted(features: Iterable[tuple[Union[str, bytes, int], float]
 
 def hamming_arrays(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint8]:
     """Popcount of ``a ^ b`` over two equal-length 1-D ``uint64`` arrays."""
+
+@final
+class Index:
+    """Every stored fingerprint within ``k`` bits of a query, exactly.
+
+    Permuted sorted tables after Manku, Jain and Das Sarma (WWW 2007): the
+    table design is chosen for the index's size by a cost model unless
+    ``blocks`` (one level of that many blocks, ``C(blocks, k)`` tables) or
+    ``tables`` (a design with that many tables) fixes it. Queries share a
+    read lock and adds take a write lock; heavy work runs without the GIL.
+    """
+
+    def __new__(cls, k: int = 3, *, blocks: Union[int, None] = None, tables: Union[int, None] = None) -> "Index": ...
+    @property
+    def k(self) -> int:
+        """The largest distance answered completely."""
+    @property
+    def tables(self) -> int:
+        """Permuted tables held per item."""
+    @property
+    def design(self) -> str:
+        """The table design in words, e.g. ``"10 tables, blocks 5, 25-26 leading bits, k=3"``."""
+    @property
+    def nbytes(self) -> int:
+        """Bytes of memory held by the tables and ids."""
+    def __len__(self) -> int: ...
+    def add(
+        self, fps: Union[int, Sequence[int], npt.NDArray[np.uint64]], ids: Union[int, Sequence[int], npt.NDArray[np.uint64], None] = None
+    ) -> npt.NDArray[np.uint64]:
+        """Stores fingerprints and returns their ids (default: consecutive after the largest id so far)."""
+    def query(self, fp: int, k: Union[int, None] = None) -> list[tuple[int, int]]:
+        """``(id, distance)`` of every stored item within ``k``, sorted by distance, then id."""
+    def query_batch(
+        self, fps: Union[Sequence[int], npt.NDArray[np.uint64]], k: Union[int, None] = None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64], npt.NDArray[np.uint8]]:
+        """``(qi, ids, dist)``: query position, matching id and distance, sorted by qi, distance, id."""
+    def find_all(self, k: Union[int, None] = None) -> npt.NDArray[np.uint64]:
+        """Every unordered pair of distinct stored ids within ``k``: shape ``(P, 2)``, smaller id first, sorted."""
+    def cluster(
+        self, k: Union[int, None] = None, min_size: int = 2, method: str = "connected"
+    ) -> list[npt.NDArray[np.uint64]]:
+        """Clusters of ids: ``"connected"`` components of the within-k graph, or ``"leader"`` groups."""
+    def remove(self, ids: Union[int, Sequence[int], npt.NDArray[np.uint64]]) -> int:
+        """Removes items by id; returns how many were stored."""
+    def add_unique(
+        self,
+        fps: Union[int, Sequence[int], npt.NDArray[np.uint64]],
+        ids: Union[int, Sequence[int], npt.NDArray[np.uint64], None] = None,
+        k: Union[int, None] = None,
+    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.uint64]]:
+        """``(is_new, matched)``: each input, in order, is new unless a stored or earlier new item is within ``k``."""

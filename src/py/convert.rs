@@ -54,6 +54,33 @@ pub(crate) fn u64_array<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Bo
     Ok(obj.cast::<PyArray1<u64>>()?.clone())
 }
 
+/// Fingerprints or ids given as an int, a 1-D uint64 array (read in place
+/// when contiguous) or a sequence of ints.
+pub(crate) enum U64s<'py> {
+    Array(numpy::PyReadonlyArray1<'py, u64>),
+    Owned(Vec<u64>),
+}
+
+impl<'py> U64s<'py> {
+    pub(crate) fn extract(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<U64s<'py>> {
+        if is_ndarray(obj) {
+            let ro = u64_array(obj, name)?.readonly();
+            return Ok(if ro.as_slice().is_ok() { U64s::Array(ro) } else { U64s::Owned(ro.as_array().to_vec()) });
+        }
+        if obj.is_instance_of::<PyInt>() || obj.hasattr("__index__").unwrap_or(false) && !obj.hasattr("__len__").unwrap_or(false) {
+            return Ok(U64s::Owned(vec![to_u64(obj, || name.to_string())?]));
+        }
+        Ok(U64s::Owned(u64_values(obj, name)?))
+    }
+
+    pub(crate) fn as_slice(&self) -> &[u64] {
+        match self {
+            U64s::Array(a) => a.as_slice().unwrap_or(&[]),
+            U64s::Owned(v) => v,
+        }
+    }
+}
+
 /// `hashes` as u64 values: a 1-D uint64 array (read in place when
 /// contiguous) or a sequence of ints.
 pub(crate) fn u64_values(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<u64>> {

@@ -7,6 +7,7 @@ mod convert;
 mod detach;
 mod error;
 mod fingerprint;
+mod index;
 mod text;
 
 use pyo3::prelude::*;
@@ -18,5 +19,6 @@ fn _rsimhash(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let (a, b, c) = crate::unicode::UNICODE_VERSION;
     m.add("UNICODE_VERSION", format!("{a}.{b}.{c}"))?;
     fingerprint::register(m)?;
+    m.add_class::<index::PyIndex>()?;
     Ok(())
 }

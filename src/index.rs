@@ -1,0 +1,650 @@
+//! The index: every stored fingerprint within `k` bits of a query, exactly.
+//!
+//! Items live in *runs* (immutable permuted tables, see [`crate::run`]) and in
+//! a small unsorted buffer that single adds go to and queries scan. A full
+//! buffer becomes a run; a run at least half the size of the run before it is
+//! merged into it, so there are O(log n) runs and an item is merged O(log n)
+//! times: adding n items one at a time costs O(n log n) in all.
+//!
+//! All runs share one table design, so merges are linear, table by table, and
+//! a batch of queries is sorted once per table for all runs. The planner
+//! chooses the design for the index's size (unless the user fixed it) and
+//! chooses again when the size has doubled or fallen to a quarter; a new
+//! design rebuilds every run once, which the doubling makes O(n) in all.
+//!
+//! Ids: every item has a distinct `u64` id. Default ids count up from the
+//! largest id ever added, so they are never reused, even after a remove.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::cluster::UnionFind;
+use crate::plan::{self, Design, MAX_K};
+use crate::run::{probe_batch, Run};
+use crate::{Error, Result};
+
+/// Items the buffer holds before it becomes a run. Queries scan it, so it
+/// stays small enough to cost well under a microsecond.
+const BUFFER_MAX: usize = 1024;
+
+
+/// How [`Index::cluster`] groups items.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ClusterMethod {
+    /// Connected components of the within-`k` graph.
+    Connected,
+    /// In id order, each item joins the first representative within `k`
+    /// (the one with the smallest id) or becomes one.
+    Leader,
+}
+
+impl std::str::FromStr for ClusterMethod {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "connected" => Ok(ClusterMethod::Connected),
+            "leader" => Ok(ClusterMethod::Leader),
+            other => Err(Error::invalid("method", "\"connected\" or \"leader\"", format!("{other:?}"))),
+        }
+    }
+}
+
+/// Matches of a batch query: query positions, ids and distances, sorted by
+/// position, then distance, then id.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct BatchMatches {
+    pub positions: Vec<u32>,
+    pub ids: Vec<u64>,
+    pub distances: Vec<u8>,
+}
+
+#[derive(Debug)]
+pub struct Index {
+    k: u32,
+    /// The design of every run.
+    design: Arc<Design>,
+    /// Whether the user chose the design; if not, the planner re-plans it
+    /// for the index's size whenever that doubles (or falls to a quarter).
+    fixed: bool,
+    /// The size `design` was planned for.
+    planned_for: usize,
+    /// Oldest (and largest) first.
+    runs: Vec<Run>,
+    buffer: Vec<(u64, u64)>,
+    /// The smallest id no item has had; u128 so that id 2^64-1 can be used.
+    next_id: u128,
+    live: usize,
+    /// id -> fingerprint, built the first time an operation needs to find an
+    /// id (remove, or explicit ids that are not all new), then kept up to date.
+    id_map: Option<HashMap<u64, u64>>,
+}
+
+impl Index {
+    /// An empty index answering every query within `k` completely. The table
+    /// design is chosen per run by the planner unless `blocks` (a single
+    /// level of that many blocks) or `tables` (a design with that many
+    /// tables) fixes it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for `k` above 16, a block count not above
+    /// `k`, a table count no design has, or `blocks` and `tables` that disagree.
+    pub fn new(k: u32, blocks: Option<u32>, tables: Option<usize>) -> Result<Index> {
+        if k > MAX_K {
+            return Err(Error::invalid("k", "at most 16", k));
+        }
+        let design = match (blocks, tables) {
+            (None, None) => plan::plan_cached(k, 0)?,
+            (Some(b), None) => Arc::new(plan::with_blocks(k, b)?),
+            (None, Some(t)) => Arc::new(plan::with_tables(k, t)?),
+            (Some(b), Some(t)) => {
+                let d = plan::with_blocks(k, b)?;
+                if d.tables().len() != t {
+                    return Err(Error::InvalidParameter {
+                        name: "tables",
+                        expected: "the table count of the given blocks",
+                        found: format!("{t}, but blocks={b} with k={k} makes {} tables", d.tables().len()),
+                    });
+                }
+                Arc::new(d)
+            }
+        };
+        let fixed = blocks.is_some() || tables.is_some();
+        Ok(Index {
+            k,
+            design,
+            fixed,
+            planned_for: 0,
+            runs: Vec::new(),
+            buffer: Vec::new(),
+            next_id: 0,
+            live: 0,
+            id_map: None,
+        })
+    }
+
+    /// The largest distance answered completely.
+    pub fn k(&self) -> u32 {
+        self.k
+    }
+
+    /// Stored items.
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// The table design of every run.
+    pub fn design(&self) -> Arc<Design> {
+        Arc::clone(&self.design)
+    }
+
+    /// Number of runs and items in the buffer (for `repr` and tests).
+    pub fn shape(&self) -> (usize, usize) {
+        (self.runs.len(), self.buffer.len())
+    }
+
+    /// Bytes held by the tables, ids and buffer.
+    pub fn bytes(&self) -> usize {
+        self.runs.iter().map(Run::bytes).sum::<usize>() + self.buffer.capacity() * 16
+    }
+
+    /// `k` of an operation: the index's own by default, never above it.
+    fn op_k(&self, k: Option<u32>) -> Result<u32> {
+        match k {
+            None => Ok(self.k),
+            Some(k) if k <= self.k => Ok(k),
+            Some(k) => Err(Error::InvalidParameter {
+                name: "k",
+                expected: "at most the index's k (its tables cannot promise complete answers above it)",
+                found: format!("{k} > {}", self.k),
+            }),
+        }
+    }
+
+    // ----- adding and removing -------------------------------------------
+
+    /// Stores `fps` with `ids` (default: consecutive after the largest id so
+    /// far) and returns the ids. New items are visible to the next query.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for ids of the wrong length, an id given
+    /// twice, an id already stored, or default ids past 2^64 - 1.
+    pub fn add(&mut self, fps: &[u64], ids: Option<&[u64]>) -> Result<Vec<u64>> {
+        let ids = self.assign_ids(fps.len(), ids)?;
+        self.insert(fps.iter().copied().zip(ids.iter().copied()).collect());
+        Ok(ids)
+    }
+
+    fn assign_ids(&mut self, n: usize, ids: Option<&[u64]>) -> Result<Vec<u64>> {
+        let Some(ids) = ids else {
+            let end = self.next_id + n as u128;
+            if end > u128::from(u64::MAX) + 1 {
+                return Err(Error::invalid("ids", "given explicitly: the default ids ran past 2**64-1", n));
+            }
+            let start = self.next_id as u64;
+            self.next_id = end;
+            return Ok((0..n as u64).map(|i| start + i).collect());
+        };
+        if ids.len() != n {
+            return Err(Error::InvalidParameter {
+                name: "ids",
+                expected: "one id per fingerprint",
+                found: format!("{} ids for {n} fingerprints", ids.len()),
+            });
+        }
+        let mut sorted = ids.to_vec();
+        sorted.sort_unstable();
+        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+            return Err(Error::invalid("ids", "distinct", format!("id {} given twice", w[0])));
+        }
+        // Ids at or above next_id were never stored: only older ones need a look-up.
+        if sorted.first().is_some_and(|&lo| u128::from(lo) < self.next_id) {
+            let map = self.id_map();
+            if let Some(&id) = sorted.iter().find(|id| map.contains_key(id)) {
+                return Err(Error::invalid("ids", "not already stored (remove it first)", format!("id {id}")));
+            }
+        }
+        if let Some(&hi) = sorted.last() {
+            self.next_id = self.next_id.max(u128::from(hi) + 1);
+        }
+        Ok(ids.to_vec())
+    }
+
+    /// The id map, built on first use.
+    fn id_map(&mut self) -> &mut HashMap<u64, u64> {
+        if self.id_map.is_none() {
+            let mut map = HashMap::with_capacity(self.live);
+            for run in &self.runs {
+                map.extend(run.items().into_iter().map(|(fp, id)| (id, fp)));
+            }
+            map.extend(self.buffer.iter().map(|&(fp, id)| (id, fp)));
+            self.id_map = Some(map);
+        }
+        self.id_map.get_or_insert_with(HashMap::new)
+    }
+
+    fn insert(&mut self, items: Vec<(u64, u64)>) {
+        if let Some(map) = &mut self.id_map {
+            map.extend(items.iter().map(|&(fp, id)| (id, fp)));
+        }
+        self.live += items.len();
+        if self.buffer.len() + items.len() < BUFFER_MAX {
+            self.buffer.extend(items);
+            return;
+        }
+        let mut all = std::mem::take(&mut self.buffer);
+        if all.is_empty() {
+            all = items;
+        } else {
+            all.extend(items);
+        }
+        self.runs.push(Run::build(Arc::clone(&self.design), all));
+        self.rebalance();
+        self.replan();
+    }
+
+    /// Chooses the design again once the size has doubled or fallen to a
+    /// quarter since it was chosen; a different design rebuilds every run
+    /// into one.
+    fn replan(&mut self) {
+        if self.fixed || (self.live < 2 * self.planned_for.max(BUFFER_MAX) && self.live * 4 >= self.planned_for) {
+            return;
+        }
+        self.planned_for = self.live;
+        let Ok(design) = plan::plan_cached(self.k, self.live) else { return };
+        if design.levels() == self.design.levels() {
+            return;
+        }
+        self.design = design;
+        let items: Vec<(u64, u64)> = self.runs.drain(..).flat_map(|run| run.items()).collect();
+        if !items.is_empty() {
+            self.runs.push(Run::build(Arc::clone(&self.design), items));
+        }
+    }
+
+    /// Merges the newest run into the one before while it is at least half
+    /// its size, and rebuilds runs that are a quarter dead.
+    fn rebalance(&mut self) {
+        while self.runs.len() >= 2 {
+            let n = self.runs.len();
+            if self.runs[n - 2].live() > 2 * self.runs[n - 1].live() {
+                break;
+            }
+            let b = self.runs.pop().expect("two runs");
+            let a = self.runs.pop().expect("two runs");
+            self.runs.push(Run::merge(a, b, Arc::clone(&self.design)));
+        }
+        for i in 0..self.runs.len() {
+            if self.runs[i].dead() * 4 > self.runs[i].slots() {
+                let items = self.runs[i].items();
+                if items.is_empty() {
+                    self.runs.remove(i);
+                    return self.rebalance();
+                }
+                self.runs[i] = Run::build(Arc::clone(&self.design), items);
+            }
+        }
+    }
+
+    /// Removes the items with these ids; returns how many were stored.
+    pub fn remove(&mut self, ids: &[u64]) -> usize {
+        let mut gone: Vec<(u64, u64)> = Vec::new();
+        {
+            let map = self.id_map();
+            for id in ids {
+                if let Some(fp) = map.remove(id) {
+                    gone.push((fp, *id));
+                }
+            }
+        }
+        if gone.is_empty() {
+            return 0;
+        }
+        let in_buffer: HashSet<(u64, u64)> = gone.iter().copied().collect();
+        let before = self.buffer.len();
+        self.buffer.retain(|item| !in_buffer.contains(item));
+        let mut removed = before - self.buffer.len();
+        for &(fp, id) in &gone {
+            if self.runs.iter_mut().any(|run| run.remove(fp, id)) {
+                removed += 1;
+            }
+        }
+        debug_assert_eq!(removed, gone.len());
+        self.live -= removed;
+        self.rebalance();
+        self.replan();
+        removed
+    }
+
+    // ----- queries ---------------------------------------------------------
+
+    /// `(id, distance)` of every stored item within `k` of `fp`, sorted by
+    /// distance, then id.
+    pub fn query(&self, fp: u64, k: Option<u32>) -> Result<Vec<(u64, u32)>> {
+        let k = self.op_k(k)?;
+        let mut out = Vec::new();
+        for run in &self.runs {
+            run.probe(fp, k, |(i, d)| out.extend(run.ids_of(i as usize).map(|id| (id, d))));
+        }
+        for &(f, id) in &self.buffer {
+            let d = (f ^ fp).count_ones();
+            if d <= k {
+                out.push((id, d));
+            }
+        }
+        out.sort_unstable_by_key(|&(id, d)| (d, id));
+        Ok(out)
+    }
+
+    /// The runs to search in a batch operation: the buffer joins them as a
+    /// temporary run.
+    fn batch_runs(&self) -> (Vec<&Run>, Option<Run>) {
+        let temp = (!self.buffer.is_empty()).then(|| Run::build(Arc::clone(&self.design), self.buffer.clone()));
+        (self.runs.iter().collect(), temp)
+    }
+
+    /// Matches of many queries, on rayon threads.
+    pub fn query_batch(&self, fps: &[u64], k: Option<u32>) -> Result<BatchMatches> {
+        let k = self.op_k(k)?;
+        let (runs, temp) = self.batch_runs();
+        let runs: Vec<&Run> = runs.into_iter().chain(temp.as_ref()).collect();
+        let mut all: Vec<(u32, u32, u64)> = Vec::new();
+        for (r, pos, i, d) in probe_batch(&runs, fps, k) {
+            let run = runs[r as usize];
+            all.extend(run.ids_of(i as usize).map(|id| (pos, d, id)));
+        }
+        all.par_sort_unstable();
+        Ok(BatchMatches {
+            positions: all.iter().map(|m| m.0).collect(),
+            distances: all.iter().map(|m| m.1 as u8).collect(),
+            ids: all.iter().map(|m| m.2).collect(),
+        })
+    }
+
+    /// Every unordered pair of distinct stored ids within `k`, smaller id
+    /// first, sorted.
+    pub fn find_all(&self, k: Option<u32>) -> Result<Vec<[u64; 2]>> {
+        let k = self.op_k(k)?;
+        let (runs, temp) = self.batch_runs();
+        let runs: Vec<&Run> = runs.into_iter().chain(temp.as_ref()).collect();
+        let mut pairs: Vec<[u64; 2]> = Vec::new();
+        let mut emit = |a: &mut dyn Iterator<Item = u64>, b: &[u64]| {
+            for x in a {
+                pairs.extend(b.iter().map(|&y| [x.min(y), x.max(y)]));
+            }
+        };
+        for (r, run) in runs.iter().enumerate() {
+            // Identical fingerprints: all pairs of their ids.
+            for i in run.shared_fps() {
+                let ids: Vec<u64> = run.ids_of(i).collect();
+                for (n, &x) in ids.iter().enumerate() {
+                    emit(&mut std::iter::once(x), &ids[n + 1..]);
+                }
+            }
+            for (i, j, _) in run.pairs(k) {
+                let b: Vec<u64> = run.ids_of(j as usize).collect();
+                emit(&mut run.ids_of(i as usize), &b);
+            }
+            // Pairs with later runs: probe them with this run's fingerprints.
+            if r + 1 == runs.len() {
+                continue;
+            }
+            let live: Vec<usize> = (0..run.fps().len()).filter(|&i| run.first_id(i).is_some()).collect();
+            let queries: Vec<u64> = live.iter().map(|&i| run.fps()[i]).collect();
+            let later = &runs[r + 1..];
+            for (o, pos, j, _) in probe_batch(later, &queries, k) {
+                let other = later[o as usize];
+                let b: Vec<u64> = other.ids_of(j as usize).collect();
+                emit(&mut run.ids_of(live[pos as usize]), &b);
+            }
+        }
+        pairs.par_sort_unstable();
+        debug_assert!(pairs.windows(2).all(|w| w[0] != w[1]), "a pair was emitted twice");
+        Ok(pairs)
+    }
+
+    /// Clusters of stored ids, each sorted, ordered by their smallest id;
+    /// clusters smaller than `min_size` are left out.
+    pub fn cluster(&self, k: Option<u32>, min_size: usize, method: ClusterMethod) -> Result<Vec<Vec<u64>>> {
+        let k = self.op_k(k)?;
+        if min_size < 1 {
+            return Err(Error::invalid("min_size", "at least 1", min_size));
+        }
+        let mut items = self.items();
+        items.par_sort_unstable_by_key(|&(_, id)| id);
+        let ids: Vec<u64> = items.iter().map(|&(_, id)| id).collect();
+        let mut groups = UnionFind::new(ids.len());
+        let dense = |id: u64| ids.binary_search(&id).expect("a stored id");
+        match method {
+            ClusterMethod::Connected => {
+                for [a, b] in self.find_all(Some(k))? {
+                    groups.union(dense(a), dense(b));
+                }
+            }
+            ClusterMethod::Leader => {
+                // Leaders are what add_unique keeps, over the items in id order.
+                let mut leaders = Index::new(k, None, None)?;
+                if self.fixed {
+                    leaders.design = Arc::clone(&self.design);
+                    leaders.fixed = true;
+                }
+                let fps: Vec<u64> = items.iter().map(|&(fp, _)| fp).collect();
+                let (is_new, matched) = leaders.add_unique(&fps, Some(&ids), Some(k))?;
+                for (i, new) in is_new.iter().enumerate() {
+                    if !new {
+                        groups.union(dense(matched[i]), i);
+                    }
+                }
+            }
+        }
+        Ok(groups.groups(min_size).into_iter().map(|g| g.into_iter().map(|i| ids[i]).collect()).collect())
+    }
+
+    /// Every stored `(fingerprint, id)`.
+    pub fn items(&self) -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = self.runs.iter().flat_map(Run::items).collect();
+        out.extend_from_slice(&self.buffer);
+        out
+    }
+
+    /// For each fingerprint in order: if a stored item or an earlier new one
+    /// of this call is within `k`, it is a duplicate and `matched` is the
+    /// smallest such id; otherwise it is new and is stored. Default ids are
+    /// given to every input in order, stored or not, so that `matched` and
+    /// positions correspond (`id = first id + position`).
+    pub fn add_unique(&mut self, fps: &[u64], ids: Option<&[u64]>, k: Option<u32>) -> Result<(Vec<bool>, Vec<u64>)> {
+        let k = self.op_k(k)?;
+        let ids = self.assign_ids(fps.len(), ids)?;
+        let n = fps.len();
+        // 1. The smallest stored id within k of each input.
+        let mut stored: Vec<Option<u64>> = vec![None; n];
+        {
+            let (runs, temp) = self.batch_runs();
+            let runs: Vec<&Run> = runs.into_iter().chain(temp.as_ref()).collect();
+            {
+                for (r, pos, i, _) in probe_batch(&runs, fps, k) {
+                    let id = runs[r as usize].first_id(i as usize);
+                    let slot = &mut stored[pos as usize];
+                    *slot = match (*slot, id) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                }
+            }
+        }
+        // 2. Pairs within the batch: each input's earlier neighbours.
+        let mut earlier: Vec<(u32, u32)> = Vec::new();
+        if n > 1 {
+            let positions: Vec<(u64, u64)> = fps.iter().enumerate().map(|(p, &fp)| (fp, p as u64)).collect();
+            let batch = Run::build(plan::plan_cached(k, n)?, positions);
+            for i in batch.shared_fps() {
+                let same: Vec<u64> = batch.ids_of(i).collect();
+                for (x, &a) in same.iter().enumerate() {
+                    earlier.extend(same[x + 1..].iter().map(|&b| (b as u32, a as u32)));
+                }
+            }
+            for (i, j, _) in batch.pairs(k) {
+                for a in batch.ids_of(i as usize) {
+                    for b in batch.ids_of(j as usize) {
+                        earlier.push((a.max(b) as u32, a.min(b) as u32));
+                    }
+                }
+            }
+            earlier.par_sort_unstable();
+        }
+        // 3. In input order: new unless a stored or an earlier new item is near.
+        let mut is_new = vec![false; n];
+        let mut matched = vec![0u64; n];
+        let mut next = earlier.iter().peekable();
+        for b in 0..n {
+            let mut best = stored[b];
+            while let Some(&(_, a)) = next.next_if(|&&(x, _)| x as usize == b) {
+                if is_new[a as usize] {
+                    best = Some(best.map_or(ids[a as usize], |m| m.min(ids[a as usize])));
+                }
+            }
+            match best {
+                Some(m) => matched[b] = m,
+                None => is_new[b] = true,
+            }
+        }
+        // 4. Store the new ones.
+        let new_items: Vec<(u64, u64)> = (0..n).filter(|&i| is_new[i]).map(|i| (fps[i], ids[i])).collect();
+        self.insert(new_items);
+        Ok((is_new, matched))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn brute_pairs(items: &[(u64, u64)], k: u32) -> Vec<[u64; 2]> {
+        let mut out = Vec::new();
+        for (x, &(fa, ia)) in items.iter().enumerate() {
+            for &(fb, ib) in &items[x + 1..] {
+                if (fa ^ fb).count_ones() <= k {
+                    out.push([ia.min(ib), ia.max(ib)]);
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// Fingerprints with planted near neighbours, duplicates and extremes.
+    fn data() -> impl Strategy<Value = Vec<u64>> {
+        (
+            prop::collection::vec(prop_oneof![any::<u64>(), Just(0u64), Just(u64::MAX)], 1..40),
+            prop::collection::vec((0usize..40, prop::collection::vec(0u32..64, 0..5)), 0..120),
+        )
+            .prop_map(|(centers, noise)| {
+                let mut out = centers.clone();
+                for (c, flips) in noise {
+                    out.push(flips.iter().fold(centers[c % centers.len()], |x, &b| x ^ (1 << b)));
+                }
+                out
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn matches_brute_force(fps in data(), k in 0u32..=5, extra in 0u32..3, chunk in 1usize..700) {
+            let mut index = Index::new(k, Some(k + 1 + extra).filter(|_| extra > 0), None).unwrap();
+            for part in fps.chunks(chunk) {
+                index.add(part, None).unwrap();
+            }
+            let items: Vec<(u64, u64)> = fps.iter().enumerate().map(|(i, &f)| (f, i as u64)).collect();
+            prop_assert_eq!(index.len(), items.len());
+            prop_assert_eq!(index.find_all(None).unwrap(), brute_pairs(&items, k));
+            for &q in fps.iter().take(20).chain([0, u64::MAX].iter()) {
+                let mut expected: Vec<(u64, u32)> = items.iter()
+                    .map(|&(f, id)| (id, (f ^ q).count_ones()))
+                    .filter(|&(_, d)| d <= k).collect();
+                expected.sort_unstable_by_key(|&(id, d)| (d, id));
+                prop_assert_eq!(index.query(q, None).unwrap(), expected);
+            }
+            let batch = index.query_batch(&fps, None).unwrap();
+            for (pos, &q) in fps.iter().enumerate() {
+                let got: Vec<u64> = (0..batch.positions.len()).filter(|&m| batch.positions[m] as usize == pos).map(|m| batch.ids[m]).collect();
+                let expected: Vec<u64> = index.query(q, None).unwrap().into_iter().map(|(id, _)| id).collect();
+                prop_assert_eq!(got, expected);
+            }
+        }
+
+        #[test]
+        fn add_unique_is_a_stream_loop(fps in data(), k in 0u32..=4, split in 1usize..200) {
+            let mut index = Index::new(k, None, None).unwrap();
+            let mut kept: Vec<(u64, u64)> = Vec::new();
+            let mut offset = 0u64;
+            for part in fps.chunks(split) {
+                let (is_new, matched) = index.add_unique(part, None, None).unwrap();
+                for (p, &fp) in part.iter().enumerate() {
+                    let id = offset + p as u64;
+                    let near = kept.iter().filter(|&&(f, _)| (f ^ fp).count_ones() <= k).map(|&(_, i)| i).min();
+                    match near {
+                        Some(m) => { prop_assert!(!is_new[p]); prop_assert_eq!(matched[p], m); }
+                        None => { prop_assert!(is_new[p]); kept.push((fp, id)); }
+                    }
+                }
+                offset += part.len() as u64;
+            }
+            prop_assert_eq!(index.len(), kept.len());
+        }
+
+        #[test]
+        fn remove_then_query(fps in data(), k in 0u32..=3, drop in prop::collection::vec(any::<prop::sample::Index>(), 0..60)) {
+            let mut index = Index::new(k, None, None).unwrap();
+            index.add(&fps, None).unwrap();
+            let mut items: Vec<(u64, u64)> = fps.iter().enumerate().map(|(i, &f)| (f, i as u64)).collect();
+            let gone: Vec<u64> = drop.iter().map(|d| d.index(fps.len()) as u64).collect();
+            let unique: HashSet<u64> = gone.iter().copied().collect();
+            prop_assert_eq!(index.remove(&gone), unique.len());
+            items.retain(|(_, id)| !unique.contains(id));
+            prop_assert_eq!(index.len(), items.len());
+            prop_assert_eq!(index.find_all(None).unwrap(), brute_pairs(&items, k));
+            // Ids are never reused; removed ids may be added again explicitly.
+            let again: Vec<u64> = unique.iter().copied().collect();
+            index.add(&vec![7; again.len()], Some(&again)).unwrap();
+            prop_assert_eq!(index.len(), fps.len());
+        }
+    }
+
+    #[test]
+    fn bad_arguments() {
+        assert!(Index::new(17, None, None).is_err());
+        assert!(Index::new(3, Some(3), None).is_err());
+        assert!(Index::new(3, Some(5), Some(4)).is_err());
+        let mut index = Index::new(3, None, None).unwrap();
+        assert!(index.query(1, Some(4)).is_err());
+        assert!(index.add(&[1, 2], Some(&[5])).is_err());
+        assert!(index.add(&[1, 2], Some(&[5, 5])).is_err());
+        index.add(&[1], Some(&[5])).unwrap();
+        assert!(index.add(&[1], Some(&[5])).is_err());
+        assert_eq!(index.add(&[2], None).unwrap(), vec![6]);
+        index.add(&[3], Some(&[u64::MAX])).unwrap();
+        assert!(index.add(&[4], None).is_err());
+    }
+
+    #[test]
+    fn many_single_adds_merge_into_few_runs() {
+        let mut index = Index::new(3, None, None).unwrap();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..20_000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            index.add(&[x], None).unwrap();
+        }
+        let (runs, buffer) = index.shape();
+        assert!(runs <= 6 && buffer < BUFFER_MAX, "{runs} runs, {buffer} buffered");
+        assert_eq!(index.len(), 20_000);
+    }
+}

@@ -1,0 +1,189 @@
+//! The `Index` class: a frozen wrapper around `RwLock<Index>`. Queries share
+//! the read lock, changes take the write lock, both with the GIL released
+//! (locks are only ever taken inside [`detach::run`], so a thread waiting for
+//! a lock never holds the GIL).
+
+use std::sync::RwLock;
+
+use numpy::{PyArray1, PyArray2, PyArrayMethods};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+use super::convert::{to_u64, U64s};
+use super::detach;
+use crate::index::{ClusterMethod, Index};
+
+type NewAndMatched<'py> = (Bound<'py, PyArray1<bool>>, Bound<'py, PyArray1<u64>>);
+
+#[pyclass(frozen, name = "Index", module = "rsimhash._rsimhash")]
+pub(crate) struct PyIndex {
+    inner: RwLock<Index>,
+}
+
+fn read(index: &RwLock<Index>) -> std::sync::RwLockReadGuard<'_, Index> {
+    // A panic while writing is a bug already reported as RuntimeError; the
+    // index it left is still consistent enough to read, so go on.
+    index.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write(index: &RwLock<Index>) -> std::sync::RwLockWriteGuard<'_, Index> {
+    index.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// An optional non-negative small integer argument.
+fn small(name: &str, value: Option<i64>) -> PyResult<Option<u32>> {
+    match value {
+        None => Ok(None),
+        Some(v) if (0..=i64::from(u32::MAX)).contains(&v) => Ok(Some(v as u32)),
+        Some(v) => Err(PyValueError::new_err(format!("{name} must be a non-negative integer, got {v}"))),
+    }
+}
+
+#[pymethods]
+impl PyIndex {
+    #[new]
+    #[pyo3(signature = (k = 3, *, blocks = None, tables = None))]
+    fn new(k: i64, blocks: Option<i64>, tables: Option<i64>) -> PyResult<Self> {
+        let k = small("k", Some(k))?.unwrap_or(3);
+        let blocks = small("blocks", blocks)?;
+        let tables = small("tables", tables)?.map(|t| t as usize);
+        Ok(PyIndex { inner: RwLock::new(Index::new(k, blocks, tables)?) })
+    }
+
+    /// The largest distance answered completely.
+    #[getter]
+    fn k(&self) -> u32 {
+        read(&self.inner).k()
+    }
+
+    /// Permuted tables held per item (of the largest run).
+    #[getter]
+    fn tables(&self) -> usize {
+        read(&self.inner).design().tables().len()
+    }
+
+    /// The table design, in words.
+    #[getter]
+    fn design(&self) -> String {
+        read(&self.inner).design().to_string()
+    }
+
+    /// Bytes of memory held by the tables and ids.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        read(&self.inner).bytes()
+    }
+
+    fn __len__(&self) -> usize {
+        read(&self.inner).len()
+    }
+
+    fn __repr__(&self) -> String {
+        let index = read(&self.inner);
+        let (runs, buffered) = index.shape();
+        format!(
+            "Index(k={}, items={}, design=\"{}\", runs={runs}, buffered={buffered})",
+            index.k(),
+            index.len(),
+            index.design()
+        )
+    }
+
+    /// Adds fingerprints; returns their ids.
+    #[pyo3(signature = (fps, ids = None))]
+    fn add<'py>(
+        &self,
+        py: Python<'py>,
+        fps: &Bound<'py, PyAny>,
+        ids: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyArray1<u64>>> {
+        let fps = U64s::extract(fps, "fps")?;
+        let ids = ids.map(|i| U64s::extract(i, "ids")).transpose()?;
+        let (fps, ids) = (fps.as_slice(), ids.as_ref().map(U64s::as_slice));
+        let out = detach::run(py, None, || write(&self.inner).add(fps, ids))?;
+        Ok(PyArray1::from_vec(py, out))
+    }
+
+    /// `(id, distance)` of every stored item within `k`, by distance then id.
+    #[pyo3(signature = (fp, k = None))]
+    fn query(&self, py: Python<'_>, fp: &Bound<'_, PyAny>, k: Option<i64>) -> PyResult<Vec<(u64, u32)>> {
+        let fp = to_u64(fp, || "fp".into())?;
+        let k = small("k", k)?;
+        // The common case, an uncontended lock, answers in well under a
+        // microsecond: cheaper to keep the GIL than to hand it over.
+        if let Ok(index) = self.inner.try_read() {
+            return Ok(index.query(fp, k)?);
+        }
+        detach::run(py, None, || read(&self.inner).query(fp, k))
+    }
+
+    /// Matches of many queries: `(qi, ids, dist)` arrays.
+    #[pyo3(signature = (fps, k = None))]
+    #[allow(clippy::type_complexity)]
+    fn query_batch<'py>(
+        &self,
+        py: Python<'py>,
+        fps: &Bound<'py, PyAny>,
+        k: Option<i64>,
+    ) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u8>>)> {
+        let fps = U64s::extract(fps, "fps")?;
+        let (fps, k) = (fps.as_slice(), small("k", k)?);
+        let m = detach::run(py, None, || read(&self.inner).query_batch(fps, k))?;
+        let qi: Vec<i64> = m.positions.iter().map(|&p| i64::from(p)).collect();
+        Ok((PyArray1::from_vec(py, qi), PyArray1::from_vec(py, m.ids), PyArray1::from_vec(py, m.distances)))
+    }
+
+    /// Every pair of distinct stored ids within `k`: a `(P, 2)` uint64 array.
+    #[pyo3(signature = (k = None))]
+    fn find_all<'py>(&self, py: Python<'py>, k: Option<i64>) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let k = small("k", k)?;
+        let pairs = detach::run(py, None, || read(&self.inner).find_all(k))?;
+        let n = pairs.len();
+        let flat: Vec<u64> = pairs.into_iter().flatten().collect();
+        PyArray1::from_vec(py, flat)
+            .reshape([n, 2])
+            .map_err(|e| PyRuntimeError::new_err(format!("internal error in rsimhash: {e}")))
+    }
+
+    /// Clusters of ids, each a sorted uint64 array.
+    #[pyo3(signature = (k = None, min_size = 2, method = "connected"))]
+    fn cluster<'py>(
+        &self,
+        py: Python<'py>,
+        k: Option<i64>,
+        min_size: i64,
+        method: &str,
+    ) -> PyResult<Vec<Bound<'py, PyArray1<u64>>>> {
+        let k = small("k", k)?;
+        let method: ClusterMethod = method.parse()?;
+        if min_size < 1 {
+            return Err(PyValueError::new_err(format!("min_size must be at least 1, got {min_size}")));
+        }
+        let min_size = min_size as usize;
+        let groups = detach::run(py, None, || read(&self.inner).cluster(k, min_size, method))?;
+        Ok(groups.into_iter().map(|g| PyArray1::from_vec(py, g)).collect())
+    }
+
+    /// Removes items by id; returns how many were stored.
+    fn remove(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let ids = U64s::extract(ids, "ids")?;
+        let ids = ids.as_slice();
+        detach::run(py, None, || Ok(write(&self.inner).remove(ids)))
+    }
+
+    /// Stores the fingerprints that have nothing within `k` yet: `(is_new, matched)`.
+    #[pyo3(signature = (fps, ids = None, k = None))]
+    fn add_unique<'py>(
+        &self,
+        py: Python<'py>,
+        fps: &Bound<'py, PyAny>,
+        ids: Option<&Bound<'py, PyAny>>,
+        k: Option<i64>,
+    ) -> PyResult<NewAndMatched<'py>> {
+        let fps = U64s::extract(fps, "fps")?;
+        let ids = ids.map(|i| U64s::extract(i, "ids")).transpose()?;
+        let (fps, ids, k) = (fps.as_slice(), ids.as_ref().map(U64s::as_slice), small("k", k)?);
+        let (is_new, matched) = detach::run(py, None, || write(&self.inner).add_unique(fps, ids, k))?;
+        Ok((PyArray1::from_vec(py, is_new), PyArray1::from_vec(py, matched)))
+    }
+}

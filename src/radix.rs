@@ -1,0 +1,180 @@
+//! LSD radix sort on the leading bits of 64-bit keys.
+//!
+//! Tables only need their items grouped by a prefix of the key, so the sort
+//! looks at the top `bits` bits only (a few passes of up to 11 bits), and an
+//! insertion pass then completes the order: with `bits` a few bits above
+//! log2(n), items that share all of them are rare and the pass is linear.
+
+use std::cmp::Ordering;
+
+/// Digit width limit: 2^13 four-byte counters (32 KiB) stay in L1, and two
+/// passes cover the ~26 bits a table of tens of millions needs.
+const MAX_DIGIT: u32 = 13;
+
+/// Sorts `items` by `cmp`, which must order first by `key`; `bits` is how
+/// many leading bits of the key the radix passes look at. `scratch` is grown
+/// to `items.len()` and kept for the next call. Fewer than 2^32 items.
+pub(crate) fn sort_by_top_bits<T: Copy + Default>(
+    items: &mut Vec<T>,
+    scratch: &mut Vec<T>,
+    bits: u32,
+    key: impl Fn(&T) -> u64,
+    cmp: impl Fn(&T, &T) -> Ordering,
+) {
+    let n = items.len();
+    if n < 256 || bits == 0 {
+        items.sort_unstable_by(&cmp);
+        return;
+    }
+    let bits = bits.min(64);
+    let passes = bits.div_ceil(MAX_DIGIT);
+    let width = bits.div_ceil(passes);
+    let lowest = 64 - bits;
+    let digits: Vec<(u32, u32)> = (0..passes)
+        .map(|p| {
+            let shift = lowest + p * width;
+            (shift, width.min(64 - shift))
+        })
+        .collect();
+    // One read pass counts the digits of every pass.
+    let mut counts = vec![[0u32; 1 << MAX_DIGIT]; passes as usize];
+    for item in items.iter() {
+        let k = key(item);
+        for (c, &(shift, w)) in counts.iter_mut().zip(&digits) {
+            c[((k >> shift) & ((1u64 << w) - 1)) as usize] += 1;
+        }
+    }
+    if scratch.capacity() < n {
+        // Grown once and reused: fresh pages cost a fault each.
+        *scratch = crate::mem::vec_with_capacity(n);
+    }
+    scratch.resize(n, T::default());
+    scratch.truncate(n);
+    for (c, &(shift, w)) in counts.iter_mut().zip(&digits) {
+        let mask = (1u64 << w) - 1;
+        if c.contains(&(n as u32)) {
+            continue; // every item has the same digit: nothing moves
+        }
+        let mut at = 0u32;
+        for slot in c.iter_mut().take(1 << w) {
+            let here = *slot;
+            *slot = at;
+            at += here;
+        }
+        for item in items.iter() {
+            let d = ((key(item) >> shift) & mask) as usize;
+            scratch[c[d] as usize] = *item;
+            c[d] += 1;
+        }
+        std::mem::swap(items, scratch);
+    }
+    insertion_pass(items, &cmp);
+}
+
+/// [`sort_by_top_bits`] on two threads for large inputs: each half is sorted
+/// on its own, then one linear pass merges them.
+pub(crate) fn par_sort_by_top_bits<T: Copy + Default + Send + Sync>(
+    items: &mut Vec<T>,
+    bits: u32,
+    key: impl Fn(&T) -> u64 + Sync,
+    cmp: impl Fn(&T, &T) -> Ordering + Sync,
+) {
+    par_sort_from(PARALLEL_MIN, items, bits, key, cmp)
+}
+
+fn par_sort_from<T: Copy + Default + Send + Sync>(
+    min: usize,
+    items: &mut Vec<T>,
+    bits: u32,
+    key: impl Fn(&T) -> u64 + Sync,
+    cmp: impl Fn(&T, &T) -> Ordering + Sync,
+) {
+    if items.len() < min || rayon::current_num_threads() < 2 {
+        return sort_by_top_bits(items, &mut Vec::new(), bits, key, cmp);
+    }
+    let mut right = items.split_off(items.len() / 2);
+    rayon::join(
+        || sort_by_top_bits(items, &mut Vec::new(), bits, &key, &cmp),
+        || sort_by_top_bits(&mut right, &mut Vec::new(), bits, &key, &cmp),
+    );
+    let mut out = crate::mem::vec_with_capacity(items.len() + right.len());
+    let (mut i, mut j) = (0, 0);
+    while i < items.len() && j < right.len() {
+        if cmp(&right[j], &items[i]) == Ordering::Less {
+            out.push(right[j]);
+            j += 1;
+        } else {
+            out.push(items[i]);
+            i += 1;
+        }
+    }
+    out.extend_from_slice(&items[i..]);
+    out.extend_from_slice(&right[j..]);
+    *items = out;
+}
+
+/// Below this many items one thread sorts alone.
+const PARALLEL_MIN: usize = 1 << 20;
+
+/// Insertion sort: linear on input that is sorted but for a few local swaps.
+fn insertion_pass<T: Copy>(items: &mut [T], cmp: &impl Fn(&T, &T) -> Ordering) {
+    for i in 1..items.len() {
+        if cmp(&items[i - 1], &items[i]) == Ordering::Greater {
+            let x = items[i];
+            let mut j = i;
+            while j > 0 && cmp(&items[j - 1], &x) == Ordering::Greater {
+                items[j] = items[j - 1];
+                j -= 1;
+            }
+            items[j] = x;
+        }
+    }
+}
+
+/// How many leading key bits to radix on for `n` items: at least `prefix`,
+/// and enough that items sharing all of them are few (the insertion pass
+/// then only swaps neighbours).
+pub(crate) fn sort_bits(n: usize, prefix: u32) -> u32 {
+    let log = usize::BITS - n.leading_zeros();
+    (log + 2).max(prefix).min(64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        #[test]
+        fn sorts_like_std(
+            mut v in prop::collection::vec(prop_oneof![any::<u64>(), 0u64..16, Just(u64::MAX)], 0..3000),
+            bits in 0u32..=64,
+        ) {
+            let mut expected = v.clone();
+            expected.sort_unstable();
+            sort_by_top_bits(&mut v, &mut Vec::new(), bits, |&x| x, |a, b| a.cmp(b));
+            prop_assert_eq!(v, expected);
+        }
+
+        #[test]
+        fn parallel_sort_agrees(seed in any::<u64>(), bits in 1u32..=64) {
+            let mut x = seed | 1;
+            let mut v: Vec<u64> = (0..5000).map(|_| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x >> (x % 7) }).collect();
+            let mut expected = v.clone();
+            expected.sort_unstable();
+            par_sort_from(1000, &mut v, bits, |&x| x, |a, b| a.cmp(b));
+            prop_assert_eq!(v, expected);
+        }
+
+        #[test]
+        fn sorts_pairs_by_key_then_payload(v in prop::collection::vec((0u64..64, any::<u64>()), 0..2000)) {
+            let mut v: Vec<(u64, u64)> = v.into_iter().map(|(a, b)| (a << 58, b)).collect();
+            let mut expected = v.clone();
+            expected.sort_unstable();
+            sort_by_top_bits(&mut v, &mut Vec::new(), 10, |p| p.0, |a, b| a.cmp(b));
+            prop_assert_eq!(v, expected);
+        }
+    }
+}

@@ -1,0 +1,435 @@
+//! A run: an immutable set of permuted tables over some fingerprints, and
+//! the ids each fingerprint carries.
+//!
+//! Invariants:
+//! - `tables[i]` follows `design.tables()[i]`; table 0 is the identity, so its
+//!   keys are the run's distinct fingerprints in ascending order, and a
+//!   fingerprint's *index* is its position there.
+//! - The ids of fingerprint `i` are `ids[starts[i]..starts[i + 1]]`, ascending;
+//!   removing an id sets its bit in `dead` (the slot is reclaimed when the run
+//!   is rebuilt). A fingerprint whose ids are all dead stays in the tables but
+//!   is never reported.
+
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+
+use crate::plan::Design;
+use crate::radix::{par_sort_by_top_bits, sort_bits, sort_by_top_bits};
+use crate::table::Table;
+
+/// Tables probed per batch of directory loads: all their loads are issued
+/// before any range is scanned, so their cache misses overlap.
+const PROBE_CHUNK: usize = 16;
+
+#[derive(Debug)]
+pub(crate) struct Run {
+    design: Arc<Design>,
+    tables: Vec<Table>,
+    starts: Vec<u32>,
+    ids: Vec<u64>,
+    dead: Vec<u64>,
+    dead_count: usize,
+}
+
+/// A match of a probe: the fingerprint index in the run and the distance.
+pub(crate) type Hit = (u32, u32);
+
+impl Run {
+    /// Builds a run from `(fingerprint, id)` items (ids distinct). First the
+    /// items are sorted into the distinct fingerprints (table 0) and their ids;
+    /// then the other tables are built from those in parallel, each worker
+    /// reusing one sort buffer.
+    pub fn build(design: Arc<Design>, mut items: Vec<(u64, u64)>) -> Run {
+        let spec = design.tables();
+        let bits = sort_bits(items.len(), spec[0].prefix);
+        par_sort_by_top_bits(&mut items, bits, |p| p.0, |a, b| a.cmp(b));
+        let mut fps = crate::mem::vec_with_capacity(items.len());
+        let mut starts = crate::mem::vec_with_capacity(items.len() + 1);
+        let mut ids = crate::mem::vec_with_capacity(items.len());
+        for (i, &(fp, id)) in items.iter().enumerate() {
+            if fps.last() != Some(&fp) {
+                fps.push(fp);
+                // Slots fit u32: a run holds fewer than 2^32 items.
+                starts.push(i as u32);
+            }
+            ids.push(id);
+        }
+        starts.push(items.len() as u32);
+        drop(items);
+        fps.shrink_to_fit();
+        starts.shrink_to_fit();
+        let rest: Vec<Table> =
+            spec[1..].par_iter().map_init(Vec::new, |scratch, t| Table::build(&fps, &t.perm, t.prefix, scratch)).collect();
+        let mut tables = Vec::with_capacity(spec.len());
+        tables.push(Table::from_sorted(fps, spec[0].prefix));
+        tables.extend(rest);
+        let dead = vec![0; ids.len().div_ceil(64)];
+        Run { design, tables, starts, ids, dead, dead_count: 0 }
+    }
+
+    pub fn design(&self) -> &Arc<Design> {
+        &self.design
+    }
+
+    /// Distinct fingerprints, ascending.
+    pub fn fps(&self) -> &[u64] {
+        &self.tables[0].keys
+    }
+
+    /// Id slots, dead ones included.
+    pub fn slots(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn live(&self) -> usize {
+        self.ids.len() - self.dead_count
+    }
+
+    pub fn dead(&self) -> usize {
+        self.dead_count
+    }
+
+    /// The live ids of fingerprint `i`, ascending.
+    #[inline]
+    pub fn ids_of(&self, i: usize) -> impl Iterator<Item = u64> + '_ {
+        let (lo, hi) = (self.starts[i] as usize, self.starts[i + 1] as usize);
+        (lo..hi).filter(|&s| self.dead[s / 64] >> (s % 64) & 1 == 0).map(|s| self.ids[s])
+    }
+
+    /// Fingerprints that carry more than one id slot.
+    pub fn shared_fps(&self) -> impl Iterator<Item = usize> + '_ {
+        self.starts.windows(2).enumerate().filter(|(_, w)| w[1] - w[0] > 1).map(|(i, _)| i)
+    }
+
+    /// All id slots of fingerprint `i`, dead ones included.
+    #[inline]
+    fn id_slots(&self, i: usize) -> &[u64] {
+        &self.ids[self.starts[i] as usize..self.starts[i + 1] as usize]
+    }
+
+    /// The smallest live id of fingerprint `i`.
+    #[inline]
+    pub fn first_id(&self, i: usize) -> Option<u64> {
+        self.ids_of(i).next()
+    }
+
+    /// Marks `id` of fingerprint `fp` dead; false if it is not here (alive).
+    pub fn remove(&mut self, fp: u64, id: u64) -> bool {
+        let Some(i) = self.tables[0].position(fp) else { return false };
+        let (lo, hi) = (self.starts[i] as usize, self.starts[i + 1] as usize);
+        let Ok(at) = self.ids[lo..hi].binary_search(&id) else { return false };
+        let s = lo + at;
+        if self.dead[s / 64] >> (s % 64) & 1 == 1 {
+            return false;
+        }
+        self.dead[s / 64] |= 1 << (s % 64);
+        self.dead_count += 1;
+        true
+    }
+
+    /// Every live `(fingerprint, id)` item.
+    pub fn items(&self) -> Vec<(u64, u64)> {
+        let mut out = Vec::with_capacity(self.live());
+        for (i, &fp) in self.fps().iter().enumerate() {
+            out.extend(self.ids_of(i).map(|id| (fp, id)));
+        }
+        out
+    }
+
+    /// Calls `hit` once for every fingerprint within `k` of `q` that has a
+    /// live id (each reported by the first table whose prefix it shares).
+    #[inline]
+    pub fn probe(&self, q: u64, k: u32, mut hit: impl FnMut(Hit)) {
+        let spec = self.design.tables();
+        let mut ranges = [(0usize, 0usize, 0u64); PROBE_CHUNK];
+        for first in (0..spec.len()).step_by(PROBE_CHUNK) {
+            let last = (first + PROBE_CHUNK).min(spec.len());
+            for t in first..last {
+                let qp = spec[t].perm.apply(q);
+                let (lo, hi) = self.tables[t].bucket_range(qp);
+                ranges[t - first] = (lo, hi, qp);
+            }
+            for t in first..last {
+                let (lo, hi, qp) = ranges[t - first];
+                for &key in &self.tables[t].keys[lo..hi] {
+                    let x = key ^ qp;
+                    let d = x.count_ones();
+                    if d <= k && self.design.reports(t, x) {
+                        self.report(t, key, d, &mut hit);
+                    }
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn report(&self, t: usize, key: u64, d: u32, hit: &mut impl FnMut(Hit)) {
+        let fp = if t == 0 { key } else { self.design.tables()[t].inverse.apply(key) };
+        if let Some(i) = self.tables[0].position(fp) {
+            if self.first_id(i).is_some() {
+                hit((i as u32, d));
+            }
+        }
+    }
+
+    /// Every unordered pair of distinct fingerprints within `k` that both have
+    /// a live id, as fingerprint indices `(i, j, distance)` with `i < j`. One
+    /// pass per table (in parallel) over the groups of keys sharing the
+    /// table's prefix; a pair is emitted by the first table whose prefix it
+    /// shares, so no pair comes twice.
+    pub fn pairs(&self, k: u32) -> Vec<(u32, u32, u32)> {
+        let spec = self.design.tables();
+        let per_table: Vec<Vec<(u32, u32, u32)>> = (0..spec.len())
+            .into_par_iter()
+            .map(|t| {
+                let keys = &self.tables[t].keys;
+                let prefix = spec[t].prefix;
+                let mut found = Vec::new();
+                let mut start = 0;
+                while start < keys.len() {
+                    let mut end = start + 1;
+                    while end < keys.len() && same_prefix(keys[start], keys[end], prefix) {
+                        end += 1;
+                    }
+                    for a in start..end {
+                        for b in a + 1..end {
+                            let x = keys[a] ^ keys[b];
+                            let d = x.count_ones();
+                            if d <= k && self.design.reports(t, x) {
+                                found.push((keys[a], keys[b], d));
+                            }
+                        }
+                    }
+                    start = end;
+                }
+                // Back to fingerprint indices.
+                let inverse = &spec[t].inverse;
+                found
+                    .into_iter()
+                    .filter_map(|(a, b, d)| {
+                        let (fa, fb) = if t == 0 { (a, b) } else { (inverse.apply(a), inverse.apply(b)) };
+                        let (i, j) = (self.tables[0].position(fa)?, self.tables[0].position(fb)?);
+                        let live = self.first_id(i).is_some() && self.first_id(j).is_some();
+                        live.then(|| (i.min(j) as u32, i.max(j) as u32, d))
+                    })
+                    .collect()
+            })
+            .collect();
+        per_table.concat()
+    }
+
+    /// The run holding the live items of `a` and `b` (which hold distinct
+    /// ids). Runs of one design with nothing removed merge table by table in
+    /// one linear pass each, in place in the larger run's buffers (grown at
+    /// their end, merged from the back): only the added room is new memory,
+    /// and the kernel need not clear pages for the rest. Otherwise the merged
+    /// items are rebuilt.
+    pub fn merge(a: Run, b: Run, design: Arc<Design>) -> Run {
+        let linear = Arc::ptr_eq(&a.design, &design) && Arc::ptr_eq(&b.design, &design);
+        if !linear || a.dead_count > 0 || b.dead_count > 0 {
+            let mut items = a.items();
+            items.extend(b.items());
+            drop((a, b));
+            return Run::build(design, items);
+        }
+        let (mut big, small) = if a.ids.len() >= b.ids.len() { (a, b) } else { (b, a) };
+        let (starts, ids) = merge_ids(&big, &small);
+        let spec = design.tables();
+        let tables: Vec<Table> = std::mem::take(&mut big.tables)
+            .into_par_iter()
+            .zip(small.tables.par_iter())
+            .zip(spec.par_iter())
+            .map(|((t, s), spec)| Table::from_sorted(merge_into(t.keys, &s.keys), spec.prefix))
+            .collect();
+        let dead = vec![0; ids.len().div_ceil(64)];
+        Run { design, tables, starts, ids, dead, dead_count: 0 }
+    }
+
+    /// Bytes of memory held.
+    pub fn bytes(&self) -> usize {
+        self.tables.iter().map(Table::bytes).sum::<usize>()
+            + self.starts.capacity() * 4
+            + self.ids.capacity() * 8
+            + self.dead.capacity() * 8
+    }
+}
+
+/// A match of a batch probe: run, query position, fingerprint index in the
+/// run, distance.
+pub(crate) type BatchHit = (u32, u32, u32, u32);
+
+/// Queries looked up together: their directory entries are prefetched, then
+/// their first keys, then they are scanned, so the misses of a block overlap.
+const PIPELINE: usize = 32;
+
+/// Every match within `k` of a batch of queries in runs that share one
+/// design, sorted. Each table (in parallel) permutes and sorts the queries
+/// once for all runs, so that every run's directory and keys are read in
+/// ascending order: neighbouring queries share cache lines and the reads form
+/// a stream.
+pub(crate) fn probe_batch(runs: &[&Run], queries: &[u64], k: u32) -> Vec<BatchHit> {
+    let Some(first) = runs.first() else { return Vec::new() };
+    let design = Arc::clone(first.design());
+    debug_assert!(runs.iter().all(|r| Arc::ptr_eq(r.design(), &design)));
+    let spec = design.tables();
+    let per_table: Vec<Vec<(u32, u32, u64, u32)>> = (0..spec.len())
+        .into_par_iter()
+        .map(|t| {
+            let perm = &spec[t].perm;
+            let mut sorted: Vec<(u64, u32)> =
+                queries.iter().enumerate().map(|(pos, &q)| (perm.apply(q), pos as u32)).collect();
+            let bits = sort_bits(sorted.len(), spec[t].prefix);
+            sort_by_top_bits(&mut sorted, &mut Vec::new(), bits, |p| p.0, |a, b| a.0.cmp(&b.0));
+            let mut found = Vec::new();
+            for (r, run) in runs.iter().enumerate() {
+                scan_sorted(&run.tables[t], &sorted, |qp, pos, keys| {
+                    for &key in keys {
+                        let x = key ^ qp;
+                        let d = x.count_ones();
+                        if d <= k && design.reports(t, x) {
+                            let fp = if t == 0 { key } else { spec[t].inverse.apply(key) };
+                            found.push((r as u32, pos, fp, d));
+                        }
+                    }
+                });
+            }
+            found
+        })
+        .collect();
+    let mut hits: Vec<BatchHit> = per_table
+        .into_iter()
+        .flatten()
+        .filter_map(|(r, pos, fp, d)| {
+            let run = runs[r as usize];
+            let i = run.tables[0].position(fp)?;
+            run.first_id(i).is_some().then_some((r, pos, i as u32, d))
+        })
+        .collect();
+    hits.sort_unstable();
+    hits
+}
+
+/// Calls `visit(query, position, bucket keys)` for every sorted query, with
+/// a software pipeline over blocks of [`PIPELINE`] queries: directory entries
+/// are prefetched two blocks ahead, bucket ranges resolved and their first
+/// keys prefetched one block ahead, so each load has a block's worth of work
+/// to arrive in.
+#[inline]
+fn scan_sorted(table: &Table, sorted: &[(u64, u32)], mut visit: impl FnMut(u64, u32, &[u64])) {
+    let blocks: Vec<&[(u64, u32)]> = sorted.chunks(PIPELINE).collect();
+    let resolve = |block: &[(u64, u32)], ranges: &mut [(usize, usize); PIPELINE]| {
+        for (slot, &(qp, _)) in ranges.iter_mut().zip(block) {
+            *slot = table.bucket_range(qp);
+            table.prefetch_key(slot.0);
+        }
+    };
+    for block in blocks.iter().take(2) {
+        block.iter().for_each(|&(qp, _)| table.prefetch_bucket(qp));
+    }
+    let (mut current, mut next) = ([(0usize, 0usize); PIPELINE], [(0usize, 0usize); PIPELINE]);
+    if let Some(first) = blocks.first() {
+        resolve(first, &mut current);
+    }
+    for (b, block) in blocks.iter().enumerate() {
+        if let Some(ahead) = blocks.get(b + 2) {
+            ahead.iter().for_each(|&(qp, _)| table.prefetch_bucket(qp));
+        }
+        if let Some(following) = blocks.get(b + 1) {
+            resolve(following, &mut next);
+        }
+        for (&(lo, hi), &(qp, pos)) in current.iter().zip(block.iter()) {
+            visit(qp, pos, &table.keys[lo..hi]);
+        }
+        std::mem::swap(&mut current, &mut next);
+    }
+}
+
+/// The union of ascending distinct `a` and `b`, ascending and distinct, built
+/// in `a`'s buffer: grown by `b.len()`, filled from the back. Keys in both
+/// leave a gap at the front of the merged part, closed by one shift.
+fn merge_into(mut a: Vec<u64>, b: &[u64]) -> Vec<u64> {
+    let n = a.len();
+    a.resize(n + b.len(), 0);
+    let (mut i, mut j, mut w) = (n, b.len(), n + b.len());
+    while j > 0 {
+        // Invariant: a[w..] is the merged tail; w >= i + j (equal until a key
+        // common to both has been seen).
+        w -= 1;
+        if i > 0 && a[i - 1] > b[j - 1] {
+            a[w] = a[i - 1];
+            i -= 1;
+        } else {
+            a[w] = b[j - 1];
+            i -= usize::from(i > 0 && a[i - 1] == b[j - 1]);
+            j -= 1;
+        }
+    }
+    if w > i {
+        a.copy_within(w.., i);
+        a.truncate(a.len() - (w - i));
+    }
+    a
+}
+
+/// The id lists of the union of `big` and `small` (one design, nothing
+/// dead): `(starts, ids)` over the merged fingerprints, in `big`'s buffers.
+fn merge_ids(big: &Run, small: &Run) -> (Vec<u32>, Vec<u64>) {
+    let (fa, fb) = (big.fps(), small.fps());
+    let mut starts = Vec::with_capacity(fa.len() + fb.len() + 1);
+    let mut ids = crate::mem::vec_with_capacity(big.ids.len() + small.ids.len());
+    let (mut i, mut j) = (0, 0);
+    while i < fa.len() && j < fb.len() {
+        starts.push(ids.len() as u32);
+        if fa[i] < fb[j] {
+            ids.extend_from_slice(big.id_slots(i));
+            i += 1;
+        } else if fb[j] < fa[i] {
+            ids.extend_from_slice(small.id_slots(j));
+            j += 1;
+        } else {
+            let at = ids.len();
+            ids.extend_from_slice(big.id_slots(i));
+            ids.extend_from_slice(small.id_slots(j));
+            ids[at..].sort_unstable();
+            i += 1;
+            j += 1;
+        }
+    }
+    // The rest of one side: whole runs of ids, their starts shifted.
+    for (run, from) in [(big, i), (small, j)] {
+        let base = ids.len() as u32 - run.starts[from];
+        starts.extend(run.starts[from..run.starts.len() - 1].iter().map(|&s| s + base));
+        ids.extend_from_slice(&run.ids[run.starts[from] as usize..]);
+    }
+    starts.push(ids.len() as u32);
+    (starts, ids)
+}
+
+#[inline]
+fn same_prefix(a: u64, b: u64, prefix: u32) -> bool {
+    match prefix {
+        0 => true,
+        64.. => a == b,
+        p => (a ^ b) >> (64 - p) == 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn merge_into_is_a_sorted_union(
+            a in prop::collection::btree_set(0u64..200, 0..100),
+            b in prop::collection::btree_set(0u64..200, 0..100),
+        ) {
+            let expected: Vec<u64> = a.union(&b).copied().collect();
+            let got = merge_into(a.into_iter().collect(), &b.into_iter().collect::<Vec<_>>());
+            prop_assert_eq!(got, expected);
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! One sorted permuted table and its prefix directory.
+//!
+//! Invariants: `keys` holds distinct permuted fingerprints in ascending
+//! order; `dir[b]` is the index of the first key whose top `dir_bits` bits are
+//! at least `b`, for `b` in `0..=2^dir_bits` (so `dir[2^dir_bits] == len`).
+//! `dir_bits` never exceeds the table's prefix, so every key that agrees with
+//! a query on the prefix lies in the query's directory bucket.
+
+use crate::plan::Permutation;
+use crate::radix::{sort_bits, sort_by_top_bits};
+
+/// Keys per directory bucket the directory aims at (2^2 = 4): a few
+/// candidates in one or two cache lines, for 1 byte of directory per key.
+const BUCKET_LOG: u32 = 2;
+/// The largest directory: 2^30 buckets.
+const MAX_DIR_BITS: u32 = 30;
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Table {
+    pub keys: Vec<u64>,
+    dir: Vec<u32>,
+    dir_bits: u32,
+}
+
+impl Table {
+    /// A table over keys already sorted and distinct.
+    pub fn from_sorted(keys: Vec<u64>, prefix: u32) -> Table {
+        debug_assert!(keys.windows(2).all(|w| w[0] < w[1]));
+        let n = keys.len();
+        let log = (usize::BITS - n.leading_zeros()).saturating_sub(1);
+        let dir_bits = log.saturating_sub(BUCKET_LOG).min(prefix).min(MAX_DIR_BITS);
+        let buckets = 1usize << dir_bits;
+        let mut dir = Vec::with_capacity(buckets + 1);
+        // Keys are sorted, so bucket numbers only grow: one pass fills the
+        // directory. Index fits u32: runs hold fewer than 2^32 fingerprints.
+        for (i, &key) in keys.iter().enumerate() {
+            let b = bucket(key, dir_bits);
+            while dir.len() <= b {
+                dir.push(i as u32);
+            }
+        }
+        dir.resize(buckets + 1, n as u32);
+        Table { keys, dir, dir_bits }
+    }
+
+    /// The table of distinct fingerprints `fps` under `perm`; `scratch` is
+    /// the sort's buffer, reused from table to table.
+    pub fn build(fps: &[u64], perm: &Permutation, prefix: u32, scratch: &mut Vec<u64>) -> Table {
+        let mut keys = crate::mem::vec_with_capacity(fps.len());
+        keys.extend(fps.iter().map(|&f| perm.apply(f)));
+        let bits = sort_bits(keys.len(), prefix);
+        sort_by_top_bits(&mut keys, scratch, bits, |&k| k, |a, b| a.cmp(b));
+        if keys.capacity() > fps.len() {
+            // The sort may leave the data in the scratch allocation: keep the
+            // table's memory tight, hand the spare room back.
+            keys.shrink_to_fit();
+        }
+        Table::from_sorted(keys, prefix)
+    }
+
+    /// The slice of keys in `key`'s directory bucket.
+    #[inline]
+    pub fn bucket_range(&self, key: u64) -> (usize, usize) {
+        let b = bucket(key, self.dir_bits);
+        (self.dir[b] as usize, self.dir[b + 1] as usize)
+    }
+
+    /// Asks the CPU to start loading `key`'s directory entry.
+    #[inline(always)]
+    pub fn prefetch_bucket(&self, key: u64) {
+        prefetch(self.dir.as_ptr().wrapping_add(bucket(key, self.dir_bits)));
+    }
+
+    /// Asks the CPU to start loading the key at `at`.
+    #[inline(always)]
+    pub fn prefetch_key(&self, at: usize) {
+        prefetch(self.keys.as_ptr().wrapping_add(at));
+    }
+
+    /// The position of `key`, if present.
+    #[inline]
+    pub fn position(&self, key: u64) -> Option<usize> {
+        let (lo, hi) = self.bucket_range(key);
+        self.keys[lo..hi].binary_search(&key).ok().map(|i| lo + i)
+    }
+
+    /// Bytes of memory held.
+    pub fn bytes(&self) -> usize {
+        self.keys.capacity() * 8 + self.dir.capacity() * 4
+    }
+}
+
+/// A hint to load the cache line at `p`; never faults, whatever `p` is.
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch does not access memory architecturally: any address,
+    // even an invalid one, is allowed.
+    #[allow(unused_unsafe)]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+#[inline]
+fn bucket(key: u64, bits: u32) -> usize {
+    if bits == 0 {
+        0
+    } else {
+        (key >> (64 - bits)) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn directory_finds_every_key(
+            keys in prop::collection::btree_set(prop_oneof![any::<u64>(), Just(0u64), Just(u64::MAX)], 0..3000),
+            prefix in 0u32..=64,
+            probe in any::<u64>(),
+        ) {
+            let keys: Vec<u64> = keys.into_iter().collect();
+            let t = Table::from_sorted(keys.clone(), prefix);
+            for (i, &k) in keys.iter().enumerate() {
+                prop_assert_eq!(t.position(k), Some(i));
+            }
+            prop_assert_eq!(t.position(probe), keys.binary_search(&probe).ok());
+            // The bucket holds every key that shares the prefix with the probe.
+            let (lo, hi) = t.bucket_range(probe);
+            for (i, &k) in keys.iter().enumerate() {
+                let shares = prefix == 0 || (prefix >= 64 && k == probe) || (prefix < 64 && (k ^ probe) >> (64 - prefix) == 0);
+                if shares {
+                    prop_assert!(lo <= i && i < hi);
+                }
+            }
+        }
+    }
+}
