@@ -10,6 +10,12 @@ pub(crate) fn to_u64(obj: &Bound<'_, PyAny>, what: impl FnOnce() -> String) -> P
     if let Ok(v) = obj.extract::<u64>() {
         return Ok(v);
     }
+    if is_ndarray(obj) {
+        return Err(PyTypeError::new_err(format!(
+            "{} must be an int, got a numpy array; pass int(x), or use the batch method for arrays",
+            what()
+        )));
+    }
     if obj.is_instance_of::<PyInt>() || obj.hasattr("__index__").unwrap_or(false) {
         Err(PyValueError::new_err(format!(
             "{} must be in 0..2**64-1 (an unsigned 64-bit value), got {}",
