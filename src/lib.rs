@@ -44,3 +44,9 @@ pub const SPEC_VERSION: u32 = 1;
 pub fn hamming(a: u64, b: u64) -> u32 {
     (a ^ b).count_ones()
 }
+
+/// mimalloc keeps freed memory for reuse instead of handing large blocks
+/// back to the OS at once: building a run frees and allocates tables of
+/// tens of megabytes, and fresh pages must be cleared by the kernel.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
