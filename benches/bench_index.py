@@ -817,7 +817,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="1/10 sizes, fewer rounds (smoke test)")
     ap.add_argument("--repeats", type=int, default=None,
-                    help="rounds per step (default 5 for step 1, 3 for the 10M steps; "
+                    help="rounds per step (default 5; "
                          "--quick: 3 and 2)")
     ap.add_argument("--only", default=None,
                     help="comma-separated steps: 1 build1m, 2 build10m, 3 query, 4 batch, "
