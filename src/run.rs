@@ -5,7 +5,9 @@
 //! - `tables[i]` follows `design.tables()[i]`; table 0 is the identity, so its
 //!   keys are the run's distinct fingerprints in ascending order, and a
 //!   fingerprint's *index* is its position there.
-//! - The ids of fingerprint `i` are `ids[starts[i]..starts[i + 1]]`, ascending;
+//! - The ids of fingerprint `i` are `ids[starts[i]..starts[i + 1]]`, ascending
+//!   (`starts` is empty when every fingerprint has exactly one id: then they
+//!   are `ids[i..i + 1]`, which saves 4 bytes an item in the common case);
 //!   removing an id sets its bit in `dead` (the slot is reclaimed when the run
 //!   is rebuilt). A fingerprint whose ids are all dead stays in the tables but
 //!   is never reported.
@@ -45,21 +47,8 @@ impl Run {
         let spec = design.tables();
         let bits = sort_bits(items.len(), spec[0].prefix);
         par_sort_by_top_bits(&mut items, bits, |p| p.0, |a, b| a.cmp(b));
-        let mut fps = crate::mem::vec_with_capacity(items.len());
-        let mut starts = crate::mem::vec_with_capacity(items.len() + 1);
-        let mut ids = crate::mem::vec_with_capacity(items.len());
-        for (i, &(fp, id)) in items.iter().enumerate() {
-            if fps.last() != Some(&fp) {
-                fps.push(fp);
-                // Slots fit u32: a run holds fewer than 2^32 items.
-                starts.push(i as u32);
-            }
-            ids.push(id);
-        }
-        starts.push(items.len() as u32);
+        let (fps, starts, ids) = split_ids(&items);
         drop(items);
-        fps.shrink_to_fit();
-        starts.shrink_to_fit();
         let rest: Vec<Table> =
             spec[1..].par_iter().map_init(Vec::new, |scratch, t| Table::build(&fps, &t.perm, t.prefix, scratch)).collect();
         let mut tables = Vec::with_capacity(spec.len());
@@ -94,19 +83,31 @@ impl Run {
     /// The live ids of fingerprint `i`, ascending.
     #[inline]
     pub fn ids_of(&self, i: usize) -> impl Iterator<Item = u64> + '_ {
-        let (lo, hi) = (self.starts[i] as usize, self.starts[i + 1] as usize);
+        let (lo, hi) = self.slot_range(i);
         (lo..hi).filter(|&s| self.dead[s / 64] >> (s % 64) & 1 == 0).map(|s| self.ids[s])
     }
 
     /// Fingerprints that carry more than one id slot.
     pub fn shared_fps(&self) -> impl Iterator<Item = usize> + '_ {
+        // With no starts, every fingerprint has one slot.
         self.starts.windows(2).enumerate().filter(|(_, w)| w[1] - w[0] > 1).map(|(i, _)| i)
     }
 
     /// All id slots of fingerprint `i`, dead ones included.
     #[inline]
     fn id_slots(&self, i: usize) -> &[u64] {
-        &self.ids[self.starts[i] as usize..self.starts[i + 1] as usize]
+        let (lo, hi) = self.slot_range(i);
+        &self.ids[lo..hi]
+    }
+
+    /// The id slots of fingerprint `i`.
+    #[inline]
+    fn slot_range(&self, i: usize) -> (usize, usize) {
+        if self.starts.is_empty() {
+            (i, i + 1)
+        } else {
+            (self.starts[i] as usize, self.starts[i + 1] as usize)
+        }
     }
 
     /// The smallest live id of fingerprint `i`.
@@ -118,7 +119,7 @@ impl Run {
     /// Marks `id` of fingerprint `fp` dead; false if it is not here (alive).
     pub fn remove(&mut self, fp: u64, id: u64) -> bool {
         let Some(i) = self.tables[0].position(fp) else { return false };
-        let (lo, hi) = (self.starts[i] as usize, self.starts[i + 1] as usize);
+        let (lo, hi) = self.slot_range(i);
         let Ok(at) = self.ids[lo..hi].binary_search(&id) else { return false };
         let s = lo + at;
         if self.dead[s / 64] >> (s % 64) & 1 == 1 {
@@ -185,15 +186,19 @@ impl Run {
             .into_par_iter()
             .map(|t| {
                 let keys = &self.tables[t].keys;
-                let prefix = spec[t].prefix;
+                let mask = spec[t].prefix_mask;
                 let mut found = Vec::new();
+                // Groups of two or more keys sharing the prefix are rare: scan
+                // neighbours in chunks and look closer only where one starts.
                 let mut start = 0;
-                while start < keys.len() {
-                    let mut end = start + 1;
-                    while end < keys.len() && same_prefix(keys[start], keys[end], prefix) {
+                while start + 1 < keys.len() {
+                    let Some(at) = keys[start..].windows(2).position(|w| (w[0] ^ w[1]) & mask == 0) else { break };
+                    let first = start + at;
+                    let mut end = first + 2;
+                    while end < keys.len() && (keys[first] ^ keys[end]) & mask == 0 {
                         end += 1;
                     }
-                    for a in start..end {
+                    for a in first..end {
                         for b in a + 1..end {
                             let x = keys[a] ^ keys[b];
                             let d = x.count_ones();
@@ -254,6 +259,31 @@ impl Run {
             + self.ids.capacity() * 8
             + self.dead.capacity() * 8
     }
+}
+
+/// Sorted items cut into distinct fingerprints, id-list starts (empty when
+/// no fingerprint repeats) and ids.
+fn split_ids(items: &[(u64, u64)]) -> (Vec<u64>, Vec<u32>, Vec<u64>) {
+    let mut fps: Vec<u64> = crate::mem::vec_with_capacity(items.len());
+    let mut ids: Vec<u64> = crate::mem::vec_with_capacity(items.len());
+    if !items.par_windows(2).any(|w| w[0].0 == w[1].0) {
+        fps.extend(items.iter().map(|p| p.0));
+        ids.extend(items.iter().map(|p| p.1));
+        return (fps, Vec::new(), ids);
+    }
+    let mut starts = crate::mem::vec_with_capacity(items.len() + 1);
+    for (i, &(fp, id)) in items.iter().enumerate() {
+        if fps.last() != Some(&fp) {
+            fps.push(fp);
+            // Slots fit u32: a run holds fewer than 2^32 items.
+            starts.push(i as u32);
+        }
+        ids.push(id);
+    }
+    starts.push(items.len() as u32);
+    fps.shrink_to_fit();
+    starts.shrink_to_fit();
+    (fps, starts, ids)
 }
 
 /// A match of a batch probe: run, query position, fingerprint index in the
@@ -374,46 +404,54 @@ fn merge_into(mut a: Vec<u64>, b: &[u64]) -> Vec<u64> {
 }
 
 /// The id lists of the union of `big` and `small` (one design, nothing
-/// dead): `(starts, ids)` over the merged fingerprints, in `big`'s buffers.
+/// dead): `(starts, ids)` over the merged fingerprints, `starts` empty when
+/// no fingerprint has more than one id.
 fn merge_ids(big: &Run, small: &Run) -> (Vec<u32>, Vec<u64>) {
     let (fa, fb) = (big.fps(), small.fps());
-    let mut starts = Vec::with_capacity(fa.len() + fb.len() + 1);
+    let shared = !big.starts.is_empty() || !small.starts.is_empty() || has_common(fa, fb);
     let mut ids = crate::mem::vec_with_capacity(big.ids.len() + small.ids.len());
+    let mut starts = Vec::new();
+    if shared {
+        starts.reserve(fa.len() + fb.len() + 1);
+    }
     let (mut i, mut j) = (0, 0);
-    while i < fa.len() && j < fb.len() {
-        starts.push(ids.len() as u32);
-        if fa[i] < fb[j] {
-            ids.extend_from_slice(big.id_slots(i));
-            i += 1;
-        } else if fb[j] < fa[i] {
-            ids.extend_from_slice(small.id_slots(j));
-            j += 1;
-        } else {
-            let at = ids.len();
-            ids.extend_from_slice(big.id_slots(i));
-            ids.extend_from_slice(small.id_slots(j));
-            ids[at..].sort_unstable();
-            i += 1;
-            j += 1;
+    while i < fa.len() || j < fb.len() {
+        if shared {
+            starts.push(ids.len() as u32);
         }
+        let take_a = j == fb.len() || (i < fa.len() && fa[i] <= fb[j]);
+        let take_b = i == fa.len() || (j < fb.len() && fb[j] <= fa[i]);
+        let at = ids.len();
+        if take_a {
+            ids.extend_from_slice(big.id_slots(i));
+        }
+        if take_b {
+            ids.extend_from_slice(small.id_slots(j));
+        }
+        if take_a && take_b {
+            ids[at..].sort_unstable();
+        }
+        i += usize::from(take_a);
+        j += usize::from(take_b);
     }
-    // The rest of one side: whole runs of ids, their starts shifted.
-    for (run, from) in [(big, i), (small, j)] {
-        let base = ids.len() as u32 - run.starts[from];
-        starts.extend(run.starts[from..run.starts.len() - 1].iter().map(|&s| s + base));
-        ids.extend_from_slice(&run.ids[run.starts[from] as usize..]);
+    if shared {
+        starts.push(ids.len() as u32);
     }
-    starts.push(ids.len() as u32);
     (starts, ids)
 }
 
-#[inline]
-fn same_prefix(a: u64, b: u64, prefix: u32) -> bool {
-    match prefix {
-        0 => true,
-        64.. => a == b,
-        p => (a ^ b) >> (64 - p) == 0,
+/// Whether two ascending lists share a value.
+fn has_common(a: &[u64], b: &[u64]) -> bool {
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i] == b[j] {
+            return true;
+        }
+        let (x, y) = (a[i], b[j]);
+        i += usize::from(x < y);
+        j += usize::from(y < x);
     }
+    false
 }
 
 #[cfg(test)]
