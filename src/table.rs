@@ -30,16 +30,18 @@ impl Table {
         let log = (usize::BITS - n.leading_zeros()).saturating_sub(1);
         let dir_bits = log.saturating_sub(BUCKET_LOG).min(prefix).min(MAX_DIR_BITS);
         let buckets = 1usize << dir_bits;
-        let mut dir = Vec::with_capacity(buckets + 1);
-        // Keys are sorted, so bucket numbers only grow: one pass fills the
-        // directory. Index fits u32: runs hold fewer than 2^32 fingerprints.
-        for (i, &key) in keys.iter().enumerate() {
-            let b = bucket(key, dir_bits);
-            while dir.len() <= b {
-                dir.push(i as u32);
-            }
+        // Count the keys of each bucket, then turn counts into starts: no
+        // branch per key. Counts fit u32: runs hold fewer than 2^32 keys.
+        let mut dir = vec![0u32; buckets + 1];
+        for &key in &keys {
+            dir[bucket(key, dir_bits) + 1] += 1;
         }
-        dir.resize(buckets + 1, n as u32);
+        let mut at = 0u32;
+        for slot in dir.iter_mut() {
+            at += *slot;
+            *slot = at;
+        }
+        debug_assert_eq!(dir[buckets] as usize, n);
         Table { keys, dir, dir_bits }
     }
 
