@@ -2,9 +2,11 @@
 //!
 //! Items live in *runs* (immutable permuted tables, see [`crate::run`]) and in
 //! a small unsorted buffer that single adds go to and queries scan. A full
-//! buffer becomes a run; a run at least half the size of the run before it is
-//! merged into it, so there are O(log n) runs and an item is merged O(log n)
-//! times: adding n items one at a time costs O(n log n) in all.
+//! buffer becomes a run; a run at least as large as the run before it is
+//! merged into it (a binary counter), so there are O(log n) runs and an item
+//! is merged O(log n) times: adding n items one at a time costs O(n log n).
+//! Merging at half the size instead made streaming add_unique 17 % slower:
+//! more merges, for a run less to probe.
 //!
 //! All runs share one table design, so merges are linear, table by table, and
 //! a batch of queries is sorted once per table for all runs. The planner
@@ -268,12 +270,12 @@ impl Index {
         }
     }
 
-    /// Merges the newest run into the one before while it is at least half
-    /// its size, and rebuilds runs that are a quarter dead.
+    /// Merges the newest run into the one before while it is at least as
+    /// large, and rebuilds runs that are a quarter dead.
     fn rebalance(&mut self) {
         while self.runs.len() >= 2 {
             let n = self.runs.len();
-            if self.runs[n - 2].live() > 2 * self.runs[n - 1].live() {
+            if self.runs[n - 2].live() > self.runs[n - 1].live() {
                 break;
             }
             let b = self.runs.pop().expect("two runs");
