@@ -107,10 +107,6 @@ impl Fingerprinter {
 
     /// The SPEC v1 fingerprint of `text`.
     pub fn fingerprint(&mut self, text: &str) -> u64 {
-        // Token offsets are u32; split a text too large for them (never seen in
-        // practice: 4 GiB in one document) at a char boundary and accept the
-        // shingles that cross the cut being lost rather than overflowing.
-        let text = if text.len() > u32::MAX as usize - 4 { truncate(text) } else { text };
         self.tokens.fill(text);
         let (width, tally) = (self.shingling.width, &mut self.tally);
         match self.shingling.mode {
@@ -124,14 +120,6 @@ impl Fingerprinter {
     pub fn last_token_count(&self) -> usize {
         self.tokens.count
     }
-}
-
-fn truncate(text: &str) -> &str {
-    let mut end = u32::MAX as usize - 4;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 /// The SPEC v1 fingerprint of one text.

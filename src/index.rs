@@ -27,6 +27,11 @@ use crate::plan::{self, Design, MAX_K};
 use crate::run::{probe_batch, Run};
 use crate::{Error, Result};
 
+/// The most items an index holds: runs index their id slots with `u32`.
+pub const MAX_ITEMS: usize = u32::MAX as usize - 1;
+/// The most queries one batch call takes: positions are `u32`.
+pub const MAX_BATCH: usize = u32::MAX as usize;
+
 /// Items the buffer holds before it becomes a run. Queries scan it, so it
 /// stays small enough to cost well under a microsecond.
 const BUFFER_MAX: usize = 1024;
@@ -178,9 +183,28 @@ impl Index {
     /// [`Error::InvalidParameter`] for ids of the wrong length, an id given
     /// twice, an id already stored, or default ids past 2^64 - 1.
     pub fn add(&mut self, fps: &[u64], ids: Option<&[u64]>) -> Result<Vec<u64>> {
+        self.check_room(fps.len())?;
         let ids = self.assign_ids(fps.len(), ids)?;
         self.insert(fps.iter().copied().zip(ids.iter().copied()).collect());
         Ok(ids)
+    }
+
+    fn check_room(&self, n: usize) -> Result<()> {
+        if self.live.saturating_add(n) > MAX_ITEMS {
+            return Err(Error::InvalidParameter {
+                name: "fps",
+                expected: "at most 2**32-2 items in one index (split the corpus over several)",
+                found: format!("{} stored + {n} more", self.live),
+            });
+        }
+        Ok(())
+    }
+
+    fn check_batch(n: usize) -> Result<()> {
+        if n > MAX_BATCH {
+            return Err(Error::invalid("fps", "at most 2**32-1 queries per call (split the batch)", n));
+        }
+        Ok(())
     }
 
     fn assign_ids(&mut self, n: usize, ids: Option<&[u64]>) -> Result<Vec<u64>> {
@@ -354,6 +378,7 @@ impl Index {
     /// Matches of many queries, on rayon threads.
     pub fn query_batch(&self, fps: &[u64], k: Option<u32>) -> Result<BatchMatches> {
         let k = self.op_k(k)?;
+        Self::check_batch(fps.len())?;
         let (runs, temp) = self.batch_runs();
         let runs: Vec<&Run> = runs.into_iter().chain(temp.as_ref()).collect();
         let mut all: Vec<(u32, u32, u64)> = Vec::new();
@@ -462,6 +487,8 @@ impl Index {
     /// positions correspond (`id = first id + position`).
     pub fn add_unique(&mut self, fps: &[u64], ids: Option<&[u64]>, k: Option<u32>) -> Result<(Vec<bool>, Vec<u64>)> {
         let k = self.op_k(k)?;
+        Self::check_batch(fps.len())?;
+        self.check_room(fps.len())?;
         let ids = self.assign_ids(fps.len(), ids)?;
         let n = fps.len();
         // 1. The smallest stored id within k of each input.
