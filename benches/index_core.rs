@@ -1,0 +1,99 @@
+//! The Index core without Python, for profiling (`perf record`) and quick
+//! comparisons of changes: build, find_all, single queries, a batch query and
+//! streaming add_unique on random fingerprints.
+//!
+//! ```sh
+//! cargo bench --bench index_core                    # 10M items, everything
+//! cargo bench --bench index_core -- 1000000 unique  # one step at 1M
+//! RAYON_NUM_THREADS=1 cargo bench --bench index_core -- 4000000 unique
+//! ```
+//!
+//! Steps: `build` (add + find_all), `query`, `batch`, `unique`; default all.
+//! Figures against the issue's targets come from `benches/bench_index.py`,
+//! which measures through Python as users call it; this harness is for
+//! finding where the time goes.
+
+use std::time::Instant;
+
+use rsimhash::Index;
+
+/// xorshift64: fast, seeded, good enough for uniform test fingerprints.
+fn random(n: usize, seed: u64) -> Vec<u64> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        })
+        .collect()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let n: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(10_000_000);
+    let step = args.get(1).map(String::as_str).unwrap_or("all");
+    let all = step == "all";
+    println!("n = {n}, threads = {}", rayon::current_num_threads());
+
+    if all || step == "build" || step == "query" || step == "batch" {
+        let fps = random(n, 0x9e37_79b9_7f4a_7c15);
+        let mut index = Index::new(3, None, None).expect("k = 3");
+        let t = Instant::now();
+        index.add(&fps, None).expect("add");
+        let build = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let pairs = index.find_all(None).expect("find_all").len();
+        let find_all = t.elapsed().as_secs_f64();
+        println!("build {build:.3} s, find_all {find_all:.3} s ({pairs} pairs), {}", index.design());
+
+        if all || step == "query" {
+            // Half stored fingerprints with bits flipped, half random.
+            let queries: Vec<u64> = fps
+                .iter()
+                .take(200_000)
+                .enumerate()
+                .map(|(i, &f)| if i % 2 == 0 { f ^ 5 } else { f.rotate_left(7) })
+                .collect();
+            let mut latency: Vec<u64> = queries
+                .iter()
+                .map(|&q| {
+                    let t = Instant::now();
+                    std::hint::black_box(index.query(q, None).expect("query"));
+                    t.elapsed().as_nanos() as u64
+                })
+                .collect();
+            latency.sort_unstable();
+            println!(
+                "query median {} ns, p99 {} ns",
+                latency[latency.len() / 2],
+                latency[latency.len() * 99 / 100]
+            );
+        }
+        if all || step == "batch" {
+            let queries = random(n.min(1_000_000), 42);
+            let t = Instant::now();
+            let matches = index.query_batch(&queries, None).expect("query_batch");
+            let secs = t.elapsed().as_secs_f64();
+            println!("query_batch {:.2} M/s ({} matches)", queries.len() as f64 / secs / 1e6, matches.ids.len());
+        }
+    }
+
+    if all || step == "unique" {
+        // 90 % random, 10 % near-duplicates of earlier items.
+        let mut fps = random(n, 0x2545_f491_4f6c_dd1d);
+        for i in (10..n).step_by(10) {
+            fps[i] = fps[i / 2] ^ (1 << (i % 64));
+        }
+        let mut index = Index::new(3, None, None).expect("k = 3");
+        let t = Instant::now();
+        let mut new = 0;
+        for chunk in fps.chunks(100_000) {
+            let (is_new, _) = index.add_unique(chunk, None, None).expect("add_unique");
+            new += is_new.iter().filter(|&&v| v).count();
+        }
+        let secs = t.elapsed().as_secs_f64();
+        println!("add_unique {:.2} M/s ({new} new of {n}), {}", n as f64 / secs / 1e6, index.design());
+    }
+}
