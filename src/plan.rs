@@ -168,6 +168,17 @@ impl Design {
         x & self.tables[t].prefix_mask == 0 && !self.earlier[t].iter().any(|&m| x & m == 0)
     }
 
+    /// The fingerprint behind key `key` of table `t`.
+    #[inline]
+    pub fn unpermute(&self, t: usize, key: u64) -> u64 {
+        // Table 0 is the identity: skip its (one-move) inverse.
+        if t == 0 {
+            key
+        } else {
+            self.tables[t].inverse.apply(key)
+        }
+    }
+
     pub fn min_prefix(&self) -> u32 {
         self.tables.iter().map(|t| t.prefix).min().unwrap_or(64)
     }

@@ -158,21 +158,19 @@ impl Run {
                     let x = key ^ qp;
                     let d = x.count_ones();
                     if d <= k && self.design.reports(t, x) {
-                        self.report(t, key, d, &mut hit);
+                        if let Some(i) = self.live_index(self.design.unpermute(t, key)) {
+                            hit((i as u32, d));
+                        }
                     }
                 }
             }
         }
     }
 
+    /// The index of fingerprint `fp` if it is here with a live id.
     #[inline]
-    fn report(&self, t: usize, key: u64, d: u32, hit: &mut impl FnMut(Hit)) {
-        let fp = if t == 0 { key } else { self.design.tables()[t].inverse.apply(key) };
-        if let Some(i) = self.tables[0].position(fp) {
-            if self.first_id(i).is_some() {
-                hit((i as u32, d));
-            }
-        }
+    fn live_index(&self, fp: u64) -> Option<usize> {
+        self.tables[0].position(fp).filter(|&i| self.first_id(i).is_some())
     }
 
     /// Every unordered pair of distinct fingerprints within `k` that both have
@@ -210,14 +208,12 @@ impl Run {
                     start = end;
                 }
                 // Back to fingerprint indices.
-                let inverse = &spec[t].inverse;
                 found
                     .into_iter()
                     .filter_map(|(a, b, d)| {
-                        let (fa, fb) = if t == 0 { (a, b) } else { (inverse.apply(a), inverse.apply(b)) };
-                        let (i, j) = (self.tables[0].position(fa)?, self.tables[0].position(fb)?);
-                        let live = self.first_id(i).is_some() && self.first_id(j).is_some();
-                        live.then(|| (i.min(j) as u32, i.max(j) as u32, d))
+                        let i = self.live_index(self.design.unpermute(t, a))?;
+                        let j = self.live_index(self.design.unpermute(t, b))?;
+                        Some((i.min(j) as u32, i.max(j) as u32, d))
                     })
                     .collect()
             })
@@ -319,8 +315,7 @@ pub(crate) fn probe_batch(runs: &[&Run], queries: &[u64], k: u32) -> Vec<BatchHi
                         let x = key ^ qp;
                         let d = x.count_ones();
                         if d <= k && design.reports(t, x) {
-                            let fp = if t == 0 { key } else { spec[t].inverse.apply(key) };
-                            found.push((r as u32, pos, fp, d));
+                            found.push((r as u32, pos, design.unpermute(t, key), d));
                         }
                     }
                 });
@@ -331,11 +326,7 @@ pub(crate) fn probe_batch(runs: &[&Run], queries: &[u64], k: u32) -> Vec<BatchHi
     let mut hits: Vec<BatchHit> = per_table
         .into_iter()
         .flatten()
-        .filter_map(|(r, pos, fp, d)| {
-            let run = runs[r as usize];
-            let i = run.tables[0].position(fp)?;
-            run.first_id(i).is_some().then_some((r, pos, i as u32, d))
-        })
+        .filter_map(|(r, pos, fp, d)| Some((r, pos, runs[r as usize].live_index(fp)? as u32, d)))
         .collect();
     hits.sort_unstable();
     hits
