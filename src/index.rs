@@ -368,24 +368,25 @@ impl Index {
         Ok(out)
     }
 
-    /// The runs to search in a batch operation: the buffer joins them as a
-    /// temporary run.
-    fn batch_runs(&self) -> (Vec<&Run>, Option<Run>) {
+    /// Runs `f` over the runs to search in a batch operation: the buffer
+    /// joins them, last, as a temporary run.
+    fn with_batch_runs<R>(&self, f: impl FnOnce(&[&Run]) -> R) -> R {
         let temp = (!self.buffer.is_empty()).then(|| Run::build(Arc::clone(&self.design), self.buffer.clone()));
-        (self.runs.iter().collect(), temp)
+        let runs: Vec<&Run> = self.runs.iter().chain(temp.as_ref()).collect();
+        f(&runs)
     }
 
     /// Matches of many queries, on rayon threads.
     pub fn query_batch(&self, fps: &[u64], k: Option<u32>) -> Result<BatchMatches> {
         let k = self.op_k(k)?;
         Self::check_batch(fps.len())?;
-        let (runs, temp) = self.batch_runs();
-        let runs: Vec<&Run> = runs.into_iter().chain(temp.as_ref()).collect();
-        let mut all: Vec<(u32, u32, u64)> = Vec::new();
-        for (r, pos, i, d) in probe_batch(&runs, fps, k) {
-            let run = runs[r as usize];
-            all.extend(run.ids_of(i as usize).map(|id| (pos, d, id)));
-        }
+        let mut all: Vec<(u32, u32, u64)> = self.with_batch_runs(|runs| {
+            let mut all = Vec::new();
+            for (r, pos, i, d) in probe_batch(runs, fps, k) {
+                all.extend(runs[r as usize].ids_of(i as usize).map(|id| (pos, d, id)));
+            }
+            all
+        });
         all.par_sort_unstable();
         Ok(BatchMatches {
             positions: all.iter().map(|m| m.0).collect(),
@@ -398,39 +399,26 @@ impl Index {
     /// first, sorted.
     pub fn find_all(&self, k: Option<u32>) -> Result<Vec<[u64; 2]>> {
         let k = self.op_k(k)?;
-        let (runs, temp) = self.batch_runs();
-        let runs: Vec<&Run> = runs.into_iter().chain(temp.as_ref()).collect();
         let mut pairs: Vec<[u64; 2]> = Vec::new();
-        let mut emit = |a: &mut dyn Iterator<Item = u64>, b: &[u64]| {
-            for x in a {
-                pairs.extend(b.iter().map(|&y| [x.min(y), x.max(y)]));
-            }
-        };
-        for (r, run) in runs.iter().enumerate() {
-            // Identical fingerprints: all pairs of their ids.
-            for i in run.shared_fps() {
-                let ids: Vec<u64> = run.ids_of(i).collect();
-                for (n, &x) in ids.iter().enumerate() {
-                    emit(&mut std::iter::once(x), &ids[n + 1..]);
+        let mut emit = |a: u64, b: u64| pairs.push([a.min(b), a.max(b)]);
+        self.with_batch_runs(|runs| {
+            for (r, run) in runs.iter().enumerate() {
+                run.id_pairs(k, &mut emit);
+                // Pairs with later runs: probe them with this run's fingerprints.
+                let later = &runs[r + 1..];
+                if later.is_empty() {
+                    continue;
+                }
+                let live: Vec<usize> = (0..run.fps().len()).filter(|&i| run.first_id(i).is_some()).collect();
+                let queries: Vec<u64> = live.iter().map(|&i| run.fps()[i]).collect();
+                for (o, pos, j, _) in probe_batch(later, &queries, k) {
+                    let b: Vec<u64> = later[o as usize].ids_of(j as usize).collect();
+                    for a in run.ids_of(live[pos as usize]) {
+                        b.iter().for_each(|&b| emit(a, b));
+                    }
                 }
             }
-            for (i, j, _) in run.pairs(k) {
-                let b: Vec<u64> = run.ids_of(j as usize).collect();
-                emit(&mut run.ids_of(i as usize), &b);
-            }
-            // Pairs with later runs: probe them with this run's fingerprints.
-            if r + 1 == runs.len() {
-                continue;
-            }
-            let live: Vec<usize> = (0..run.fps().len()).filter(|&i| run.first_id(i).is_some()).collect();
-            let queries: Vec<u64> = live.iter().map(|&i| run.fps()[i]).collect();
-            let later = &runs[r + 1..];
-            for (o, pos, j, _) in probe_batch(later, &queries, k) {
-                let other = later[o as usize];
-                let b: Vec<u64> = other.ids_of(j as usize).collect();
-                emit(&mut run.ids_of(live[pos as usize]), &b);
-            }
-        }
+        });
         pairs.par_sort_unstable();
         debug_assert!(pairs.windows(2).all(|w| w[0] != w[1]), "a pair was emitted twice");
         Ok(pairs)
@@ -493,38 +481,23 @@ impl Index {
         let n = fps.len();
         // 1. The smallest stored id within k of each input.
         let mut stored: Vec<Option<u64>> = vec![None; n];
-        {
-            let (runs, temp) = self.batch_runs();
-            let runs: Vec<&Run> = runs.into_iter().chain(temp.as_ref()).collect();
-            {
-                for (r, pos, i, _) in probe_batch(&runs, fps, k) {
-                    let id = runs[r as usize].first_id(i as usize);
-                    let slot = &mut stored[pos as usize];
-                    *slot = match (*slot, id) {
-                        (Some(a), Some(b)) => Some(a.min(b)),
-                        (a, b) => a.or(b),
-                    };
-                }
+        self.with_batch_runs(|runs| {
+            for (r, pos, i, _) in probe_batch(runs, fps, k) {
+                let id = runs[r as usize].first_id(i as usize);
+                let slot = &mut stored[pos as usize];
+                *slot = match (*slot, id) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
             }
-        }
+        });
         // 2. Pairs within the batch: each input's earlier neighbours.
         let mut earlier: Vec<(u32, u32)> = Vec::new();
         if n > 1 {
             let positions: Vec<(u64, u64)> = fps.iter().enumerate().map(|(p, &fp)| (fp, p as u64)).collect();
             let batch = Run::build(plan::plan_cached(k, n)?, positions);
-            for i in batch.shared_fps() {
-                let same: Vec<u64> = batch.ids_of(i).collect();
-                for (x, &a) in same.iter().enumerate() {
-                    earlier.extend(same[x + 1..].iter().map(|&b| (b as u32, a as u32)));
-                }
-            }
-            for (i, j, _) in batch.pairs(k) {
-                for a in batch.ids_of(i as usize) {
-                    for b in batch.ids_of(j as usize) {
-                        earlier.push((a.max(b) as u32, a.min(b) as u32));
-                    }
-                }
-            }
+            // Ids of the batch run are positions (below 2^32: checked above).
+            batch.id_pairs(k, |a, b| earlier.push((a.max(b) as u32, a.min(b) as u32)));
             earlier.par_sort_unstable();
         }
         // 3. In input order: new unless a stored or an earlier new item is near.

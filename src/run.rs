@@ -248,6 +248,24 @@ impl Run {
         Run { design, tables, starts, ids, dead, dead_count: 0 }
     }
 
+    /// Calls `pair(a, b)` once for every unordered pair of distinct live ids
+    /// within `k` of each other in this run: the ids of one fingerprint, and
+    /// the ids of every pair of fingerprints from [`Run::pairs`].
+    pub fn id_pairs(&self, k: u32, mut pair: impl FnMut(u64, u64)) {
+        for i in self.shared_fps() {
+            let ids: Vec<u64> = self.ids_of(i).collect();
+            for (n, &a) in ids.iter().enumerate() {
+                ids[n + 1..].iter().for_each(|&b| pair(a, b));
+            }
+        }
+        for (i, j, _) in self.pairs(k) {
+            let b: Vec<u64> = self.ids_of(j as usize).collect();
+            for a in self.ids_of(i as usize) {
+                b.iter().for_each(|&b| pair(a, b));
+            }
+        }
+    }
+
     /// Bytes of memory held.
     pub fn bytes(&self) -> usize {
         self.tables.iter().map(Table::bytes).sum::<usize>()
