@@ -22,6 +22,15 @@ pub enum Error {
     /// A thread pool could not be built.
     #[error("could not start {threads} worker threads: {reason}")]
     ThreadPool { threads: usize, reason: String },
+
+    /// A file that could not be opened, read, written or replaced.
+    #[error("could not {action} {path}: {source}")]
+    Io { path: String, action: &'static str, source: std::io::Error },
+
+    /// A file that is not an index file this version can use: not one at
+    /// all, damaged, or written for another version.
+    #[error("{path} is not a usable rsimhash index file: {problem}")]
+    BadFile { path: String, problem: String },
 }
 
 /// `Result` with the core [`Error`].

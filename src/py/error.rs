@@ -1,6 +1,11 @@
 //! The one place where core errors become Python exceptions.
 
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use std::io::ErrorKind;
+
+use pyo3::exceptions::{
+    PyFileNotFoundError, PyIsADirectoryError, PyNotADirectoryError, PyOSError, PyPermissionError, PyRuntimeError,
+    PyValueError,
+};
 use pyo3::PyErr;
 
 use crate::Error;
@@ -12,6 +17,15 @@ impl From<Error> for PyErr {
                 PyValueError::new_err(err.to_string())
             }
             Error::ThreadPool { .. } => PyRuntimeError::new_err(err.to_string()),
+            // The OSError subclass Python's own `open` would raise.
+            Error::Io { ref source, .. } => match source.kind() {
+                ErrorKind::NotFound => PyFileNotFoundError::new_err(err.to_string()),
+                ErrorKind::PermissionDenied => PyPermissionError::new_err(err.to_string()),
+                ErrorKind::IsADirectory => PyIsADirectoryError::new_err(err.to_string()),
+                ErrorKind::NotADirectory => PyNotADirectoryError::new_err(err.to_string()),
+                _ => PyOSError::new_err(err.to_string()),
+            },
+            Error::BadFile { .. } => PyValueError::new_err(err.to_string()),
         }
     }
 }

@@ -1,0 +1,189 @@
+//! Loading a container and checking every byte of it before use.
+
+use std::fs::{self, File};
+use std::io::Read;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+
+use memmap2::Mmap;
+
+use super::bytes::{Buffer, Storage};
+use super::{
+    bad_file, checksums, io_error, tag_name, u32_at, u64_at, valid_tag, Container, Tag, ALIGN, AT_COUNT, AT_FILE_LEN,
+    AT_FLAGS, AT_HEADER_CRC, AT_SPEC, AT_TABLE_CRC, AT_VERSION, ENTRY_LEN, FORMAT_VERSION, HEADER_LEN, MAGIC, RESERVED,
+};
+use crate::{Error, Result};
+
+impl Container {
+    /// Opens and verifies the index file at `path`: magic, format version,
+    /// SPEC version, header fields, length, section table, the placement and
+    /// padding of every section, and the checksum of every section (read on
+    /// rayon threads) — all before it returns.
+    ///
+    /// `mmap = true` maps the file read-only: loading is nearly free and the
+    /// OS shares the pages between processes. The mapping stays valid when
+    /// [`write_atomic`](super::write_atomic) replaces the file (the old file lives on until its
+    /// last view is dropped), but another program that truncates or rewrites
+    /// the file in place breaks it: reading a truncated mapping kills the
+    /// process with SIGBUS. `mmap = false` reads the whole file into memory.
+    ///
+    /// # Errors
+    /// [`Error::Io`](crate::Error::Io) when the file cannot be opened or read
+    /// (missing, no permission, ...); [`Error::BadFile`](crate::Error::BadFile)
+    /// naming the problem when it is not an rsimhash index file, is damaged,
+    /// was written by a newer rsimhash (format version above
+    /// [`FORMAT_VERSION`]), or holds fingerprints of a SPEC version other
+    /// than `expect_spec`.
+    pub fn open(path: &Path, mmap: bool, expect_spec: u32) -> Result<Container> {
+        let buf = Arc::new(load(path, mmap)?);
+        let sections = check(buf.bytes(), expect_spec).map_err(|problem| bad_file(path, problem))?;
+        Ok(Container { buf, sections })
+    }
+}
+
+fn load(path: &Path, mmap: bool) -> Result<Buffer> {
+    // The path's metadata first: opening a directory succeeds on unix and
+    // fails with "access denied" on Windows, neither of which says it.
+    let meta = fs::metadata(path).map_err(io_error("open", path))?;
+    if meta.is_dir() {
+        // An OSError, as Python's own open() raises (IsADirectoryError).
+        let source = std::io::Error::new(std::io::ErrorKind::IsADirectory, "it is a directory");
+        return Err(Error::Io { path: path.display().to_string(), action: "load an index from", source });
+    }
+    if !meta.is_file() {
+        return Err(bad_file(path, "it is not a regular file"));
+    }
+    let file = File::open(path).map_err(io_error("open", path))?;
+    let len = file.metadata().map_err(io_error("read the size of", path))?.len();
+    if len == 0 {
+        return Err(bad_file(path, "empty file"));
+    }
+    let len = usize::try_from(len).map_err(|_| bad_file(path, format!("{len} bytes do not fit in memory here")))?;
+    let storage = if mmap {
+        // SAFETY: the mapping is read-only and private to this Buffer. The
+        // hazard is the file changing under it: rsimhash never writes an
+        // existing file in place (write_atomic renames a new one over it),
+        // and other programs doing so is documented on `Container::open`.
+        let map = unsafe { Mmap::map(&file) }.map_err(io_error("map", path))?;
+        Storage::Mapped(map)
+    } else {
+        let mut words = vec![0u64; len.div_ceil(8)];
+        let bytes = &mut bytemuck::cast_slice_mut(&mut words)[..len];
+        (&file).read_exact(bytes).map_err(io_error("read", path))?;
+        Storage::Words(words, len)
+    };
+    Ok(Buffer { storage, path: path.to_owned() })
+}
+
+/// The sections of `data`, or what is wrong with it.
+fn check(data: &[u8], expect_spec: u32) -> std::result::Result<Vec<(Tag, Range<usize>)>, String> {
+    let n = data.len();
+    if n < MAGIC.len() && MAGIC.starts_with(data) || n < HEADER_LEN && data.starts_with(&MAGIC) {
+        return Err(format!("truncated: the file has {n} bytes, fewer than the {HEADER_LEN}-byte header"));
+    }
+    if !data.starts_with(&MAGIC) {
+        let shown: Vec<String> = data.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        let more = if n > 8 { " ..." } else { "" };
+        return Err(format!("not an rsimhash index file (it starts with {}{more})", shown.join(" ")));
+    }
+    let header = &data[..HEADER_LEN];
+    let version = u32_at(header, AT_VERSION);
+    if version > FORMAT_VERSION {
+        return Err(format!(
+            "written by a newer rsimhash (format version {version}; this version reads {FORMAT_VERSION}): upgrade rsimhash"
+        ));
+    }
+    if version == 0 {
+        return Err("format version 0 does not exist: the file is corrupt".into());
+    }
+    if crc32c::crc32c(&header[..AT_HEADER_CRC]) != u32_at(header, AT_HEADER_CRC) {
+        return Err("the header fails its checksum: the file is corrupt".into());
+    }
+    let spec = u32_at(header, AT_SPEC);
+    if spec != expect_spec {
+        return Err(format!("its fingerprints follow SPEC v{spec}; this rsimhash computes v{expect_spec}"));
+    }
+    // The header's checksum holds, so odd values below come from a writer,
+    // not from damage: most likely a newer one.
+    let flags = u32_at(header, AT_FLAGS);
+    if flags != 0 {
+        return Err(format!("unknown flags {flags:#x} (written by a newer rsimhash? upgrade rsimhash)"));
+    }
+    if header[RESERVED].iter().any(|&b| b != 0) {
+        return Err(format!(
+            "reserved header bytes {}..{} are not zero (written by a newer rsimhash? upgrade rsimhash)",
+            RESERVED.start, RESERVED.end
+        ));
+    }
+    let file_len = u64_at(header, AT_FILE_LEN);
+    if file_len > n as u64 {
+        return Err(format!("truncated: the header says {file_len} bytes, the file has {n}"));
+    }
+    if file_len < n as u64 {
+        return Err(format!("{} trailing bytes after the {file_len} bytes the header records", n as u64 - file_len));
+    }
+    let count = u32_at(header, AT_COUNT) as u64;
+    let table_end = HEADER_LEN as u64 + count * ENTRY_LEN as u64;
+    if table_end > file_len {
+        return Err(format!(
+            "its section table ({count} entries, bytes {HEADER_LEN}..{table_end}) runs past the end of the file ({n} bytes)"
+        ));
+    }
+    // Every offset below is now at most n, so `as usize` is exact.
+    let table = &data[HEADER_LEN..table_end as usize];
+    if crc32c::crc32c(table) != u32_at(header, AT_TABLE_CRC) {
+        return Err("its section table fails its checksum: the file is corrupt".into());
+    }
+    let mut sections = Vec::with_capacity(count as usize);
+    let mut crcs = Vec::with_capacity(count as usize);
+    let mut prev_end = table_end;
+    for (i, entry) in table.chunks_exact(ENTRY_LEN).enumerate() {
+        let tag: Tag = entry[..8].try_into().unwrap();
+        let name = tag_name(&tag);
+        if !valid_tag(&tag) {
+            return Err(format!("section {i} has the tag {name}, not 1 to 8 printable ASCII bytes"));
+        }
+        let (offset, len) = (u64_at(entry, 8), u64_at(entry, 16));
+        if u32_at(entry, 28) != 0 {
+            return Err(format!("the reserved field of section {name} is not zero"));
+        }
+        if offset % ALIGN != 0 {
+            return Err(format!("section {name} starts at byte {offset}, not a multiple of {ALIGN}"));
+        }
+        if offset < prev_end {
+            return Err(format!(
+                "section {name} starts at byte {offset}, before the end of what precedes it ({prev_end})"
+            ));
+        }
+        let end = offset.checked_add(len).filter(|&end| end <= file_len);
+        let Some(end) = end else {
+            let end = offset as u128 + len as u128;
+            return Err(format!("section {name} (bytes {offset}..{end}) runs past the end of the file ({n} bytes)"));
+        };
+        let (start, end) = (offset as usize, end as usize);
+        if data[prev_end as usize..start].iter().any(|&b| b != 0) {
+            return Err(format!(
+                "the padding before section {name} (bytes {prev_end}..{start}) is not zero: the file is corrupt"
+            ));
+        }
+        sections.push((tag, start..end));
+        crcs.push(u32_at(entry, 24));
+        prev_end = end as u64;
+    }
+    if prev_end != file_len {
+        return Err(format!("bytes {prev_end}..{file_len} after the last section belong to no section"));
+    }
+    let parts: Vec<&[u8]> = sections.iter().map(|(_, r)| &data[r.clone()]).collect();
+    let found = checksums(&parts);
+    for ((tag, range), (want, got)) in sections.iter().zip(crcs.iter().zip(found)) {
+        if *want != got {
+            let name = tag_name(tag);
+            return Err(format!(
+                "section {name} (bytes {}..{}) fails its checksum: the file is corrupt",
+                range.start, range.end
+            ));
+        }
+    }
+    Ok(sections)
+}
