@@ -15,7 +15,16 @@
 
 use std::time::Instant;
 
-use rsimhash::Index;
+use rsimhash::{Index, Layout};
+
+/// `LAYOUT=raw` or `LAYOUT=<block bytes>`; default: the index's default.
+fn layout() -> Layout {
+    match std::env::var("LAYOUT").as_deref() {
+        Ok("raw") => Layout::Raw,
+        Ok(b) => Layout::Packed(b.parse().expect("LAYOUT=raw or a block size")),
+        Err(_) => Layout::DEFAULT,
+    }
+}
 
 /// xorshift64: fast, seeded, good enough for uniform test fingerprints.
 fn random(n: usize, seed: u64) -> Vec<u64> {
@@ -40,13 +49,16 @@ fn main() {
     if all || step == "build" || step == "query" || step == "batch" {
         let fps = random(n, 0x9e37_79b9_7f4a_7c15);
         let mut index = Index::new(3, None, None).expect("k = 3");
+        index.set_layout(layout()).expect("a valid layout");
         let t = Instant::now();
         index.add(&fps, None).expect("add");
         let build = t.elapsed().as_secs_f64();
         let t = Instant::now();
         let pairs = index.find_all(None).expect("find_all").len();
         let find_all = t.elapsed().as_secs_f64();
-        println!("build {build:.3} s, find_all {find_all:.3} s ({pairs} pairs), {}", index.design());
+        println!("build {build:.3} s, find_all {find_all:.3} s ({pairs} pairs), {}, {:?}", index.design(), index.layout());
+        let (bytes, tables) = index.table_bytes();
+        println!("table bytes per item per table {:.3}", bytes as f64 / (tables * n) as f64);
 
         if all || step == "query" {
             // Half stored fingerprints with bits flipped, half random.
@@ -87,6 +99,7 @@ fn main() {
             fps[i] = fps[i / 2] ^ (1 << (i % 64));
         }
         let mut index = Index::new(3, None, None).expect("k = 3");
+        index.set_layout(layout()).expect("a valid layout");
         let t = Instant::now();
         let mut new = 0;
         for chunk in fps.chunks(100_000) {

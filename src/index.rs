@@ -25,7 +25,10 @@ use rayon::prelude::*;
 use crate::cluster::UnionFind;
 use crate::plan::{self, Design, MAX_K};
 use crate::run::{probe_batch, Run};
+use crate::table::Layout;
 use crate::{Error, Result};
+
+mod persist;
 
 /// The most items an index holds: runs index their id slots with `u32`.
 pub const MAX_ITEMS: usize = u32::MAX as usize - 1;
@@ -78,6 +81,8 @@ pub struct Index {
     fixed: bool,
     /// The size `design` was planned for.
     planned_for: usize,
+    /// How runs store their tables.
+    layout: Layout,
     /// Oldest (and largest) first.
     runs: Vec<Run>,
     buffer: Vec<(u64, u64)>,
@@ -124,6 +129,7 @@ impl Index {
             design,
             fixed,
             planned_for: 0,
+            layout: Layout::DEFAULT,
             runs: Vec::new(),
             buffer: Vec::new(),
             next_id: 0,
@@ -146,6 +152,28 @@ impl Index {
         self.live == 0
     }
 
+    /// How the tables are stored.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// Stores every table in `layout` from now on, converting those held.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a block size outside 16 bytes .. 1 MiB.
+    pub fn set_layout(&mut self, layout: Layout) -> Result<()> {
+        if let Layout::Packed(b) = layout {
+            if !(crate::codec::MIN_BLOCK_BYTES..=crate::codec::MAX_BLOCK_BYTES).contains(&b) {
+                return Err(Error::invalid("block_bytes", "from 16 to 1048576", b));
+            }
+        }
+        self.layout = layout;
+        for run in &mut self.runs {
+            run.relayout(layout);
+        }
+        Ok(())
+    }
+
     /// The table design of every run.
     pub fn design(&self) -> Arc<Design> {
         Arc::clone(&self.design)
@@ -154,6 +182,13 @@ impl Index {
     /// Number of runs and items in the buffer (for `repr` and tests).
     pub fn shape(&self) -> (usize, usize) {
         (self.runs.len(), self.buffer.len())
+    }
+
+    /// Bytes of the tables' keys (compressed or raw) and search structures,
+    /// summed over runs, and the number of tables (runs x tables a run).
+    pub fn table_bytes(&self) -> (usize, usize) {
+        let bytes = self.runs.iter().map(Run::table_bytes).sum();
+        (bytes, self.runs.len() * self.design.tables().len())
     }
 
     /// Bytes held by the tables, ids and buffer.
@@ -270,7 +305,7 @@ impl Index {
         } else {
             all.extend(items);
         }
-        self.runs.push(Run::build(Arc::clone(&self.design), all));
+        self.runs.push(Run::build(Arc::clone(&self.design), self.layout, all));
         self.rebalance();
         self.replan();
     }
@@ -290,7 +325,7 @@ impl Index {
         self.design = design;
         let items: Vec<(u64, u64)> = self.runs.drain(..).flat_map(|run| run.items()).collect();
         if !items.is_empty() {
-            self.runs.push(Run::build(Arc::clone(&self.design), items));
+            self.runs.push(Run::build(Arc::clone(&self.design), self.layout, items));
         }
     }
 
@@ -304,7 +339,7 @@ impl Index {
             }
             let b = self.runs.pop().expect("two runs");
             let a = self.runs.pop().expect("two runs");
-            self.runs.push(Run::merge(a, b, Arc::clone(&self.design)));
+            self.runs.push(Run::merge(a, b, Arc::clone(&self.design), self.layout));
         }
         for i in 0..self.runs.len() {
             if self.runs[i].dead() * 4 > self.runs[i].slots() {
@@ -313,7 +348,7 @@ impl Index {
                     self.runs.remove(i);
                     return self.rebalance();
                 }
-                self.runs[i] = Run::build(Arc::clone(&self.design), items);
+                self.runs[i] = Run::build(Arc::clone(&self.design), self.layout, items);
             }
         }
     }
@@ -371,7 +406,9 @@ impl Index {
     /// Runs `f` over the runs to search in a batch operation: the buffer
     /// joins them, last, as a temporary run.
     fn with_batch_runs<R>(&self, f: impl FnOnce(&[&Run]) -> R) -> R {
-        let temp = (!self.buffer.is_empty()).then(|| Run::build(Arc::clone(&self.design), self.buffer.clone()));
+        // Raw: it lives for one call, packing it would cost more than it saves.
+        let temp =
+            (!self.buffer.is_empty()).then(|| Run::build(Arc::clone(&self.design), Layout::Raw, self.buffer.clone()));
         let runs: Vec<&Run> = self.runs.iter().chain(temp.as_ref()).collect();
         f(&runs)
     }
@@ -409,8 +446,9 @@ impl Index {
                 if later.is_empty() {
                     continue;
                 }
-                let live: Vec<usize> = (0..run.fps().len()).filter(|&i| run.first_id(i).is_some()).collect();
-                let queries: Vec<u64> = live.iter().map(|&i| run.fps()[i]).collect();
+                let fps = run.fps();
+                let live: Vec<usize> = (0..fps.len()).filter(|&i| run.first_id(i).is_some()).collect();
+                let queries: Vec<u64> = live.iter().map(|&i| fps[i]).collect();
                 for (o, pos, j, _) in probe_batch(later, &queries, k) {
                     let b: Vec<u64> = later[o as usize].ids_of(j as usize).collect();
                     for a in run.ids_of(live[pos as usize]) {
@@ -495,7 +533,7 @@ impl Index {
         let mut earlier: Vec<(u32, u32)> = Vec::new();
         if n > 1 {
             let positions: Vec<(u64, u64)> = fps.iter().enumerate().map(|(p, &fp)| (fp, p as u64)).collect();
-            let batch = Run::build(plan::plan_cached(k, n)?, positions);
+            let batch = Run::build(plan::plan_cached(k, n)?, Layout::Raw, positions);
             // Ids of the batch run are positions (below 2^32: checked above).
             batch.id_pairs(k, |a, b| earlier.push((a.max(b) as u32, a.min(b) as u32)));
             earlier.par_sort_unstable();
@@ -541,6 +579,11 @@ mod tests {
         out
     }
 
+    /// Raw tables, and packed ones in blocks from the smallest size up.
+    fn layouts() -> impl Strategy<Value = Layout> {
+        prop_oneof![Just(Layout::Raw), Just(Layout::Packed(16)), Just(Layout::Packed(100)), Just(Layout::DEFAULT)]
+    }
+
     /// Fingerprints with planted near neighbours, duplicates and extremes.
     fn data() -> impl Strategy<Value = Vec<u64>> {
         (
@@ -560,8 +603,9 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(64))]
 
         #[test]
-        fn matches_brute_force(fps in data(), k in 0u32..=5, extra in 0u32..3, chunk in 1usize..700) {
+        fn matches_brute_force(fps in data(), k in 0u32..=5, extra in 0u32..3, chunk in 1usize..700, layout in layouts()) {
             let mut index = Index::new(k, Some(k + 1 + extra).filter(|_| extra > 0), None).unwrap();
+            index.set_layout(layout).unwrap();
             for part in fps.chunks(chunk) {
                 index.add(part, None).unwrap();
             }
@@ -584,8 +628,9 @@ mod tests {
         }
 
         #[test]
-        fn add_unique_is_a_stream_loop(fps in data(), k in 0u32..=4, split in 1usize..200) {
+        fn add_unique_is_a_stream_loop(fps in data(), k in 0u32..=4, split in 1usize..200, layout in layouts()) {
             let mut index = Index::new(k, None, None).unwrap();
+            index.set_layout(layout).unwrap();
             let mut kept: Vec<(u64, u64)> = Vec::new();
             let mut offset = 0u64;
             for part in fps.chunks(split) {
@@ -604,8 +649,9 @@ mod tests {
         }
 
         #[test]
-        fn remove_then_query(fps in data(), k in 0u32..=3, drop in prop::collection::vec(any::<prop::sample::Index>(), 0..60)) {
+        fn remove_then_query(fps in data(), k in 0u32..=3, drop in prop::collection::vec(any::<prop::sample::Index>(), 0..60), layout in layouts()) {
             let mut index = Index::new(k, None, None).unwrap();
+            index.set_layout(layout).unwrap();
             index.add(&fps, None).unwrap();
             let mut items: Vec<(u64, u64)> = fps.iter().enumerate().map(|(i, &f)| (f, i as u64)).collect();
             let gone: Vec<u64> = drop.iter().map(|d| d.index(fps.len()) as u64).collect();

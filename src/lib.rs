@@ -7,16 +7,20 @@
 //! - [`Shingling`] and [`Fingerprinter`]: text fingerprints (modes `words` and `chars`).
 //! - [`fingerprints`]: many texts at once on rayon threads.
 //! - [`hamming`]: the distance between two fingerprints.
+//! - [`container`]: the checksummed file that index files are stored in.
 //!
 //! Fingerprints are stored in users' files, so what version 1 computes never
 //! changes: `tests/data/vectors_v1.json` pins it.
 
 mod cluster;
+mod codec;
+pub mod container;
 pub mod error;
 pub mod fingerprint;
 pub mod fnv;
 pub mod index;
 mod mem;
+mod packed;
 pub mod parallel;
 pub mod plan;
 mod radix;
@@ -34,6 +38,7 @@ pub use error::{Error, Result};
 pub use fingerprint::{fingerprint, fingerprints, Fingerprinter, Mode, Shingling};
 pub use fnv::fnv1a64;
 pub use index::{BatchMatches, ClusterMethod, Index};
+pub use table::Layout;
 pub use vote::{compute, compute_weighted};
 
 /// The version of the fingerprint algorithm this crate computes (`SPEC.md`).

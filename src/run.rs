@@ -12,6 +12,7 @@
 //!   is rebuilt). A fingerprint whose ids are all dead stays in the tables but
 //!   is never reported.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -19,7 +20,8 @@ use rayon::prelude::*;
 
 use crate::plan::Design;
 use crate::radix::{par_sort_by_top_bits, sort_bits, sort_by_top_bits};
-use crate::table::Table;
+use crate::packed::search_all;
+use crate::table::{Layout, RawTable, Table};
 
 /// Tables probed per batch of directory loads: all their loads are issued
 /// before any range is scanned, so their cache misses overlap.
@@ -43,16 +45,18 @@ impl Run {
     /// items are sorted into the distinct fingerprints (table 0) and their ids;
     /// then the other tables are built from those in parallel, each worker
     /// reusing one sort buffer.
-    pub fn build(design: Arc<Design>, mut items: Vec<(u64, u64)>) -> Run {
+    pub fn build(design: Arc<Design>, layout: Layout, mut items: Vec<(u64, u64)>) -> Run {
         let spec = design.tables();
         let bits = sort_bits(items.len(), spec[0].prefix);
         par_sort_by_top_bits(&mut items, bits, |p| p.0, |a, b| a.cmp(b));
         let (fps, starts, ids) = split_ids(&items);
         drop(items);
-        let rest: Vec<Table> =
-            spec[1..].par_iter().map_init(Vec::new, |scratch, t| Table::build(&fps, &t.perm, t.prefix, scratch)).collect();
+        let rest: Vec<Table> = spec[1..]
+            .par_iter()
+            .map_init(Vec::new, |scratch, t| Table::build(&fps, &t.perm, t.prefix, layout, scratch))
+            .collect();
         let mut tables = Vec::with_capacity(spec.len());
-        tables.push(Table::from_sorted(fps, spec[0].prefix));
+        tables.push(Table::new(fps, spec[0].prefix, layout));
         tables.extend(rest);
         let dead = vec![0; ids.len().div_ceil(64)];
         Run { design, tables, starts, ids, dead, dead_count: 0 }
@@ -63,9 +67,10 @@ impl Run {
     }
 
     /// Distinct fingerprints, ascending.
-    pub fn fps(&self) -> &[u64] {
-        &self.tables[0].keys
+    pub fn fps(&self) -> Cow<'_, [u64]> {
+        self.tables[0].keys()
     }
+
 
     /// Id slots, dead ones included.
     pub fn slots(&self) -> usize {
@@ -149,21 +154,36 @@ impl Run {
             let last = (first + PROBE_CHUNK).min(spec.len());
             for t in first..last {
                 let qp = spec[t].perm.apply(q);
-                let (lo, hi) = self.tables[t].bucket_range(qp);
+                let (lo, hi) = match &self.tables[t] {
+                    Table::Raw(raw) => raw.bucket_range(qp),
+                    Table::Packed(packed) => (packed.prefetch(qp & spec[t].prefix_mask), 0),
+                };
                 ranges[t - first] = (lo, hi, qp);
             }
+            let mut check = |t: usize, key: u64| {
+                let qp = ranges[t - first].2;
+                let x = key ^ qp;
+                let d = x.count_ones();
+                if d <= k && self.design.reports(t, x) {
+                    if let Some(i) = self.live_index(self.design.unpermute(t, key)) {
+                        hit((i as u32, d));
+                    }
+                }
+            };
+            let mut searches = Vec::new();
+            let mut tables = [0usize; PROBE_CHUNK];
             for t in first..last {
                 let (lo, hi, qp) = ranges[t - first];
-                for &key in &self.tables[t].keys[lo..hi] {
-                    let x = key ^ qp;
-                    let d = x.count_ones();
-                    if d <= k && self.design.reports(t, x) {
-                        if let Some(i) = self.live_index(self.design.unpermute(t, key)) {
-                            hit((i as u32, d));
-                        }
+                match &self.tables[t] {
+                    Table::Raw(raw) => raw.keys[lo..hi].iter().for_each(|&key| check(t, key)),
+                    Table::Packed(packed) => {
+                        let mask = spec[t].prefix_mask;
+                        tables[searches.len()] = t;
+                        searches.push(packed.search(lo, qp & mask, qp | !mask));
                     }
                 }
             }
+            search_all(&mut searches, |i, key| check(tables[i], key));
         }
     }
 
@@ -183,7 +203,7 @@ impl Run {
         let per_table: Vec<Vec<(u32, u32, u32)>> = (0..spec.len())
             .into_par_iter()
             .map(|t| {
-                let keys = &self.tables[t].keys;
+                let keys = self.tables[t].keys();
                 let mask = spec[t].prefix_mask;
                 let mut found = Vec::new();
                 // Groups of two or more keys sharing the prefix are rare: scan
@@ -227,13 +247,13 @@ impl Run {
     /// their end, merged from the back): only the added room is new memory,
     /// and the kernel need not clear pages for the rest. Otherwise the merged
     /// items are rebuilt.
-    pub fn merge(a: Run, b: Run, design: Arc<Design>) -> Run {
+    pub fn merge(a: Run, b: Run, design: Arc<Design>, layout: Layout) -> Run {
         let linear = Arc::ptr_eq(&a.design, &design) && Arc::ptr_eq(&b.design, &design);
         if !linear || a.dead_count > 0 || b.dead_count > 0 {
             let mut items = a.items();
             items.extend(b.items());
             drop((a, b));
-            return Run::build(design, items);
+            return Run::build(design, layout, items);
         }
         let (mut big, small) = if a.ids.len() >= b.ids.len() { (a, b) } else { (b, a) };
         let (starts, ids) = merge_ids(&big, &small);
@@ -242,7 +262,7 @@ impl Run {
             .into_par_iter()
             .zip(small.tables.par_iter())
             .zip(spec.par_iter())
-            .map(|((t, s), spec)| Table::from_sorted(merge_into(t.keys, &s.keys), spec.prefix))
+            .map(|((t, s), spec)| Table::new(merge_into(t.into_keys(), &s.keys()), spec.prefix, layout))
             .collect();
         let dead = vec![0; ids.len().div_ceil(64)];
         Run { design, tables, starts, ids, dead, dead_count: 0 }
@@ -264,6 +284,61 @@ impl Run {
                 b.iter().for_each(|&b| pair(a, b));
             }
         }
+    }
+
+    /// The tables, id-list starts, ids and dead bits, as saved.
+    pub fn parts(&self) -> (&[Table], &[u32], &[u64], &[u64]) {
+        (&self.tables, &self.starts, &self.ids, &self.dead)
+    }
+
+    /// A run over saved parts, after checking that they fit together.
+    ///
+    /// # Errors
+    /// A message naming the first inconsistency.
+    pub fn from_parts(design: Arc<Design>, tables: Vec<Table>, starts: Vec<u32>, ids: Vec<u64>, dead: Vec<u64>) -> Result<Run, String> {
+        if tables.len() != design.tables().len() {
+            return Err(format!("{} tables where its design has {}", tables.len(), design.tables().len()));
+        }
+        let distinct = tables[0].len();
+        if let Some(t) = tables.iter().position(|t| t.len() != distinct) {
+            return Err(format!("table {t} holds {} keys, table 0 {distinct}", tables[t].len()));
+        }
+        if ids.len() > crate::index::MAX_ITEMS {
+            return Err(format!("{} ids in one run", ids.len()));
+        }
+        if starts.is_empty() {
+            if ids.len() != distinct {
+                return Err(format!("{} ids for {distinct} fingerprints and no id lists", ids.len()));
+            }
+        } else {
+            let ascending = starts.windows(2).all(|w| w[0] < w[1]);
+            if starts.len() != distinct + 1 || starts[0] != 0 || !ascending || starts[distinct] as usize != ids.len() {
+                return Err("id lists that do not cover the ids in order".into());
+            }
+            if starts.windows(2).any(|w| ids[w[0] as usize..w[1] as usize].windows(2).any(|p| p[0] >= p[1])) {
+                return Err("an id list that is not strictly ascending".into());
+            }
+        }
+        if dead.len() != ids.len().div_ceil(64) {
+            return Err(format!("{} words of dead bits for {} ids", dead.len(), ids.len()));
+        }
+        if ids.len() % 64 != 0 && dead.last().is_some_and(|&w| w >> (ids.len() % 64) != 0) {
+            return Err("dead bits past the last id".into());
+        }
+        let dead_count = dead.iter().map(|w| w.count_ones() as usize).sum();
+        Ok(Run { design, tables, starts, ids, dead, dead_count })
+    }
+
+    /// Stores the tables in `layout`.
+    pub fn relayout(&mut self, layout: Layout) {
+        let spec = self.design.tables();
+        let tables = std::mem::take(&mut self.tables);
+        self.tables = tables.into_par_iter().zip(spec.par_iter()).map(|(t, s)| t.relayout(s.prefix, layout)).collect();
+    }
+
+    /// Bytes of memory held by the tables alone.
+    pub fn table_bytes(&self) -> usize {
+        self.tables.iter().map(Table::bytes).sum()
     }
 
     /// Bytes of memory held.
@@ -327,16 +402,25 @@ pub(crate) fn probe_batch(runs: &[&Run], queries: &[u64], k: u32) -> Vec<BatchHi
             let bits = sort_bits(sorted.len(), spec[t].prefix);
             sort_by_top_bits(&mut sorted, &mut Vec::new(), bits, |p| p.0, |a, b| a.0.cmp(&b.0));
             let mut found = Vec::new();
+            let mask = spec[t].prefix_mask;
             for (r, run) in runs.iter().enumerate() {
-                scan_sorted(&run.tables[t], &sorted, |qp, pos, keys| {
-                    for &key in keys {
-                        let x = key ^ qp;
-                        let d = x.count_ones();
-                        if d <= k && design.reports(t, x) {
-                            found.push((r as u32, pos, design.unpermute(t, key), d));
+                let mut check = |qp: u64, pos: u32, key: u64| {
+                    let x = key ^ qp;
+                    let d = x.count_ones();
+                    if d <= k && design.reports(t, x) {
+                        found.push((r as u32, pos, design.unpermute(t, key), d));
+                    }
+                };
+                match &run.tables[t] {
+                    Table::Raw(raw) => scan_sorted(raw, &sorted, |qp, pos, keys| {
+                        keys.iter().for_each(|&key| check(qp, pos, key));
+                    }),
+                    Table::Packed(packed) => {
+                        for &(qp, pos) in &sorted {
+                            packed.for_each_in(qp & mask, qp | !mask, |key| check(qp, pos, key));
                         }
                     }
-                });
+                }
             }
             found
         })
@@ -356,7 +440,7 @@ pub(crate) fn probe_batch(runs: &[&Run], queries: &[u64], k: u32) -> Vec<BatchHi
 /// keys prefetched one block ahead, so each load has a block's worth of work
 /// to arrive in.
 #[inline]
-fn scan_sorted(table: &Table, sorted: &[(u64, u32)], mut visit: impl FnMut(u64, u32, &[u64])) {
+fn scan_sorted(table: &RawTable, sorted: &[(u64, u32)], mut visit: impl FnMut(u64, u32, &[u64])) {
     let blocks: Vec<&[(u64, u32)]> = sorted.chunks(PIPELINE).collect();
     let resolve = |block: &[(u64, u32)], ranges: &mut [(usize, usize); PIPELINE]| {
         for (slot, &(qp, _)) in ranges.iter_mut().zip(block) {
@@ -417,7 +501,7 @@ fn merge_into(mut a: Vec<u64>, b: &[u64]) -> Vec<u64> {
 /// no fingerprint has more than one id.
 fn merge_ids(big: &Run, small: &Run) -> (Vec<u32>, Vec<u64>) {
     let (fa, fb) = (big.fps(), small.fps());
-    let shared = !big.starts.is_empty() || !small.starts.is_empty() || has_common(fa, fb);
+    let shared = !big.starts.is_empty() || !small.starts.is_empty() || has_common(&fa, &fb);
     let mut ids = crate::mem::vec_with_capacity(big.ids.len() + small.ids.len());
     let mut starts = Vec::new();
     if shared {

@@ -1,13 +1,104 @@
-//! One sorted permuted table and its prefix directory.
+//! One sorted permuted table: raw keys and a prefix directory ([`RawTable`]),
+//! or compressed blocks ([`PackedTable`]); [`Table`] is either.
 //!
-//! Invariants: `keys` holds distinct permuted fingerprints in ascending
+//! Invariants of a raw table: `keys` holds distinct permuted fingerprints in ascending
 //! order; `dir[b]` is the index of the first key whose top `dir_bits` bits are
 //! at least `b`, for `b` in `0..=2^dir_bits` (so `dir[2^dir_bits] == len`).
 //! `dir_bits` never exceeds the table's prefix, so every key that agrees with
 //! a query on the prefix lies in the query's directory bucket.
 
+use std::borrow::Cow;
+
+use crate::packed::PackedTable;
 use crate::plan::Permutation;
 use crate::radix::{sort_bits, sort_by_top_bits};
+
+/// How a run stores its tables.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Sorted `u64` keys and a directory: 8 bytes and a bit per key, fastest.
+    Raw,
+    /// Huffman-coded XOR deltas in blocks of this many bytes (paper §3.2).
+    Packed(usize),
+}
+
+impl Layout {
+    /// Compressed in blocks of 1 KiB, the paper's choice.
+    pub const DEFAULT: Layout = Layout::Packed(1024);
+}
+
+/// A table in either layout.
+#[derive(Clone, Debug)]
+pub(crate) enum Table {
+    Raw(RawTable),
+    Packed(Box<PackedTable>),
+}
+
+impl Table {
+    /// The table of sorted distinct `keys` in `layout`.
+    pub fn new(keys: Vec<u64>, prefix: u32, layout: Layout) -> Table {
+        match layout {
+            Layout::Raw => Table::Raw(RawTable::from_sorted(keys, prefix)),
+            Layout::Packed(block_bytes) => Table::Packed(Box::new(PackedTable::encode(&keys, block_bytes))),
+        }
+    }
+
+    /// The table of distinct fingerprints `fps` under `perm`.
+    pub fn build(fps: &[u64], perm: &Permutation, prefix: u32, layout: Layout, scratch: &mut Vec<u64>) -> Table {
+        let raw = RawTable::build(fps, perm, prefix, scratch);
+        match layout {
+            Layout::Raw => Table::Raw(raw),
+            Layout::Packed(_) => Table::new(raw.keys, prefix, layout),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Table::Raw(t) => t.keys.len(),
+            Table::Packed(t) => t.len(),
+        }
+    }
+
+    /// The keys, ascending (decoded when packed).
+    pub fn keys(&self) -> Cow<'_, [u64]> {
+        match self {
+            Table::Raw(t) => Cow::Borrowed(&t.keys),
+            Table::Packed(t) => Cow::Owned(t.decode()),
+        }
+    }
+
+    pub fn into_keys(self) -> Vec<u64> {
+        match self {
+            Table::Raw(t) => t.keys,
+            Table::Packed(t) => t.decode(),
+        }
+    }
+
+    /// The position of `key`, if present.
+    #[inline]
+    pub fn position(&self, key: u64) -> Option<usize> {
+        match self {
+            Table::Raw(t) => t.position(key),
+            Table::Packed(t) => t.position(key),
+        }
+    }
+
+    pub fn bytes(&self) -> usize {
+        match self {
+            Table::Raw(t) => t.bytes(),
+            Table::Packed(t) => t.bytes(),
+        }
+    }
+
+    /// The same keys in `layout`.
+    pub fn relayout(self, prefix: u32, layout: Layout) -> Table {
+        match (&self, layout) {
+            (Table::Raw(_), Layout::Raw) => self,
+            (Table::Packed(t), Layout::Packed(b)) if t.block_bytes() == b => self,
+            _ => Table::new(self.into_keys(), prefix, layout),
+        }
+    }
+}
 
 /// Keys per directory bucket the directory aims at (2^2 = 4): a few
 /// candidates in one or two cache lines, for 1 byte of directory per key.
@@ -16,15 +107,15 @@ const BUCKET_LOG: u32 = 2;
 const MAX_DIR_BITS: u32 = 30;
 
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Table {
+pub(crate) struct RawTable {
     pub keys: Vec<u64>,
     dir: Vec<u32>,
     dir_bits: u32,
 }
 
-impl Table {
+impl RawTable {
     /// A table over keys already sorted and distinct.
-    pub fn from_sorted(keys: Vec<u64>, prefix: u32) -> Table {
+    pub fn from_sorted(keys: Vec<u64>, prefix: u32) -> RawTable {
         debug_assert!(keys.windows(2).all(|w| w[0] < w[1]));
         let n = keys.len();
         let log = (usize::BITS - n.leading_zeros()).saturating_sub(1);
@@ -42,12 +133,12 @@ impl Table {
             *slot = at;
         }
         debug_assert_eq!(dir[buckets] as usize, n);
-        Table { keys, dir, dir_bits }
+        RawTable { keys, dir, dir_bits }
     }
 
     /// The table of distinct fingerprints `fps` under `perm`; `scratch` is
     /// the sort's buffer, reused from table to table.
-    pub fn build(fps: &[u64], perm: &Permutation, prefix: u32, scratch: &mut Vec<u64>) -> Table {
+    pub fn build(fps: &[u64], perm: &Permutation, prefix: u32, scratch: &mut Vec<u64>) -> RawTable {
         let mut keys = crate::mem::vec_with_capacity(fps.len());
         keys.extend(fps.iter().map(|&f| perm.apply(f)));
         let bits = sort_bits(keys.len(), prefix);
@@ -57,7 +148,7 @@ impl Table {
             // table's memory tight, hand the spare room back.
             keys.shrink_to_fit();
         }
-        Table::from_sorted(keys, prefix)
+        RawTable::from_sorted(keys, prefix)
     }
 
     /// The slice of keys in `key`'s directory bucket.
@@ -94,7 +185,7 @@ impl Table {
 
 /// A hint to load the cache line at `p`; never faults, whatever `p` is.
 #[inline(always)]
-fn prefetch<T>(p: *const T) {
+pub(crate) fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch does not access memory architecturally: any address,
     // even an invalid one, is allowed.
@@ -128,7 +219,7 @@ mod tests {
             probe in any::<u64>(),
         ) {
             let keys: Vec<u64> = keys.into_iter().collect();
-            let t = Table::from_sorted(keys.clone(), prefix);
+            let t = RawTable::from_sorted(keys.clone(), prefix);
             for (i, &k) in keys.iter().enumerate() {
                 prop_assert_eq!(t.position(k), Some(i));
             }

@@ -1,0 +1,558 @@
+//! The block codec of compressed tables (Manku, Jain, Das Sarma, WWW 2007, §3.2).
+//!
+//! A table's keys are ascending and distinct. They are cut into blocks of at
+//! most `block_bytes` bytes. A block starts with its first key in full (8
+//! bytes, little-endian); every next key follows as the Huffman code of `h`,
+//! the position of the highest set bit of its XOR with the key before, then
+//! the `h` bits below that bit. Bits above `h` are the previous key's and bit
+//! `h` is 1 (the key is larger), so they cost nothing.
+//!
+//! Bits are packed least significant first (as in DEFLATE): a decoder loads a
+//! little-endian word and looks its low [`MAX_CODE_LEN`] bits up in one table,
+//! so a symbol costs one load, never a loop over bits.
+//!
+//! One canonical code per table, from that table's distribution of `h`, with
+//! code lengths limited to [`MAX_CODE_LEN`] so the lookup table stays in L1.
+//!
+//! Decoding never reads out of bounds whatever the bytes are: missing bytes
+//! read as zeros and [`check_block`] tells a consistent block from a corrupt
+//! one, so a hostile file can be refused rather than trusted.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Symbols: `h` in `0..64`.
+pub const SYMBOLS: usize = 64;
+/// The longest code: a 2^12-entry lookup table (8 KiB).
+pub const MAX_CODE_LEN: u32 = 12;
+const TABLE_SIZE: usize = 1 << MAX_CODE_LEN;
+/// The smallest block: the first key and room for one more.
+pub const MIN_BLOCK_BYTES: usize = 16;
+/// The largest block: bit positions inside it fit `u32` comfortably.
+pub const MAX_BLOCK_BYTES: usize = 1 << 20;
+
+/// A canonical prefix code over the symbols `0..64`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Code {
+    /// Code length of each symbol, 0 for a symbol without a code.
+    lengths: [u8; SYMBOLS],
+    /// Each symbol's code, bit-reversed (the first bit lowest).
+    codes: [u16; SYMBOLS],
+}
+
+impl Code {
+    /// A length-limited Huffman code for these symbol counts.
+    pub fn from_counts(counts: &[u64; SYMBOLS]) -> Code {
+        let lengths = limited_lengths(counts);
+        Code::from_lengths(lengths).expect("limited_lengths makes a valid code")
+    }
+
+    /// The canonical code with these lengths.
+    ///
+    /// # Errors
+    /// A message when a length exceeds [`MAX_CODE_LEN`] or the lengths
+    /// oversubscribe the code space (Kraft sum above 1).
+    pub fn from_lengths(lengths: [u8; SYMBOLS]) -> Result<Code, String> {
+        if let Some(&l) = lengths.iter().find(|&&l| u32::from(l) > MAX_CODE_LEN) {
+            return Err(format!("a code length of {l} bits (at most {MAX_CODE_LEN})"));
+        }
+        let kraft: u64 = lengths.iter().filter(|&&l| l > 0).map(|&l| 1u64 << (MAX_CODE_LEN - u32::from(l))).sum();
+        if kraft > 1 << MAX_CODE_LEN {
+            return Err("code lengths that do not form a prefix code".into());
+        }
+        // Canonical assignment (RFC 1951, 3.2.2): shorter codes first, then by symbol.
+        let mut count = [0u16; MAX_CODE_LEN as usize + 1];
+        for &l in &lengths {
+            count[usize::from(l)] += 1;
+        }
+        count[0] = 0;
+        let mut next = [0u16; MAX_CODE_LEN as usize + 1];
+        let mut code = 0u16;
+        for len in 1..=MAX_CODE_LEN as usize {
+            code = (code + count[len - 1]) << 1;
+            next[len] = code;
+        }
+        let mut codes = [0u16; SYMBOLS];
+        for (s, &l) in lengths.iter().enumerate() {
+            if l > 0 {
+                let l = usize::from(l);
+                codes[s] = reverse(next[l], l as u32);
+                next[l] += 1;
+            }
+        }
+        Ok(Code { lengths, codes })
+    }
+
+    pub fn lengths(&self) -> &[u8; SYMBOLS] {
+        &self.lengths
+    }
+
+    /// The lookup table that decodes this code.
+    pub fn decoder(&self) -> Decoder {
+        let mut table = vec![0u16; TABLE_SIZE].into_boxed_slice();
+        for (s, &l) in self.lengths.iter().enumerate() {
+            if l == 0 {
+                continue;
+            }
+            // Every table index whose low `l` bits are the code decodes to `s`.
+            let step = 1usize << l;
+            let mut i = usize::from(self.codes[s]);
+            while i < TABLE_SIZE {
+                table[i] = s as u16 | u16::from(l) << 8;
+                i += step;
+            }
+        }
+        Decoder { table }
+    }
+
+    /// Bits that encoding `h` costs: its code and its low bits.
+    #[inline]
+    fn cost(&self, h: u32) -> u32 {
+        u32::from(self.lengths[h as usize]) + h
+    }
+}
+
+/// The low `len` bits of `code` in reverse order.
+fn reverse(code: u16, len: u32) -> u16 {
+    code.reverse_bits() >> (16 - len)
+}
+
+/// Huffman code lengths for `counts`, limited to [`MAX_CODE_LEN`]: codes past
+/// the limit are cut to it, then the longest codes below it (the rarest
+/// symbols first) are lengthened until the lengths form a prefix code again.
+fn limited_lengths(counts: &[u64; SYMBOLS]) -> [u8; SYMBOLS] {
+    let mut lengths = [0u8; SYMBOLS];
+    let used: Vec<usize> = (0..SYMBOLS).filter(|&s| counts[s] > 0).collect();
+    match used.len() {
+        0 => return lengths,
+        1 => {
+            lengths[used[0]] = 1;
+            return lengths;
+        }
+        _ => {}
+    }
+    // Huffman's algorithm over a heap of (count, node); leaves are 0..64.
+    let mut parent = vec![usize::MAX; 2 * SYMBOLS];
+    let mut heap: BinaryHeap<Reverse<(u64, usize)>> = used.iter().map(|&s| Reverse((counts[s], s))).collect();
+    let mut next = SYMBOLS;
+    while heap.len() > 1 {
+        let Reverse((ca, a)) = heap.pop().expect("two nodes");
+        let Reverse((cb, b)) = heap.pop().expect("two nodes");
+        parent[a] = next;
+        parent[b] = next;
+        heap.push(Reverse((ca.saturating_add(cb), next)));
+        next += 1;
+    }
+    let mut depth = vec![0u32; next];
+    // Parents are created after their children: walk from the root down.
+    for node in (0..next - 1).rev() {
+        if parent[node] != usize::MAX {
+            depth[node] = depth[parent[node]] + 1;
+        }
+    }
+    for &s in &used {
+        lengths[s] = depth[s].min(MAX_CODE_LEN) as u8;
+    }
+    let limit = 1u64 << MAX_CODE_LEN;
+    let mut kraft: u64 = used.iter().map(|&s| 1u64 << (MAX_CODE_LEN - u32::from(lengths[s]))).sum();
+    while kraft > limit {
+        let s = *used
+            .iter()
+            .filter(|&&s| u32::from(lengths[s]) < MAX_CODE_LEN)
+            .max_by_key(|&&s| (lengths[s], Reverse(counts[s])))
+            .expect("64 codes of MAX_CODE_LEN bits always fit");
+        kraft -= 1u64 << (MAX_CODE_LEN - u32::from(lengths[s]) - 1);
+        lengths[s] += 1;
+    }
+    lengths
+}
+
+/// The decoding table of a [`Code`]: entry `bits & (2^12 - 1)` holds the
+/// symbol in its low byte and the code length above it (0: no such code).
+#[derive(Clone, Debug)]
+pub struct Decoder {
+    table: Box<[u16]>,
+}
+
+/// `h`: the position of the highest bit in which `key` differs from `prev`.
+#[inline]
+fn symbol(prev: u64, key: u64) -> u32 {
+    63 - (prev ^ key).leading_zeros()
+}
+
+/// The low `bits` bits set (`bits` below 64).
+#[inline(always)]
+fn low_mask(bits: u32) -> u64 {
+    debug_assert!(bits < 64);
+    (1u64 << bits) - 1
+}
+
+/// Counts of `h` over consecutive keys: the distribution a table's code is built from.
+pub fn symbol_counts(keys: &[u64]) -> [u64; SYMBOLS] {
+    let mut counts = [0u64; SYMBOLS];
+    for w in keys.windows(2) {
+        counts[symbol(w[0], w[1]) as usize] += 1;
+    }
+    counts
+}
+
+/// Bits written least significant first.
+struct BitWriter<'a> {
+    out: &'a mut Vec<u8>,
+    acc: u64,
+    fill: u32,
+}
+
+impl BitWriter<'_> {
+    /// Appends the low `n` bits of `bits` (`n` at most 32).
+    #[inline]
+    fn put(&mut self, bits: u64, n: u32) {
+        debug_assert!(n <= 32 && bits & !low_mask(n) == 0);
+        self.acc |= bits << self.fill;
+        self.fill += n;
+        while self.fill >= 8 {
+            self.out.push(self.acc as u8);
+            self.acc >>= 8;
+            self.fill -= 8;
+        }
+    }
+
+    /// Appends the low `n` bits of `bits`, any `n` up to 64.
+    #[inline]
+    fn put_wide(&mut self, bits: u64, n: u32) {
+        if n > 32 {
+            self.put(bits & low_mask(32), 32);
+            self.put(bits >> 32, n - 32);
+        } else {
+            self.put(bits, n);
+        }
+    }
+
+    fn finish(mut self) {
+        if self.fill > 0 {
+            self.out.push(self.acc as u8);
+        }
+        self.fill = 0;
+    }
+}
+
+/// A table's keys encoded in blocks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Encoded {
+    /// Block `b` is `data[b * block_bytes..]`, `block_bytes` long except the last.
+    pub data: Vec<u8>,
+    /// The first key of each block.
+    pub first: Vec<u64>,
+    /// The rank of each block's first key, then the number of keys.
+    pub ranks: Vec<u32>,
+}
+
+/// Encodes ascending distinct `keys` (fewer than 2^32) in blocks of
+/// `block_bytes` with `code`, which must have a code for every `h` they need
+/// (one from [`symbol_counts`] of the same keys does).
+pub fn encode(keys: &[u64], code: &Code, block_bytes: usize) -> Encoded {
+    debug_assert!((MIN_BLOCK_BYTES..=MAX_BLOCK_BYTES).contains(&block_bytes));
+    debug_assert!(keys.windows(2).all(|w| w[0] < w[1]));
+    let mut out = Encoded::default();
+    let capacity = (block_bytes as u32 - 8) * 8;
+    let mut i = 0;
+    while i < keys.len() {
+        let start = out.data.len();
+        out.first.push(keys[i]);
+        out.ranks.push(i as u32);
+        out.data.extend_from_slice(&keys[i].to_le_bytes());
+        let mut used = 0u32;
+        let mut w = BitWriter { out: &mut out.data, acc: 0, fill: 0 };
+        i += 1;
+        while i < keys.len() {
+            let h = symbol(keys[i - 1], keys[i]);
+            let cost = code.cost(h);
+            if used + cost > capacity {
+                break;
+            }
+            debug_assert!(code.lengths[h as usize] > 0, "no code for h = {h}");
+            w.put(u64::from(code.codes[h as usize]), u32::from(code.lengths[h as usize]));
+            w.put_wide(keys[i] & low_mask(h), h);
+            used += cost;
+            i += 1;
+        }
+        w.finish();
+        if i < keys.len() {
+            // Every block but the last is exactly block_bytes long.
+            out.data.resize(start + block_bytes, 0);
+        }
+    }
+    out.ranks.push(keys.len() as u32);
+    out
+}
+
+/// Reads the keys of one block in order. Each key costs one unaligned load
+/// at the bit position, a shift and one table lookup; the position is the
+/// only state carried from key to key, which keeps the chain of dependent
+/// instructions per key short (a bit buffer refilled as it drains carries
+/// more). Independent readers interleave well: see [`crate::packed`].
+#[derive(Clone)]
+pub struct BlockReader<'a> {
+    /// From the block's first byte to the end of the table's data: loads may
+    /// read into the next block (bits that are never used), not past the end.
+    data: &'a [u8],
+    table: &'a [u16],
+    /// Bit position of the next code.
+    pos: usize,
+    prev: u64,
+}
+
+impl<'a> BlockReader<'a> {
+    /// A reader at the start of the block that `data` starts with; the first
+    /// key comes from [`Self::first`]. Bytes missing at the end read as zeros.
+    #[inline]
+    pub fn new(data: &'a [u8], decoder: &'a Decoder) -> BlockReader<'a> {
+        let mut r = BlockReader { data, table: &decoder.table, pos: 0, prev: 0 };
+        r.prev = r.peek_at(0);
+        r.pos = 64;
+        r
+    }
+
+    /// The block's first key (before any `next_key`), or the last key read.
+    #[inline]
+    pub fn first(&self) -> u64 {
+        self.prev
+    }
+
+    /// The last key read (the first key before any `next_key`).
+    #[inline]
+    pub fn current(&self) -> u64 {
+        self.prev
+    }
+
+    /// The 8 bytes from byte `byte`, zeros past the end.
+    #[inline(always)]
+    fn peek_at(&self, byte: usize) -> u64 {
+        match self.data.get(byte..byte + 8) {
+            Some(b) => u64::from_le_bytes(b.try_into().expect("8 bytes")),
+            None => {
+                let mut b = [0u8; 8];
+                let rest = self.data.get(byte..).unwrap_or(&[]);
+                b[..rest.len()].copy_from_slice(rest);
+                u64::from_le_bytes(b)
+            }
+        }
+    }
+
+    /// At least 57 bits from `pos`.
+    #[inline(always)]
+    fn peek(&self) -> u64 {
+        self.peek_at(self.pos >> 3) >> (self.pos & 7)
+    }
+
+    /// The next key, or `None` when the bits hold no valid code (corrupt).
+    /// The caller knows how many keys the block has.
+    #[inline(always)]
+    pub fn next_key(&mut self) -> Option<u64> {
+        let bits = self.peek();
+        let entry = self.table[(bits as usize) & (TABLE_SIZE - 1)];
+        let len = u32::from(entry >> 8);
+        if len == 0 {
+            return None;
+        }
+        let h = u32::from(entry & 63);
+        let low = if len + h <= 57 {
+            self.pos += (len + h) as usize;
+            (bits >> len) & low_mask(h)
+        } else {
+            // Codes and low bits longer than one load: rare (tiny tables).
+            self.pos += len as usize;
+            let lo = self.peek() & low_mask(h.min(32));
+            self.pos += h.min(32) as usize;
+            let hi = if h > 32 { self.peek() & low_mask(h - 32) } else { 0 };
+            self.pos += h.saturating_sub(32) as usize;
+            lo | hi << 32
+        };
+        self.prev = ((self.prev >> h) | 1) << h | low;
+        Some(self.prev)
+    }
+
+    /// Bits consumed so far, the first key's 64 included.
+    pub fn bits_read(&self) -> usize {
+        self.pos
+    }
+}
+
+/// Checks that `block` holds `count` keys (at least 1) in ascending order,
+/// starting at `first` and within its bytes; returns the last key.
+///
+/// # Errors
+/// A message naming the first inconsistency.
+pub fn check_block(block: &[u8], count: usize, first: u64, decoder: &Decoder) -> Result<u64, String> {
+    if block.len() < 8 {
+        return Err(format!("a block of {} bytes (its first key alone takes 8)", block.len()));
+    }
+    if count == 0 {
+        return Err("an empty block".into());
+    }
+    let mut r = BlockReader::new(block, decoder);
+    if r.first() != first {
+        return Err(format!("a block starting at {:#018x} where the block index says {first:#018x}", r.first()));
+    }
+    for i in 1..count {
+        let prev = r.current();
+        let Some(key) = r.next_key() else {
+            return Err(format!("key {i} of a block has no valid code"));
+        };
+        if key <= prev {
+            return Err(format!("key {i} of a block is not above the key before it"));
+        }
+        if r.bits_read() > block.len() * 8 {
+            return Err(format!("a block whose {count} keys need more than its {} bytes", block.len()));
+        }
+    }
+    Ok(r.current())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn decode_all(e: &Encoded, code: &Code, block_bytes: usize) -> Vec<u64> {
+        let dec = code.decoder();
+        let mut out = Vec::new();
+        for b in 0..e.first.len() {
+            let block = &e.data[b * block_bytes..((b + 1) * block_bytes).min(e.data.len())];
+            let count = (e.ranks[b + 1] - e.ranks[b]) as usize;
+            let last = check_block(block, count, e.first[b], &dec).expect("a valid block");
+            let mut r = BlockReader::new(block, &dec);
+            out.push(r.first());
+            for _ in 1..count {
+                out.push(r.next_key().expect("a code"));
+            }
+            assert_eq!(out.last(), Some(&last));
+        }
+        out
+    }
+
+    fn round_trip(keys: &[u64], block_bytes: usize) {
+        let code = Code::from_counts(&symbol_counts(keys));
+        let e = encode(keys, &code, block_bytes);
+        assert_eq!(decode_all(&e, &code, block_bytes), keys);
+        assert_eq!(e.ranks.len(), e.first.len() + 1);
+        assert!(e.data.len() <= e.first.len() * block_bytes);
+    }
+
+    /// Ascending distinct keys of several adversarial shapes.
+    fn keys() -> impl Strategy<Value = Vec<u64>> {
+        prop_oneof![
+            prop::collection::btree_set(any::<u64>(), 0..2000).prop_map(|s| s.into_iter().collect()),
+            // Consecutive integers: h = 0 mostly.
+            (any::<u64>(), 0usize..3000).prop_map(|(s, n)| (0..n as u64).map(|i| s.saturating_sub(n as u64) + i).collect()),
+            // All keys share their leading bits.
+            (any::<u64>(), prop::collection::btree_set(0u64..1 << 20, 0..2000))
+                .prop_map(|(hi, s)| s.into_iter().map(|x| (hi << 20) | x).collect()),
+            // Maximal gaps: h = 63 and other extremes, 0 and 2^64-1.
+            prop::collection::btree_set(prop_oneof![Just(0u64), Just(u64::MAX), Just(1u64 << 63), Just((1u64 << 63) - 1), any::<u64>()], 0..6)
+                .prop_map(|s| s.into_iter().collect()),
+            // A skewed h distribution, with codes past the length limit.
+            prop::collection::vec(0u32..64, 0..3000).prop_map(|hs| {
+                let mut x = 0u64;
+                let mut out = vec![0];
+                for h in hs {
+                    // The next key with highest differing bit at min(h', ...) where possible.
+                    let h = h.min(if h % 7 == 0 { 63 } else { h % 5 });
+                    let next = ((x >> h) | 1) << h;
+                    if next > x && (x >> h) & 1 == 0 {
+                        x = next;
+                        out.push(x);
+                    }
+                }
+                out
+            }),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn blocks_round_trip(keys in keys(), block_bytes in prop_oneof![Just(16usize), Just(17), Just(64), Just(1024), 16usize..200]) {
+            round_trip(&keys, block_bytes);
+        }
+
+        /// Arbitrary bytes never make the decoder read out of bounds or panic,
+        /// and whatever check_block accepts decodes to ascending keys.
+        #[test]
+        fn hostile_blocks_are_safe(
+            block in prop::collection::vec(any::<u8>(), 0..300),
+            counts in prop::collection::vec(prop_oneof![Just(0u64), 0u64..1000, any::<u64>()], SYMBOLS),
+            count in 0usize..400,
+            first in any::<u64>(),
+        ) {
+            let code = Code::from_counts(&counts.try_into().unwrap());
+            let dec = code.decoder();
+            if let Ok(last) = check_block(&block, count, first, &dec) {
+                let mut r = BlockReader::new(&block, &dec);
+                let mut prev = r.first();
+                for _ in 1..count {
+                    let key = r.next_key().unwrap();
+                    prop_assert!(key > prev);
+                    prev = key;
+                }
+                prop_assert_eq!(prev, last);
+                prop_assert!(r.bits_read() <= block.len() * 8);
+            }
+            // Reading past the end is still safe.
+            let mut r = BlockReader::new(&block, &dec);
+            for _ in 0..count {
+                let _ = r.next_key();
+            }
+        }
+    }
+
+    #[test]
+    fn code_lengths_are_limited_and_prefix_free() {
+        // Fibonacci counts make the deepest unlimited Huffman trees.
+        let mut counts = [0u64; SYMBOLS];
+        let (mut a, mut b) = (1u64, 1u64);
+        for c in counts.iter_mut() {
+            *c = a;
+            (a, b) = (b, a.saturating_add(b));
+        }
+        let code = Code::from_counts(&counts);
+        assert!(code.lengths().iter().all(|&l| l >= 1 && u32::from(l) <= MAX_CODE_LEN));
+        // Prefix-free: every table slot decodes to at most one symbol (checked
+        // by construction), and all symbols decode back.
+        let dec = code.decoder();
+        for s in 0..SYMBOLS {
+            let e = dec.table[usize::from(code.codes[s])];
+            assert_eq!((usize::from(e & 0xff), e >> 8), (s, u16::from(code.lengths[s])));
+        }
+    }
+
+    #[test]
+    fn huffman_is_optimal_when_unlimited() {
+        // Dyadic counts: lengths are exactly -log2(p).
+        let mut counts = [0u64; SYMBOLS];
+        counts[40] = 8;
+        counts[39] = 4;
+        counts[41] = 2;
+        counts[38] = 1;
+        counts[42] = 1;
+        let l = Code::from_counts(&counts).lengths;
+        assert_eq!((l[40], l[39], l[41], l[38], l[42]), (1, 2, 3, 4, 4));
+    }
+
+    #[test]
+    fn bad_lengths_are_refused() {
+        let mut lengths = [0u8; SYMBOLS];
+        lengths[0] = 13;
+        assert!(Code::from_lengths(lengths).is_err());
+        let lengths = [1u8; SYMBOLS];
+        assert!(Code::from_lengths(lengths).is_err());
+    }
+
+    #[test]
+    fn edge_tables() {
+        round_trip(&[], 1024);
+        round_trip(&[0], 1024);
+        round_trip(&[u64::MAX], 16);
+        round_trip(&[0, u64::MAX], 16);
+        round_trip(&[0, 1, 2, 3], 16);
+    }
+}

@@ -1,0 +1,323 @@
+//! Index files: the sections an [`Index`] is saved as, and loading them back.
+//! The container (header, checksums, atomic replace) is [`crate::container`];
+//! the layout of every section is in `docs/FORMAT.md`.
+//!
+//! Sections, in file order:
+//! - `INDEX`: the index's settings and counts, as `u64`s.
+//! - `BUFFER`: unsorted `(fingerprint, id)` pairs not yet in a run.
+//! - per run, `RUN` (counts), `IDS`, `STARTS` (id lists, empty when every
+//!   fingerprint has one id) and `DEAD` (removed-id bits); then per table of
+//!   the run `TABLE` (key count, block size, code lengths), `BLOCKS`,
+//!   `FIRST` (first key of every block) and `RANKS`.
+//!
+//! Tables are always saved compressed: a raw table is packed on the way out.
+//! Loaded tables stay packed, in place in the mapping when mapped, unless the
+//! index keeps raw tables (`compress=False`): then they are decoded.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use super::Index;
+use crate::codec::SYMBOLS;
+use crate::container::{write_atomic, Container, Tag};
+use crate::packed::PackedTable;
+use crate::plan::{self, Design};
+use crate::run::Run;
+use crate::table::{Layout, Table};
+use crate::{Error, Result, SPEC_VERSION};
+
+const INDEX: Tag = *b"INDEX\0\0\0";
+const BUFFER: Tag = *b"BUFFER\0\0";
+const RUN: Tag = *b"RUN\0\0\0\0\0";
+const IDS: Tag = *b"IDS\0\0\0\0\0";
+const STARTS: Tag = *b"STARTS\0\0";
+const DEAD: Tag = *b"DEAD\0\0\0\0";
+const TABLE: Tag = *b"TABLE\0\0\0";
+const BLOCKS: Tag = *b"BLOCKS\0\0";
+const FIRST: Tag = *b"FIRST\0\0\0";
+const RANKS: Tag = *b"RANKS\0\0\0";
+
+/// Block size of tables packed for saving from a raw index.
+const SAVE_BLOCK_BYTES: usize = 1024;
+
+fn words(x: &[u64]) -> &[u8] {
+    bytemuck::cast_slice(x)
+}
+
+impl Index {
+    /// Writes the index to `path` atomically: a crash at any moment leaves
+    /// the old file or the new one, whole.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the file cannot be written.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let spec = self.design.tables();
+        // Raw tables are packed for the file; packed ones are written as they are.
+        let packed: Vec<Vec<Option<PackedTable>>> = self
+            .runs
+            .iter()
+            .map(|run| {
+                run.parts()
+                    .0
+                    .par_iter()
+                    .map(|t| match t {
+                        Table::Raw(raw) => Some(PackedTable::encode(&raw.keys, SAVE_BLOCK_BYTES)),
+                        Table::Packed(_) => None,
+                    })
+                    .collect()
+            })
+            .collect();
+        let layout_bytes = match self.layout {
+            Layout::Raw => 0,
+            Layout::Packed(b) => b as u64,
+        };
+        let mut meta: Vec<u64> = vec![
+            u64::from(self.k),
+            u64::from(self.fixed),
+            self.planned_for as u64,
+            layout_bytes,
+            self.next_id as u64,
+            (self.next_id >> 64) as u64,
+            self.live as u64,
+            self.runs.len() as u64,
+            spec.len() as u64,
+            self.design.levels().len() as u64,
+        ];
+        meta.extend(self.design.levels().iter().map(|&m| u64::from(m)));
+        let buffer: Vec<u64> = self.buffer.iter().flat_map(|&(fp, id)| [fp, id]).collect();
+
+        let mut run_meta: Vec<[u64; 2]> = Vec::new();
+        let mut table_meta: Vec<Vec<u64>> = Vec::new();
+        for (r, run) in self.runs.iter().enumerate() {
+            let (tables, starts, ids, _) = run.parts();
+            run_meta.push([ids.len() as u64, u64::from(!starts.is_empty())]);
+            for (t, table) in tables.iter().enumerate() {
+                let p = match table {
+                    Table::Packed(p) => p,
+                    Table::Raw(_) => packed[r][t].as_ref().expect("packed above"),
+                };
+                let parts = p.parts();
+                let mut m = vec![p.len() as u64, parts.block_bytes as u64];
+                m.extend(parts.lengths.chunks(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 lengths"))));
+                table_meta.push(m);
+            }
+        }
+        let mut sections: Vec<(Tag, &[u8])> = vec![(INDEX, words(&meta)), (BUFFER, words(&buffer))];
+        let mut next_table = 0;
+        for (r, run) in self.runs.iter().enumerate() {
+            let (tables, starts, ids, dead) = run.parts();
+            sections.push((RUN, words(&run_meta[r])));
+            sections.push((IDS, words(ids)));
+            sections.push((STARTS, bytemuck::cast_slice(starts)));
+            sections.push((DEAD, words(dead)));
+            for (t, table) in tables.iter().enumerate() {
+                let p = match table {
+                    Table::Packed(p) => p,
+                    Table::Raw(_) => packed[r][t].as_ref().expect("packed above"),
+                };
+                let parts = p.parts();
+                sections.push((TABLE, words(&table_meta[next_table])));
+                sections.push((BLOCKS, parts.data));
+                sections.push((FIRST, words(parts.first)));
+                sections.push((RANKS, bytemuck::cast_slice(parts.ranks)));
+                next_table += 1;
+            }
+        }
+        write_atomic(path, SPEC_VERSION, &sections)
+    }
+
+    /// Reads an index saved by [`Index::save`]. With `mmap`, tables are used
+    /// in place from a read-only mapping of the file; without, the file is
+    /// read into memory. Either way every checksum and every table block is
+    /// checked first.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the file cannot be read, [`Error::BadFile`] naming
+    /// the problem when it is not a complete index file of this version.
+    pub fn load(path: &Path, mmap: bool) -> Result<Index> {
+        let file = Container::open(path, mmap, SPEC_VERSION)?;
+        let bad = |problem: String| Error::BadFile { path: path.display().to_string(), problem };
+        let meta = file.section(INDEX)?;
+        let meta = meta.as_u64s()?;
+        let field = |i: usize, name: &str| meta.get(i).copied().ok_or_else(|| bad(format!("its INDEX section ends before the {name}")));
+        let k = field(0, "k")?;
+        let fixed = field(1, "fixed flag")?;
+        let planned_for = field(2, "planned size")?;
+        let layout = match field(3, "block size")? {
+            0 => Layout::Raw,
+            b => Layout::Packed(b as usize),
+        };
+        let next_id = u128::from(field(4, "next id")?) | u128::from(field(5, "next id")?) << 64;
+        let live = field(6, "item count")?;
+        let run_count = field(7, "run count")? as usize;
+        let table_count = field(8, "table count")? as usize;
+        let level_count = field(9, "level count")? as usize;
+        let levels: Vec<u32> = (0..level_count.min(64))
+            .map(|i| field(10 + i, "levels").map(|m| u32::try_from(m).unwrap_or(u32::MAX)))
+            .collect::<Result<_>>()?;
+        if meta.len() != 10 + level_count {
+            return Err(bad(format!("an INDEX section of {} fields for {level_count} levels", meta.len())));
+        }
+        if k > u64::from(plan::MAX_K) || fixed > 1 {
+            return Err(bad(format!("k = {k}, fixed = {fixed}")));
+        }
+        let design = Arc::new(Design::new(k as u32, &levels).map_err(|e| bad(format!("its table design: {e}")))?);
+        if design.tables().len() != table_count {
+            return Err(bad(format!("{table_count} tables a run, where its design has {}", design.tables().len())));
+        }
+        let mut index = Index::new(k as u32, None, None).map_err(|e| bad(e.to_string()))?;
+        index.design = Arc::clone(&design);
+        index.fixed = fixed == 1;
+        index.planned_for = planned_for as usize;
+        index.set_layout(layout).map_err(|e| bad(format!("its layout: {e}")))?;
+        index.next_id = next_id;
+
+        let buffer = file.section(BUFFER)?;
+        let buffer = buffer.as_u64s()?;
+        if buffer.len() % 2 != 0 {
+            return Err(bad("an odd number of words in its BUFFER section".into()));
+        }
+        index.buffer = buffer.chunks(2).map(|p| (p[0], p[1])).collect();
+
+        let (runs, ids, starts, dead) = (file.sections(RUN), file.sections(IDS), file.sections(STARTS), file.sections(DEAD));
+        let (tables, blocks, first, ranks) = (file.sections(TABLE), file.sections(BLOCKS), file.sections(FIRST), file.sections(RANKS));
+        if [runs.len(), ids.len(), starts.len(), dead.len()].iter().any(|&n| n != run_count)
+            || [tables.len(), blocks.len(), first.len(), ranks.len()].iter().any(|&n| n != run_count * table_count)
+        {
+            return Err(bad(format!("sections that do not make {run_count} runs of {table_count} tables")));
+        }
+        // Tables are checked block by block: in parallel, all runs at once.
+        let loaded: Vec<std::result::Result<Table, String>> = (0..run_count * table_count)
+            .into_par_iter()
+            .map(|i| {
+                let m = tables[i].as_u64s().map_err(|e| e.to_string())?;
+                if m.len() != 2 + SYMBOLS / 8 {
+                    return Err(format!("a TABLE section of {} words", m.len()));
+                }
+                let mut lengths = [0u8; SYMBOLS];
+                for (c, w) in lengths.chunks_mut(8).zip(&m[2..]) {
+                    c.copy_from_slice(&w.to_le_bytes());
+                }
+                let t = PackedTable::from_parts(m[1] as usize, lengths, blocks[i].clone(), first[i].clone(), ranks[i].clone())?;
+                if t.len() as u64 != m[0] {
+                    return Err(format!("{} keys where its header says {}", t.len(), m[0]));
+                }
+                Ok(Table::Packed(Box::new(t)))
+            })
+            .collect();
+        let mut loaded = loaded.into_iter();
+        let mut total = index.buffer.len();
+        let mut max_id = index.buffer.iter().map(|&(_, id)| id).max();
+        for r in 0..run_count {
+            let run_tables = (0..table_count)
+                .map(|t| loaded.next().expect("counted above").map_err(|e| bad(format!("run {r}, table {t}: {e}"))))
+                .collect::<Result<Vec<Table>>>()?;
+            let m = runs[r].as_u64s()?;
+            let ids = ids[r].as_u64s()?.to_vec();
+            let starts = starts[r].as_u32s()?.to_vec();
+            let dead = dead[r].as_u64s()?.to_vec();
+            if m.len() != 2 || m[0] != ids.len() as u64 || m[1] != u64::from(!starts.is_empty()) {
+                return Err(bad(format!("run {r}: its RUN section does not match its ids")));
+            }
+            max_id = max_id.max(ids.iter().copied().max());
+            let run = Run::from_parts(Arc::clone(&design), run_tables, starts, ids, dead)
+                .map_err(|e| bad(format!("run {r}: {e}")))?;
+            total += run.live();
+            index.runs.push(run);
+        }
+        if total as u64 != live {
+            return Err(bad(format!("{total} items where its header says {live}")));
+        }
+        if max_id.is_some_and(|m| u128::from(m) >= next_id) {
+            return Err(bad("ids at or above the next id to give".into()));
+        }
+        // Ids are distinct across the whole index (each run checked its own
+        // lists): a repeated id would answer twice and remove once.
+        let mut all: Vec<u64> = index.runs.iter().flat_map(|r| r.parts().2.iter().copied()).collect();
+        all.extend(index.buffer.iter().map(|&(_, id)| id));
+        all.par_sort_unstable();
+        if let Some(w) = all.par_windows(2).find_any(|w| w[0] == w[1]) {
+            return Err(bad(format!("id {} is stored twice", w[0])));
+        }
+        index.live = total;
+        // Tables come packed from the file; an index that keeps raw tables
+        // gets them back raw.
+        index.set_layout(layout).map_err(|e| bad(format!("its layout: {e}")))?;
+        Ok(index)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::ClusterMethod;
+    use proptest::prelude::*;
+
+    fn data() -> impl Strategy<Value = Vec<u64>> {
+        (
+            prop::collection::vec(prop_oneof![any::<u64>(), Just(0u64), Just(u64::MAX)], 1..30),
+            prop::collection::vec((0usize..30, prop::collection::vec(0u32..64, 0..4)), 0..3000),
+        )
+            .prop_map(|(centers, noise)| {
+                let mut out = centers.clone();
+                for (c, flips) in noise {
+                    out.push(flips.iter().fold(centers[c % centers.len()], |x, &b| x ^ (1 << b)));
+                }
+                out
+            })
+    }
+
+    fn same_answers(a: &Index, b: &Index, probes: &[u64]) {
+        assert_eq!(a.len(), b.len());
+        assert_eq!(a.find_all(None).unwrap(), b.find_all(None).unwrap());
+        assert_eq!(a.cluster(None, 1, ClusterMethod::Connected).unwrap(), b.cluster(None, 1, ClusterMethod::Connected).unwrap());
+        assert_eq!(a.query_batch(probes, None).unwrap(), b.query_batch(probes, None).unwrap());
+        for &q in probes.iter().take(50) {
+            assert_eq!(a.query(q, None).unwrap(), b.query(q, None).unwrap());
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        #[test]
+        fn save_load_round_trip(fps in data(), k in 0u32..=4, layout in prop_oneof![Just(Layout::Raw), Just(Layout::Packed(16)), Just(Layout::Packed(1024))],
+                                chunk in 1usize..2000, drop in prop::collection::vec(any::<prop::sample::Index>(), 0..30), mmap in any::<bool>()) {
+            let mut index = Index::new(k, None, None).unwrap();
+            index.set_layout(layout).unwrap();
+            for part in fps.chunks(chunk) {
+                index.add(part, None).unwrap();
+            }
+            let gone: Vec<u64> = drop.iter().map(|d| d.index(fps.len()) as u64).collect();
+            index.remove(&gone);
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("index.rsh");
+            index.save(&path).unwrap();
+            let mut loaded = Index::load(&path, mmap).unwrap();
+            same_answers(&index, &loaded, &fps);
+            prop_assert_eq!(loaded.layout(), layout);
+            // Both take more adds alike, and save again over the mapped file.
+            let more: Vec<u64> = fps.iter().map(|f| f.rotate_left(3)).take(1500).collect();
+            index.add(&more, None).unwrap();
+            loaded.add(&more, None).unwrap();
+            same_answers(&index, &loaded, &more);
+            loaded.save(&path).unwrap();
+            let again = Index::load(&path, !mmap).unwrap();
+            same_answers(&index, &again, &fps);
+        }
+    }
+
+    #[test]
+    fn empty_index_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("empty.rsh");
+        let index = Index::new(3, Some(6), None).unwrap();
+        index.save(&path).unwrap();
+        let loaded = Index::load(&path, true).unwrap();
+        assert!(loaded.is_empty());
+        assert_eq!(loaded.design().levels(), index.design().levels());
+        assert!(loaded.fixed);
+    }
+}
