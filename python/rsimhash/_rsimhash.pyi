@@ -1,5 +1,6 @@
 """Type stubs of the compiled core, ``rsimhash._rsimhash``."""
 
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any, Union, final
 
@@ -79,7 +80,30 @@ class Index:
     read lock and adds take a write lock; heavy work runs without the GIL.
     """
 
-    def __new__(cls, k: int = 3, *, blocks: Union[int, None] = None, tables: Union[int, None] = None) -> "Index": ...
+    def __new__(
+        cls,
+        k: int = 3,
+        *,
+        blocks: Union[int, None] = None,
+        tables: Union[int, None] = None,
+        compress: bool = True,
+        block_bytes: int = 1024,
+    ) -> "Index": ...
+    @classmethod
+    def load(cls, path: Union[str, "os.PathLike[str]"], *, mmap: bool = True) -> "Index":
+        """Reads an index file written by ``save``; every checksum is verified first.
+
+        With ``mmap`` the compressed tables are used in place from a read-only
+        mapping of the file. Raises ``ValueError`` naming the problem for a
+        damaged, truncated or foreign file, and ``OSError`` when it cannot be read.
+        """
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Writes the index atomically: a crash mid-save leaves the old file intact."""
+    @property
+    def compressed(self) -> bool:
+        """Whether the tables are stored compressed (Huffman-coded XOR deltas)."""
+    def info(self) -> dict[str, Any]:
+        """Counts, sizes and versions: items, k, tables, design, compressed, bytes per item per table, ..."""
     @property
     def k(self) -> int:
         """The largest distance answered completely."""

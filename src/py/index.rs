@@ -8,10 +8,13 @@ use std::sync::RwLock;
 use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyType};
+use std::path::PathBuf;
 
 use super::convert::{to_u64, U64s};
 use super::detach;
 use crate::index::{ClusterMethod, Index};
+use crate::table::Layout;
 
 type NewAndMatched<'py> = (Bound<'py, PyArray1<bool>>, Bound<'py, PyArray1<u64>>);
 
@@ -42,12 +45,62 @@ fn small(name: &str, value: Option<i64>) -> PyResult<Option<u32>> {
 #[pymethods]
 impl PyIndex {
     #[new]
-    #[pyo3(signature = (k = 3, *, blocks = None, tables = None))]
-    fn new(k: i64, blocks: Option<i64>, tables: Option<i64>) -> PyResult<Self> {
+    #[pyo3(signature = (k = 3, *, blocks = None, tables = None, compress = true, block_bytes = 1024))]
+    fn new(k: i64, blocks: Option<i64>, tables: Option<i64>, compress: bool, block_bytes: i64) -> PyResult<Self> {
         let k = small("k", Some(k))?.unwrap_or(3);
         let blocks = small("blocks", blocks)?;
         let tables = small("tables", tables)?.map(|t| t as usize);
-        Ok(PyIndex { inner: RwLock::new(Index::new(k, blocks, tables)?) })
+        let block_bytes = small("block_bytes", Some(block_bytes))?.unwrap_or(1024) as usize;
+        let mut index = Index::new(k, blocks, tables)?;
+        index.set_layout(if compress { Layout::Packed(block_bytes) } else { Layout::Raw })?;
+        Ok(PyIndex { inner: RwLock::new(index) })
+    }
+
+    /// Reads an index file written by `save`; with `mmap`, its tables are
+    /// used in place from a read-only mapping of the file.
+    #[classmethod]
+    #[pyo3(signature = (path, *, mmap = true))]
+    fn load(_cls: &Bound<'_, PyType>, py: Python<'_>, path: PathBuf, mmap: bool) -> PyResult<Self> {
+        let index = detach::run(py, None, || Index::load(&path, mmap))?;
+        Ok(PyIndex { inner: RwLock::new(index) })
+    }
+
+    /// Writes the index to `path` atomically.
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        detach::run(py, None, || read(&self.inner).save(&path))
+    }
+
+    /// Whether tables are stored compressed.
+    #[getter]
+    fn compressed(&self) -> bool {
+        matches!(read(&self.inner).layout(), Layout::Packed(_))
+    }
+
+    /// What the index holds and how: a dict of counts, sizes and versions.
+    fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let index = read(&self.inner);
+        let (runs, buffered) = index.shape();
+        let (table_bytes, _) = index.table_bytes();
+        let tables = index.design().tables().len();
+        let items = index.len();
+        let d = PyDict::new(py);
+        d.set_item("items", items)?;
+        d.set_item("k", index.k())?;
+        d.set_item("tables", tables)?;
+        d.set_item("design", index.design().to_string())?;
+        d.set_item("compressed", matches!(index.layout(), Layout::Packed(_)))?;
+        d.set_item("block_bytes", match index.layout() { Layout::Packed(b) => Some(b), Layout::Raw => None })?;
+        d.set_item("runs", runs)?;
+        d.set_item("buffered", buffered)?;
+        d.set_item("nbytes", index.bytes())?;
+        d.set_item("table_bytes", table_bytes)?;
+        // Per item per table of the runs (the buffer has no tables).
+        let stored = (items - buffered) as f64;
+        let per = if stored == 0.0 { 0.0 } else { table_bytes as f64 / (tables as f64 * stored) };
+        d.set_item("table_bytes_per_item_per_table", per)?;
+        d.set_item("spec_version", crate::SPEC_VERSION)?;
+        d.set_item("format_version", crate::container::FORMAT_VERSION)?;
+        Ok(d)
     }
 
     /// The largest distance answered completely.
@@ -82,10 +135,11 @@ impl PyIndex {
         let index = read(&self.inner);
         let (runs, buffered) = index.shape();
         format!(
-            "Index(k={}, items={}, design=\"{}\", runs={runs}, buffered={buffered})",
+            "Index(k={}, items={}, design=\"{}\", compressed={}, runs={runs}, buffered={buffered})",
             index.k(),
             index.len(),
-            index.design()
+            index.design(),
+            if matches!(index.layout(), Layout::Packed(_)) { "True" } else { "False" }
         )
     }
 
