@@ -245,6 +245,29 @@ pub struct Encoded {
     pub first: Vec<u64>,
     /// The rank of each block's first key, then the number of keys.
     pub ranks: Vec<u32>,
+    /// [`MARKS`] marks per block.
+    pub marks: Vec<Mark>,
+}
+
+/// Marks per block: a search decodes from the last mark (or the block's
+/// start) at or below the key it looks for, a quarter of a block on average
+/// instead of half of it, for 48 bytes of memory per block (kept in memory,
+/// never in files: they are rebuilt while a loaded block is checked).
+pub const MARKS: usize = 3;
+
+/// A place to start decoding inside a block: key `index` of the block is
+/// `key`, and the code of the next one starts at bit `pos`.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Mark {
+    pub key: u64,
+    pub pos: u32,
+    pub index: u32,
+}
+
+/// The key indices of a block of `count` keys that get marks.
+#[inline]
+fn mark_index(count: usize, m: usize) -> usize {
+    (m + 1) * count / (MARKS + 1)
 }
 
 /// Encodes ascending distinct `keys` (fewer than 2^32) in blocks of
@@ -263,6 +286,8 @@ pub fn encode(keys: &[u64], code: &Code, block_bytes: usize) -> Encoded {
         out.data.extend_from_slice(&keys[i].to_le_bytes());
         let mut used = 0u32;
         let mut w = BitWriter { out: &mut out.data, acc: 0, fill: 0 };
+        let block_start = i;
+        let mut places = vec![Mark { key: keys[i], pos: 64, index: 0 }];
         i += 1;
         while i < keys.len() {
             let h = symbol(keys[i - 1], keys[i]);
@@ -274,9 +299,11 @@ pub fn encode(keys: &[u64], code: &Code, block_bytes: usize) -> Encoded {
             w.put(u64::from(code.codes[h as usize]), u32::from(code.lengths[h as usize]));
             w.put_wide(keys[i] & low_mask(h), h);
             used += cost;
+            places.push(Mark { key: keys[i], pos: 64 + used, index: (i - block_start) as u32 });
             i += 1;
         }
         w.finish();
+        out.marks.extend((0..MARKS).map(|m| places[mark_index(places.len(), m)]));
         if i < keys.len() {
             // Every block but the last is exactly block_bytes long.
             out.data.resize(start + block_bytes, 0);
@@ -303,6 +330,12 @@ pub struct BlockReader<'a> {
 }
 
 impl<'a> BlockReader<'a> {
+    /// A reader standing on `mark` of the block that `data` starts with.
+    #[inline]
+    pub fn at(data: &'a [u8], decoder: &'a Decoder, mark: Mark) -> BlockReader<'a> {
+        BlockReader { data, table: &decoder.table, pos: mark.pos as usize, prev: mark.key }
+    }
+
     /// A reader at the start of the block that `data` starts with; the first
     /// key comes from [`Self::first`]. Bytes missing at the end read as zeros.
     #[inline]
@@ -383,7 +416,7 @@ impl<'a> BlockReader<'a> {
 ///
 /// # Errors
 /// A message naming the first inconsistency.
-pub fn check_block(block: &[u8], count: usize, first: u64, decoder: &Decoder) -> Result<u64, String> {
+pub fn check_block(block: &[u8], count: usize, first: u64, decoder: &Decoder) -> Result<(u64, [Mark; MARKS]), String> {
     if block.len() < 8 {
         return Err(format!("a block of {} bytes (its first key alone takes 8)", block.len()));
     }
@@ -393,6 +426,11 @@ pub fn check_block(block: &[u8], count: usize, first: u64, decoder: &Decoder) ->
     let mut r = BlockReader::new(block, decoder);
     if r.first() != first {
         return Err(format!("a block starting at {:#018x} where the block index says {first:#018x}", r.first()));
+    }
+    let mut marks = [Mark { key: first, pos: 64, index: 0 }; MARKS];
+    let mut next_mark = 0;
+    while next_mark < MARKS && mark_index(count, next_mark) == 0 {
+        next_mark += 1;
     }
     for i in 1..count {
         let prev = r.current();
@@ -405,8 +443,12 @@ pub fn check_block(block: &[u8], count: usize, first: u64, decoder: &Decoder) ->
         if r.bits_read() > block.len() * 8 {
             return Err(format!("a block whose {count} keys need more than its {} bytes", block.len()));
         }
+        while next_mark < MARKS && mark_index(count, next_mark) == i {
+            marks[next_mark] = Mark { key, pos: r.bits_read() as u32, index: i as u32 };
+            next_mark += 1;
+        }
     }
-    Ok(r.current())
+    Ok((r.current(), marks))
 }
 
 #[cfg(test)]
@@ -420,7 +462,15 @@ mod tests {
         for b in 0..e.first.len() {
             let block = &e.data[b * block_bytes..((b + 1) * block_bytes).min(e.data.len())];
             let count = (e.ranks[b + 1] - e.ranks[b]) as usize;
-            let last = check_block(block, count, e.first[b], &dec).expect("a valid block");
+            let (last, marks) = check_block(block, count, e.first[b], &dec).expect("a valid block");
+            assert_eq!(&marks[..], &e.marks[b * MARKS..(b + 1) * MARKS], "marks of block {b}");
+            for m in marks {
+                let mut r = BlockReader::at(&e.data[b * block_bytes..], &dec, m);
+                let rest: Vec<u64> = (m.index as usize + 1..count).map(|_| r.next_key().unwrap()).collect();
+                let mut whole = BlockReader::new(block, &dec);
+                let expected: Vec<u64> = (1..count).map(|_| whole.next_key().unwrap()).skip(m.index as usize).collect();
+                assert_eq!(rest, expected);
+            }
             let mut r = BlockReader::new(block, &dec);
             out.push(r.first());
             for _ in 1..count {
@@ -486,7 +536,7 @@ mod tests {
         ) {
             let code = Code::from_counts(&counts.try_into().unwrap());
             let dec = code.decoder();
-            if let Ok(last) = check_block(&block, count, first, &dec) {
+            if let Ok((last, _)) = check_block(&block, count, first, &dec) {
                 let mut r = BlockReader::new(&block, &dec);
                 let mut prev = r.first();
                 for _ in 1..count {

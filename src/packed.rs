@@ -12,7 +12,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use crate::codec::{self, check_block, BlockReader, Code, Decoder, SYMBOLS};
+use crate::codec::{self, check_block, BlockReader, Code, Decoder, Mark, MARKS, SYMBOLS};
 use crate::container::Bytes;
 use crate::table::prefetch;
 
@@ -54,6 +54,8 @@ pub(crate) struct PackedTable {
     ranks: Words<u32>,
     dir: Vec<u32>,
     dir_bits: u32,
+    /// [`MARKS`] places to start decoding in each block.
+    marks: Vec<Mark>,
 }
 
 /// The parts of a packed table as they are saved.
@@ -80,6 +82,7 @@ impl PackedTable {
             ranks: Words::Owned(e.ranks),
             dir: Vec::new(),
             dir_bits: 0,
+            marks: e.marks,
         };
         t.build_dir();
         t
@@ -106,6 +109,7 @@ impl PackedTable {
             ranks: Words::File(ranks),
             dir: Vec::new(),
             dir_bits: 0,
+            marks: Vec::new(),
         };
         if nr != nf + 1 {
             return Err(format!("{nf} blocks but {nr} block ranks (expected one more)"));
@@ -123,20 +127,23 @@ impl PackedTable {
         if firsts.windows(2).any(|w| w[1] <= w[0]) {
             return Err("block keys that do not ascend".into());
         }
-        let lasts: Vec<Result<u64, String>> = (0..nf)
+        let checked: Vec<Result<(u64, [Mark; MARKS]), String>> = (0..nf)
             .into_par_iter()
             .map(|b| {
                 let count = (ranks[b + 1] - ranks[b]) as usize;
                 check_block(t.block(b), count, firsts[b], &t.decoder).map_err(|e| format!("block {b}: {e}"))
             })
             .collect();
-        for b in 0..nf {
-            let last = lasts[b].clone()?;
+        let mut marks = Vec::with_capacity(nf * MARKS);
+        for (b, result) in checked.into_iter().enumerate() {
+            let (last, block_marks) = result?;
             if b + 1 < nf && last >= firsts[b + 1] {
                 return Err(format!("block {b} ends above where block {} starts", b + 1));
             }
+            marks.extend(block_marks);
         }
         let mut t = t;
+        t.marks = marks;
         t.build_dir();
         Ok(t)
     }
@@ -182,7 +189,7 @@ impl PackedTable {
 
     /// Bytes of memory (or of the mapping) held.
     pub fn bytes(&self) -> usize {
-        self.data.len() + self.blocks() * 12 + 4 + self.dir.len() * 4
+        self.data.len() + self.blocks() * 12 + 4 + self.dir.len() * 4 + self.marks.len() * std::mem::size_of::<Mark>()
     }
 
     #[inline]
@@ -239,23 +246,19 @@ impl PackedTable {
 
     /// [`Self::for_each_in`] from block `b`, which [`Self::prefetch`] gave.
     #[inline]
-    pub fn for_each_from(&self, mut b: usize, lo: u64, hi: u64, mut f: impl FnMut(u64)) {
-        let blocks = self.blocks();
-        while b < blocks {
-            let mut r = BlockReader::new(self.tail(b), &self.decoder);
-            let mut key = r.first();
-            for i in 0..self.count(b) {
-                if i > 0 {
-                    key = r.next_key().unwrap_or(u64::MAX);
-                }
-                if key > hi {
-                    return;
-                }
-                if key >= lo {
-                    f(key);
-                }
-            }
-            b += 1;
+    pub fn for_each_from(&self, b: usize, lo: u64, hi: u64, mut f: impl FnMut(u64)) {
+        search_all(&mut [self.search(b, lo, hi)], |_, key| f(key));
+    }
+
+    /// A reader of block `b` standing on the last key at most `key` among
+    /// the block's first key and marks, and the number of keys after it.
+    #[inline]
+    fn start(&self, b: usize, key: u64) -> (BlockReader<'_>, usize) {
+        let marks = &self.marks[b * MARKS..(b + 1) * MARKS];
+        let count = self.count(b);
+        match marks.iter().rev().find(|m| m.key <= key && m.index > 0) {
+            Some(&m) => (BlockReader::at(self.tail(b), &self.decoder, m), count - 1 - m.index as usize),
+            None => (BlockReader::new(self.tail(b), &self.decoder), count - 1),
         }
     }
 
@@ -263,16 +266,13 @@ impl PackedTable {
     /// [`Self::prefetch`]), to run with others by [`search_all`].
     #[inline]
     pub fn search(&self, b: usize, lo: u64, hi: u64) -> Search<'_> {
-        let b = b.min(self.blocks().saturating_sub(1));
-        Search {
-            table: self,
-            reader: BlockReader::new(self.tail(b), &self.decoder),
-            block: b,
-            left: if self.blocks() == 0 { 0 } else { self.count(b) - 1 },
-            lo,
-            hi,
-            done: self.blocks() == 0,
+        if self.blocks() == 0 {
+            let reader = BlockReader::new(&[], &self.decoder);
+            return Search { table: self, reader, block: 0, left: 0, lo, hi, done: true };
         }
+        let b = b.min(self.blocks() - 1);
+        let (reader, left) = self.start(b, lo);
+        Search { table: self, reader, block: b, left, lo, hi, done: false }
     }
 
     /// The rank of `key`, if present.
@@ -282,10 +282,11 @@ impl PackedTable {
             return None;
         }
         let b = self.locate(key);
-        let mut r = BlockReader::new(self.tail(b), &self.decoder);
-        let mut cur = r.first();
-        for i in 0..self.count(b) {
-            if i > 0 {
+        let (mut r, left) = self.start(b, key);
+        let count = self.count(b);
+        let mut cur = r.current();
+        for i in count - 1 - left..count {
+            if i > count - 1 - left {
                 cur = r.next_key()?;
             }
             if cur >= key {
