@@ -379,6 +379,11 @@ fn split_ids(items: &[(u64, u64)]) -> (Vec<u64>, Vec<u32>, Vec<u64>) {
 /// run, distance.
 pub(crate) type BatchHit = (u32, u32, u32, u32);
 
+/// A batch decodes a packed table whole, rather than searching it query by
+/// query, from one query per this many keys: a search decodes about 40 keys
+/// (a quarter block and the range), at the cost of a sequential decode.
+const STREAM_RATIO: usize = 40;
+
 /// Queries looked up together: their directory entries are prefetched, then
 /// their first keys, then they are scanned, so the misses of a block overlap.
 const PIPELINE: usize = 32;
@@ -415,6 +420,12 @@ pub(crate) fn probe_batch(runs: &[&Run], queries: &[u64], k: u32) -> Vec<BatchHi
                     Table::Raw(raw) => scan_sorted(raw, &sorted, |qp, pos, keys| {
                         keys.iter().for_each(|&key| check(qp, pos, key));
                     }),
+                    // Many queries for the table's size: one pass decoding it
+                    // all beats a search per query, each decoding from a mark.
+                    Table::Packed(packed) if sorted.len() * STREAM_RATIO >= packed.len() => {
+                        let raw = RawTable::from_sorted(packed.decode(), spec[t].prefix);
+                        scan_sorted(&raw, &sorted, |qp, pos, keys| keys.iter().for_each(|&key| check(qp, pos, key)));
+                    }
                     Table::Packed(packed) => {
                         for &(qp, pos) in &sorted {
                             packed.for_each_in(qp & mask, qp | !mask, |key| check(qp, pos, key));
