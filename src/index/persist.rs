@@ -154,7 +154,10 @@ impl Index {
         let run_count = field(7, "run count")? as usize;
         let table_count = field(8, "table count")? as usize;
         let level_count = field(9, "level count")? as usize;
-        let levels: Vec<u32> = (0..level_count.min(64))
+        if level_count > 64 {
+            return Err(bad(format!("a design of {level_count} levels")));
+        }
+        let levels: Vec<u32> = (0..level_count)
             .map(|i| field(10 + i, "levels").map(|m| u32::try_from(m).unwrap_or(u32::MAX)))
             .collect::<Result<_>>()?;
         if meta.len() != 10 + level_count {
@@ -235,7 +238,8 @@ impl Index {
         }
         // Ids are distinct across the whole index (each run checked its own
         // lists): a repeated id would answer twice and remove once.
-        let mut all: Vec<u64> = index.runs.iter().flat_map(|r| r.parts().2.iter().copied()).collect();
+        // Only live ids: a removed id may have been added again.
+        let mut all: Vec<u64> = index.runs.iter().flat_map(|r| r.items().into_iter().map(|(_, id)| id)).collect();
         all.extend(index.buffer.iter().map(|&(_, id)| id));
         all.par_sort_unstable();
         if let Some(w) = all.par_windows(2).find_any(|w| w[0] == w[1]) {
@@ -307,6 +311,21 @@ mod tests {
             let again = Index::load(&path, !mmap).unwrap();
             same_answers(&index, &again, &fps);
         }
+    }
+
+    #[test]
+    fn a_removed_id_added_again_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("again.rsh");
+        let mut index = Index::new(3, None, None).unwrap();
+        let fps: Vec<u64> = (0..5000u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+        index.add(&fps, None).unwrap();
+        index.remove(&[5]);
+        index.add(&[42], Some(&[5])).unwrap();
+        index.save(&path).unwrap();
+        let loaded = Index::load(&path, true).unwrap();
+        assert_eq!(loaded.query(42, Some(0)).unwrap(), vec![(5, 0)]);
+        assert_eq!(loaded.len(), 5000);
     }
 
     #[test]
