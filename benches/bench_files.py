@@ -405,21 +405,11 @@ def main(argv=None) -> int:
     summary: Dict[str, object] = {"bench": "files", "seed": args.seed, "sizes": sizes,
                                   "rounds": args.rounds, "n_query_calls": args.queries,
                                   "n_query_batch": args.batch, "page_cache": "warm"}
-    for r in rep.rows.values():
-        if r.values:
-            summary[r.key] = round(r.median(), 4)
-            if r.target is not None:
-                summary[r.key + "_target"] = round(r.target, 4)
-                summary[r.key + "_met"] = r.met()
     for n in sizes:
         for k, v in infos.get(n, {}).items():
             if k != "n":
                 summary[f"{n}:{k}"] = v
-    summary["other_procs_cores"] = round(foreign, 2)
-    summary.update({k: mi.get(k) for k in ("nproc", "cpu", "python", "rsimhash", "numpy",
-                                           "loadavg")})
-    summary["loadavg_end"] = load_end
-    print("JSON " + json.dumps(summary, default=str))
+    rep.print_json(summary, foreign, mi, load_end)
     return 0
 
 

@@ -379,6 +379,28 @@ class Report:
         self.wall += wall
         self.other_cpu += other
 
+    def print_json(self, summary: Dict[str, object], foreign: float, machine: Dict[str, object],
+                   load_end: object) -> None:
+        """Prints `summary` with every row's median (and target), the extras and the
+        machine, as one `JSON {...}` line for scripts that compare runs."""
+        for r in self.rows.values():
+            if r.values:
+                m = r.median()
+                if r.kind == "int":
+                    m = int(round(m))
+                summary[r.key] = round(m, 4) if isinstance(m, float) else m
+                if r.target is not None:
+                    summary[r.key + "_target"] = round(r.target, 4)
+                    summary[r.key + "_met"] = r.met()
+            elif r.status:
+                summary[r.key] = r.status
+        summary.update(self.extra)
+        summary["other_procs_cores"] = round(foreign, 2)
+        summary.update({k: machine.get(k) for k in ("nproc", "cpu", "python", "rsimhash", "numpy",
+                                                    "loadavg")})
+        summary["loadavg_end"] = load_end
+        print("JSON " + json.dumps(summary, default=str))
+
     def na(self, keys, why: str) -> None:
         for k in keys:
             r = self.rows.get(k)
@@ -949,23 +971,7 @@ def main(argv=None) -> int:
         "repeats": [rep1, rep10],
         "sanity": san,
     }
-    for r in rep.rows.values():
-        if r.values:
-            m = r.median()
-            if r.kind == "int":
-                m = int(round(m))
-            summary[r.key] = round(m, 4) if isinstance(m, float) else m
-            if r.target is not None:
-                summary[r.key + "_target"] = round(r.target, 4)
-                summary[r.key + "_met"] = r.met()
-        elif r.status:
-            summary[r.key] = r.status
-    summary.update({k: v for k, v in rep.extra.items()})
-    summary["other_procs_cores"] = round(foreign, 2)
-    summary.update({k: info.get(k) for k in ("nproc", "cpu", "python", "rsimhash", "numpy",
-                                             "loadavg")})
-    summary["loadavg_end"] = load_end
-    print("JSON " + json.dumps(summary, default=str))
+    rep.print_json(summary, foreign, info, load_end)
     return 0
 
 
