@@ -337,19 +337,13 @@ impl<'a> BlockReader<'a> {
     }
 
     /// A reader at the start of the block that `data` starts with; the first
-    /// key comes from [`Self::first`]. Bytes missing at the end read as zeros.
+    /// key is [`Self::current`]. Bytes missing at the end read as zeros.
     #[inline]
     pub fn new(data: &'a [u8], decoder: &'a Decoder) -> BlockReader<'a> {
         let mut r = BlockReader { data, table: &decoder.table, pos: 0, prev: 0 };
         r.prev = r.peek_at(0);
         r.pos = 64;
         r
-    }
-
-    /// The block's first key (before any `next_key`), or the last key read.
-    #[inline]
-    pub fn first(&self) -> u64 {
-        self.prev
     }
 
     /// The last key read (the first key before any `next_key`).
@@ -424,8 +418,8 @@ pub fn check_block(block: &[u8], count: usize, first: u64, decoder: &Decoder) ->
         return Err("an empty block".into());
     }
     let mut r = BlockReader::new(block, decoder);
-    if r.first() != first {
-        return Err(format!("a block starting at {:#018x} where the block index says {first:#018x}", r.first()));
+    if r.current() != first {
+        return Err(format!("a block starting at {:#018x} where the block index says {first:#018x}", r.current()));
     }
     let mut marks = [Mark { key: first, pos: 64, index: 0 }; MARKS];
     let mut next_mark = 0;
@@ -472,7 +466,7 @@ mod tests {
                 assert_eq!(rest, expected);
             }
             let mut r = BlockReader::new(block, &dec);
-            out.push(r.first());
+            out.push(r.current());
             for _ in 1..count {
                 out.push(r.next_key().expect("a code"));
             }
@@ -538,7 +532,7 @@ mod tests {
             let dec = code.decoder();
             if let Ok((last, _)) = check_block(&block, count, first, &dec) {
                 let mut r = BlockReader::new(&block, &dec);
-                let mut prev = r.first();
+                let mut prev = r.current();
                 for _ in 1..count {
                     let key = r.next_key().unwrap();
                     prop_assert!(key > prev);

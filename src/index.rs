@@ -185,10 +185,9 @@ impl Index {
     }
 
     /// Bytes of the tables' keys (compressed or raw) and search structures,
-    /// summed over runs, and the number of tables (runs x tables a run).
-    pub fn table_bytes(&self) -> (usize, usize) {
-        let bytes = self.runs.iter().map(Run::table_bytes).sum();
-        (bytes, self.runs.len() * self.design.tables().len())
+    /// summed over runs.
+    pub fn table_bytes(&self) -> usize {
+        self.runs.iter().map(Run::table_bytes).sum()
     }
 
     /// Bytes held by the tables, ids and buffer.
@@ -584,11 +583,16 @@ mod tests {
         prop_oneof![Just(Layout::Raw), Just(Layout::Packed(16)), Just(Layout::Packed(100)), Just(Layout::DEFAULT)]
     }
 
-    /// Fingerprints with planted near neighbours, duplicates and extremes.
     fn data() -> impl Strategy<Value = Vec<u64>> {
+        planted(40, 120)
+    }
+
+    /// Fingerprints with planted near neighbours, duplicates and extremes:
+    /// up to `centers` centers and `near` items 0 to 4 bits from one of them.
+    pub(super) fn planted(centers: usize, near: usize) -> impl Strategy<Value = Vec<u64>> {
         (
-            prop::collection::vec(prop_oneof![any::<u64>(), Just(0u64), Just(u64::MAX)], 1..40),
-            prop::collection::vec((0usize..40, prop::collection::vec(0u32..64, 0..5)), 0..120),
+            prop::collection::vec(prop_oneof![any::<u64>(), Just(0u64), Just(u64::MAX)], 1..centers),
+            prop::collection::vec((0usize..centers, prop::collection::vec(0u32..64, 0..5)), 0..near),
         )
             .prop_map(|(centers, noise)| {
                 let mut out = centers.clone();

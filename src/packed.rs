@@ -300,7 +300,7 @@ impl PackedTable {
     pub fn decode_blocks(&self, range: Range<usize>, out: &mut Vec<u64>) {
         for b in range {
             let mut r = BlockReader::new(self.tail(b), &self.decoder);
-            out.push(r.first());
+            out.push(r.current());
             for _ in 1..self.count(b) {
                 out.push(r.next_key().unwrap_or(u64::MAX));
             }

@@ -256,14 +256,27 @@ impl Run {
             return Run::build(design, layout, items);
         }
         let (mut big, small) = if a.ids.len() >= b.ids.len() { (a, b) } else { (b, a) };
-        let (starts, ids) = merge_ids(&big, &small);
         let spec = design.tables();
-        let tables: Vec<Table> = std::mem::take(&mut big.tables)
-            .into_par_iter()
-            .zip(small.tables.par_iter())
-            .zip(spec.par_iter())
-            .map(|((t, s), spec)| Table::new(merge_into(t.into_keys(), &s.keys()), spec.prefix, layout))
-            .collect();
+        let mut tables = std::mem::take(&mut big.tables);
+        let rest = tables.split_off(1);
+        // Table 0's keys are the fingerprints the id lists follow: decoded
+        // once (when packed), for the ids and for table 0 itself.
+        let fa = tables.pop().expect("table 0").into_keys();
+        let fb = small.tables[0].keys();
+        let (starts, ids) = merge_ids(&big, &small, &fa, &fb);
+        let (first, rest) = rayon::join(
+            || Table::new(merge_into(fa, &fb), spec[0].prefix, layout),
+            || {
+                rest.into_par_iter()
+                    .zip(small.tables[1..].par_iter())
+                    .zip(spec[1..].par_iter())
+                    .map(|((t, s), spec)| Table::new(merge_into(t.into_keys(), &s.keys()), spec.prefix, layout))
+                    .collect::<Vec<Table>>()
+            },
+        );
+        let mut tables = Vec::with_capacity(spec.len());
+        tables.push(first);
+        tables.extend(rest);
         let dead = vec![0; ids.len().div_ceil(64)];
         Run { design, tables, starts, ids, dead, dead_count: 0 }
     }
@@ -509,10 +522,9 @@ fn merge_into(mut a: Vec<u64>, b: &[u64]) -> Vec<u64> {
 
 /// The id lists of the union of `big` and `small` (one design, nothing
 /// dead): `(starts, ids)` over the merged fingerprints, `starts` empty when
-/// no fingerprint has more than one id.
-fn merge_ids(big: &Run, small: &Run) -> (Vec<u32>, Vec<u64>) {
-    let (fa, fb) = (big.fps(), small.fps());
-    let shared = !big.starts.is_empty() || !small.starts.is_empty() || has_common(&fa, &fb);
+/// no fingerprint has more than one id; `fa`, `fb` are their fingerprints.
+fn merge_ids(big: &Run, small: &Run, fa: &[u64], fb: &[u64]) -> (Vec<u32>, Vec<u64>) {
+    let shared = !big.starts.is_empty() || !small.starts.is_empty() || has_common(fa, fb);
     let mut ids = crate::mem::vec_with_capacity(big.ids.len() + small.ids.len());
     let mut starts = Vec::new();
     if shared {

@@ -88,41 +88,58 @@ impl Index {
         meta.extend(self.design.levels().iter().map(|&m| u64::from(m)));
         let buffer: Vec<u64> = self.buffer.iter().flat_map(|&(fp, id)| [fp, id]).collect();
 
-        let mut run_meta: Vec<[u64; 2]> = Vec::new();
-        let mut table_meta: Vec<Vec<u64>> = Vec::new();
-        for (r, run) in self.runs.iter().enumerate() {
-            let (tables, starts, ids, _) = run.parts();
-            run_meta.push([ids.len() as u64, u64::from(!starts.is_empty())]);
-            for (t, table) in tables.iter().enumerate() {
-                let p = match table {
-                    Table::Packed(p) => p,
-                    Table::Raw(_) => packed[r][t].as_ref().expect("packed above"),
-                };
-                let parts = p.parts();
-                let mut m = vec![p.len() as u64, parts.block_bytes as u64];
-                m.extend(parts.lengths.chunks(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 lengths"))));
-                table_meta.push(m);
-            }
-        }
+        // Every table as written: the packed ones held, or their packed copies.
+        let saved: Vec<Vec<&PackedTable>> = self
+            .runs
+            .iter()
+            .zip(&packed)
+            .map(|(run, copies)| {
+                run.parts()
+                    .0
+                    .iter()
+                    .zip(copies)
+                    .map(|(table, copy)| match table {
+                        Table::Packed(p) => &**p,
+                        Table::Raw(_) => copy.as_ref().expect("packed above"),
+                    })
+                    .collect()
+            })
+            .collect();
+        let run_meta: Vec<[u64; 2]> = self
+            .runs
+            .iter()
+            .map(|run| {
+                let (_, starts, ids, _) = run.parts();
+                [ids.len() as u64, u64::from(!starts.is_empty())]
+            })
+            .collect();
+        let table_meta: Vec<Vec<Vec<u64>>> = saved
+            .iter()
+            .map(|tables| {
+                tables
+                    .iter()
+                    .map(|p| {
+                        let parts = p.parts();
+                        let mut m = vec![p.len() as u64, parts.block_bytes as u64];
+                        m.extend(parts.lengths.chunks(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 lengths"))));
+                        m
+                    })
+                    .collect()
+            })
+            .collect();
         let mut sections: Vec<(Tag, &[u8])> = vec![(INDEX, words(&meta)), (BUFFER, words(&buffer))];
-        let mut next_table = 0;
         for (r, run) in self.runs.iter().enumerate() {
-            let (tables, starts, ids, dead) = run.parts();
+            let (_, starts, ids, dead) = run.parts();
             sections.push((RUN, words(&run_meta[r])));
             sections.push((IDS, words(ids)));
             sections.push((STARTS, bytemuck::cast_slice(starts)));
             sections.push((DEAD, words(dead)));
-            for (t, table) in tables.iter().enumerate() {
-                let p = match table {
-                    Table::Packed(p) => p,
-                    Table::Raw(_) => packed[r][t].as_ref().expect("packed above"),
-                };
+            for (p, m) in saved[r].iter().zip(&table_meta[r]) {
                 let parts = p.parts();
-                sections.push((TABLE, words(&table_meta[next_table])));
+                sections.push((TABLE, words(m)));
                 sections.push((BLOCKS, parts.data));
                 sections.push((FIRST, words(parts.first)));
                 sections.push((RANKS, bytemuck::cast_slice(parts.ranks)));
-                next_table += 1;
             }
         }
         write_atomic(path, SPEC_VERSION, &sections)
@@ -260,17 +277,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn data() -> impl Strategy<Value = Vec<u64>> {
-        (
-            prop::collection::vec(prop_oneof![any::<u64>(), Just(0u64), Just(u64::MAX)], 1..30),
-            prop::collection::vec((0usize..30, prop::collection::vec(0u32..64, 0..4)), 0..3000),
-        )
-            .prop_map(|(centers, noise)| {
-                let mut out = centers.clone();
-                for (c, flips) in noise {
-                    out.push(flips.iter().fold(centers[c % centers.len()], |x, &b| x ^ (1 << b)));
-                }
-                out
-            })
+        crate::index::tests::planted(30, 3000)
     }
 
     fn same_answers(a: &Index, b: &Index, probes: &[u64]) {

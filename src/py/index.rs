@@ -80,7 +80,7 @@ impl PyIndex {
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let index = read(&self.inner);
         let (runs, buffered) = index.shape();
-        let (table_bytes, _) = index.table_bytes();
+        let table_bytes = index.table_bytes();
         let tables = index.design().tables().len();
         let items = index.len();
         let d = PyDict::new(py);
