@@ -271,7 +271,7 @@ pub fn with_tables(k: u32, tables: usize) -> Result<Design> {
         }
         let Ok(design) = Design::new(k, &levels) else { continue };
         counts.insert(design.tables.len());
-        if design.tables.len() == tables && best.as_ref().map_or(true, |b| design.min_prefix() > b.min_prefix()) {
+        if design.tables.len() == tables && best.as_ref().is_none_or(|b| design.min_prefix() > b.min_prefix()) {
             best = Some(design);
         }
     }

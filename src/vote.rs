@@ -224,7 +224,7 @@ mod tests {
     fn flushes_across_255_boundary() {
         // 300 all-ones against 299 zeros: counters wrap if flushing were wrong.
         let mut hs = vec![u64::MAX; 300];
-        hs.extend(std::iter::repeat(0).take(299));
+        hs.extend(std::iter::repeat_n(0, 299));
         assert_eq!(compute(&hs), u64::MAX);
         hs.push(0);
         assert_eq!(compute(&hs), 0);
