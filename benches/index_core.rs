@@ -9,6 +9,8 @@
 //! ```
 //!
 //! Steps: `build` (add + find_all), `query`, `batch`, `unique`; default all.
+//! `compare` times queries and find_all on raw and packed tables side by side.
+//! `QUERIES=n` sets how many single queries `query` times (200,000).
 //! Figures against the issue's targets come from `benches/bench_index.py`,
 //! which measures through Python as users call it; this harness is for
 //! finding where the time goes.
@@ -62,9 +64,11 @@ fn main() {
 
         if all || step == "query" {
             // Half stored fingerprints with bits flipped, half random.
+            let count = std::env::var("QUERIES").ok().and_then(|q| q.parse().ok()).unwrap_or(200_000);
             let queries: Vec<u64> = fps
                 .iter()
-                .take(200_000)
+                .cycle()
+                .take(count)
                 .enumerate()
                 .map(|(i, &f)| if i % 2 == 0 { f ^ 5 } else { f.rotate_left(7) })
                 .collect();
@@ -90,6 +94,47 @@ fn main() {
             let secs = t.elapsed().as_secs_f64();
             println!("query_batch {:.2} M/s ({} matches)", queries.len() as f64 / secs / 1e6, matches.ids.len());
         }
+    }
+
+    if step == "compare" {
+        // Raw and packed tables over the same items, queried in alternating
+        // rounds so that noise from other processes hits both alike.
+        let fps = random(n, 0x9e37_79b9_7f4a_7c15);
+        let build = |layout: Layout| {
+            let mut index = Index::new(3, None, None).expect("k = 3");
+            index.set_layout(layout).expect("a valid layout");
+            index.add(&fps, None).expect("add");
+            index
+        };
+        let packed_layout = match layout() {
+            Layout::Raw => Layout::DEFAULT,
+            l => l,
+        };
+        let indexes = [build(Layout::Raw), build(packed_layout)];
+        let queries: Vec<u64> = fps.iter().take(20_000).enumerate().map(|(i, &f)| if i % 2 == 0 { f ^ 5 } else { f.rotate_left(7) }).collect();
+        let mut latency = [Vec::new(), Vec::new()];
+        let mut find_all = [Vec::new(), Vec::new()];
+        for _ in 0..7 {
+            for (which, index) in indexes.iter().enumerate() {
+                for &q in &queries {
+                    let t = Instant::now();
+                    std::hint::black_box(index.query(q, None).expect("query"));
+                    latency[which].push(t.elapsed().as_nanos() as f64);
+                }
+                let t = Instant::now();
+                std::hint::black_box(index.find_all(None).expect("find_all"));
+                find_all[which].push(t.elapsed().as_secs_f64());
+            }
+        }
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let [lr, lp] = latency.map(|mut v| median(&mut v));
+        let [fr, fp] = find_all.map(|mut v| median(&mut v));
+        println!("{}, raw vs {:?}", indexes[0].design(), packed_layout);
+        println!("query median {lr:.0} / {lp:.0} ns = {:.2} x", lp / lr);
+        println!("find_all median {fr:.3} / {fp:.3} s = {:.2} x", fp / fr);
     }
 
     if all || step == "unique" {
