@@ -89,7 +89,7 @@ impl Code {
 
     /// The lookup table that decodes this code.
     pub fn decoder(&self) -> Decoder {
-        let mut table = vec![0u16; TABLE_SIZE].into_boxed_slice();
+        let mut table = Box::new([0u32; TABLE_SIZE]);
         for (s, &l) in self.lengths.iter().enumerate() {
             if l == 0 {
                 continue;
@@ -97,8 +97,10 @@ impl Code {
             // Every table index whose low `l` bits are the code decodes to `s`.
             let step = 1usize << l;
             let mut i = usize::from(self.codes[s]);
+            let (h, len) = (s as u32, u32::from(l));
+            let advance = if len + h <= FAST_BITS { len + h } else { 0 };
             while i < TABLE_SIZE {
-                table[i] = s as u16 | u16::from(l) << 8;
+                table[i] = h | len << 8 | advance << 16;
                 i += step;
             }
         }
@@ -168,11 +170,16 @@ fn limited_lengths(counts: &[u64; SYMBOLS]) -> [u8; SYMBOLS] {
 }
 
 /// The decoding table of a [`Code`]: entry `bits & (2^12 - 1)` holds the
-/// symbol in its low byte and the code length above it (0: no such code).
+/// symbol `h` in its low byte, the code length in the next (0: no such code)
+/// and, when the code and its `h` low bits fit in one load ([`FAST_BITS`]),
+/// their total length in the third (else 0).
 #[derive(Clone, Debug)]
 pub struct Decoder {
-    table: Box<[u16]>,
+    table: Box<[u32; TABLE_SIZE]>,
 }
+
+/// Bits one 8-byte load yields at any bit offset.
+const FAST_BITS: u32 = 57;
 
 /// `h`: the position of the highest bit in which `key` differs from `prev`.
 #[inline]
@@ -245,29 +252,70 @@ pub struct Encoded {
     pub first: Vec<u64>,
     /// The rank of each block's first key, then the number of keys.
     pub ranks: Vec<u32>,
-    /// [`MARKS`] marks per block.
-    pub marks: Vec<Mark>,
+    /// The header of each block: its first key and marks.
+    pub headers: Vec<Header>,
 }
 
-/// Marks per block: a search decodes from the last mark (or the block's
-/// start) at or below the key it looks for, a quarter of a block on average
-/// instead of half of it, for 48 bytes of memory per block (kept in memory,
-/// never in files: they are rebuilt while a loaded block is checked).
-pub const MARKS: usize = 3;
+/// Marks per block: a search decodes from the last mark below the key it
+/// looks for, a seventh of a block on average instead of half of it. With the
+/// block's first key, rank and count they fill one 64-byte [`Header`], so
+/// finding the block and the place to start in it costs one cache line. Headers live in memory
+/// only: they are rebuilt while a loaded block is checked.
+pub const MARKS: usize = 6;
 
-/// A place to start decoding inside a block: key `index` of the block is
-/// `key`, and the code of the next one starts at bit `pos`.
+/// A place to start decoding inside a block: key `index` of the block has
+/// `top` as its top 32 bits, and the code of the next one starts at bit
+/// `pos`. `index` 0 means no mark. The key after a mark differs from it above
+/// bit 31, so it decodes exactly from `top` alone; a search starts at the
+/// last mark whose `top` is below its key's, so the mark's key is below it.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct Mark {
-    pub key: u64,
-    pub pos: u32,
-    pub index: u32,
+    pub top: u32,
+    pub pos: u16,
+    pub index: u16,
 }
 
-/// The key indices of a block of `count` keys that get marks.
-#[inline]
-fn mark_index(count: usize, m: usize) -> usize {
-    (m + 1) * count / (MARKS + 1)
+/// A block's first key, the rank of that key in the table, the number of
+/// keys in the block, and marks: one cache line.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[repr(C, align(64))]
+pub struct Header {
+    pub first: u64,
+    pub rank: u32,
+    pub count: u32,
+    pub marks: [Mark; MARKS],
+}
+
+impl Header {
+    /// The header of a block whose keys are `keys`, the code after key `i`
+    /// starting at bit `pos[i]`. Mark `m` goes on the first key from index
+    /// `(m + 1) * count / (MARKS + 1)` on whose successor differs from it
+    /// above bit 31 (nearly always the first: in a table of N random keys two
+    /// neighbours share their top 32 bits with odds N / 2^32). Marks hold
+    /// 16-bit positions: blocks of 8 KiB and more get none.
+    pub fn new(keys: &[u64], pos: &[u32], rank: u32) -> Header {
+        let count = keys.len();
+        let mut h = Header { first: keys.first().copied().unwrap_or(0), rank, count: count as u32, marks: [Mark::default(); MARKS] };
+        if pos.last().is_some_and(|&p| p > u32::from(u16::MAX)) {
+            return h;
+        }
+        for (m, mark) in h.marks.iter_mut().enumerate() {
+            let from = ((m + 1) * count / (MARKS + 1)).max(1);
+            let to = (m + 2) * count / (MARKS + 1);
+            if let Some(i) = (from..to.min(count.saturating_sub(1))).find(|&i| (keys[i] ^ keys[i + 1]) >> 32 != 0) {
+                *mark = Mark { top: (keys[i] >> 32) as u32, pos: pos[i] as u16, index: i as u16 };
+            }
+        }
+        h
+    }
+
+    /// The last mark whose key is below `key`.
+    #[inline]
+    pub fn mark_below(&self, key: u64) -> Option<Mark> {
+        let top = (key >> 32) as u32;
+        self.marks.iter().rev().find(|m| m.index > 0 && m.top < top).copied()
+    }
 }
 
 /// Encodes ascending distinct `keys` (fewer than 2^32) in blocks of
@@ -277,6 +325,12 @@ pub fn encode(keys: &[u64], code: &Code, block_bytes: usize) -> Encoded {
     debug_assert!((MIN_BLOCK_BYTES..=MAX_BLOCK_BYTES).contains(&block_bytes));
     debug_assert!(keys.windows(2).all(|w| w[0] < w[1]));
     let mut out = Encoded::default();
+    // Sized ahead (and so on huge pages when large): every key's bits, plus
+    // each block's first key and unused tail, over-estimated.
+    let bits: u64 = keys.windows(2).map(|w| u64::from(code.cost(symbol(w[0], w[1])))).sum();
+    let blocks = (bits / 8) as usize / block_bytes.saturating_sub(16).max(1) + 1;
+    out.data = crate::mem::vec_with_capacity((bits / 8) as usize + blocks * 24 + block_bytes);
+    out.headers = crate::mem::vec_with_capacity(blocks);
     let capacity = (block_bytes as u32 - 8) * 8;
     let mut i = 0;
     while i < keys.len() {
@@ -287,7 +341,7 @@ pub fn encode(keys: &[u64], code: &Code, block_bytes: usize) -> Encoded {
         let mut used = 0u32;
         let mut w = BitWriter { out: &mut out.data, acc: 0, fill: 0 };
         let block_start = i;
-        let mut places = vec![Mark { key: keys[i], pos: 64, index: 0 }];
+        let mut pos = vec![64u32];
         i += 1;
         while i < keys.len() {
             let h = symbol(keys[i - 1], keys[i]);
@@ -299,11 +353,11 @@ pub fn encode(keys: &[u64], code: &Code, block_bytes: usize) -> Encoded {
             w.put(u64::from(code.codes[h as usize]), u32::from(code.lengths[h as usize]));
             w.put_wide(keys[i] & low_mask(h), h);
             used += cost;
-            places.push(Mark { key: keys[i], pos: 64 + used, index: (i - block_start) as u32 });
+            pos.push(64 + used);
             i += 1;
         }
         w.finish();
-        out.marks.extend((0..MARKS).map(|m| places[mark_index(places.len(), m)]));
+        out.headers.push(Header::new(&keys[block_start..i], &pos, block_start as u32));
         if i < keys.len() {
             // Every block but the last is exactly block_bytes long.
             out.data.resize(start + block_bytes, 0);
@@ -323,17 +377,18 @@ pub struct BlockReader<'a> {
     /// From the block's first byte to the end of the table's data: loads may
     /// read into the next block (bits that are never used), not past the end.
     data: &'a [u8],
-    table: &'a [u16],
+    table: &'a [u32; TABLE_SIZE],
     /// Bit position of the next code.
     pos: usize,
     prev: u64,
 }
 
 impl<'a> BlockReader<'a> {
-    /// A reader standing on `mark` of the block that `data` starts with.
+    /// A reader standing on `mark` of the block that `data` starts with;
+    /// [`Self::current`] is then the mark's key with its low 32 bits zero.
     #[inline]
     pub fn at(data: &'a [u8], decoder: &'a Decoder, mark: Mark) -> BlockReader<'a> {
-        BlockReader { data, table: &decoder.table, pos: mark.pos as usize, prev: mark.key }
+        BlockReader { data, table: &decoder.table, pos: usize::from(mark.pos), prev: u64::from(mark.top) << 32 }
     }
 
     /// A reader at the start of the block that `data` starts with; the first
@@ -357,13 +412,17 @@ impl<'a> BlockReader<'a> {
     fn peek_at(&self, byte: usize) -> u64 {
         match self.data.get(byte..byte + 8) {
             Some(b) => u64::from_le_bytes(b.try_into().expect("8 bytes")),
-            None => {
-                let mut b = [0u8; 8];
-                let rest = self.data.get(byte..).unwrap_or(&[]);
-                b[..rest.len()].copy_from_slice(rest);
-                u64::from_le_bytes(b)
-            }
+            None => self.peek_end(byte),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn peek_end(&self, byte: usize) -> u64 {
+        let mut b = [0u8; 8];
+        let rest = self.data.get(byte..).unwrap_or(&[]);
+        b[..rest.len()].copy_from_slice(rest);
+        u64::from_le_bytes(b)
     }
 
     /// At least 57 bits from `pos`.
@@ -378,24 +437,30 @@ impl<'a> BlockReader<'a> {
     pub fn next_key(&mut self) -> Option<u64> {
         let bits = self.peek();
         let entry = self.table[(bits as usize) & (TABLE_SIZE - 1)];
-        let len = u32::from(entry >> 8);
+        let advance = entry >> 16;
+        if advance == 0 {
+            return self.next_key_slow(entry);
+        }
+        self.pos += advance as usize;
+        self.prev = next(self.prev, bits, entry);
+        Some(self.prev)
+    }
+
+    /// [`Self::next_key`] for a code and low bits longer than one load
+    /// (rare: tiny tables), or no code.
+    #[cold]
+    #[inline(never)]
+    fn next_key_slow(&mut self, entry: u32) -> Option<u64> {
+        let (h, len) = (entry & 63, (entry >> 8) & 255);
         if len == 0 {
             return None;
         }
-        let h = u32::from(entry & 63);
-        let low = if len + h <= 57 {
-            self.pos += (len + h) as usize;
-            (bits >> len) & low_mask(h)
-        } else {
-            // Codes and low bits longer than one load: rare (tiny tables).
-            self.pos += len as usize;
-            let lo = self.peek() & low_mask(h.min(32));
-            self.pos += h.min(32) as usize;
-            let hi = if h > 32 { self.peek() & low_mask(h - 32) } else { 0 };
-            self.pos += h.saturating_sub(32) as usize;
-            lo | hi << 32
-        };
-        self.prev = ((self.prev >> h) | 1) << h | low;
+        self.pos += len as usize;
+        let lo = self.peek() & low_mask(h.min(32));
+        self.pos += h.min(32) as usize;
+        let hi = if h > 32 { self.peek() & low_mask(h - 32) } else { 0 };
+        self.pos += h.saturating_sub(32) as usize;
+        self.prev = ((self.prev >> h) | 1) << h | lo | hi << 32;
         Some(self.prev)
     }
 
@@ -405,12 +470,103 @@ impl<'a> BlockReader<'a> {
     }
 }
 
+/// The key after `prev` whose code, at the bottom of `bits`, has decoding
+/// table `entry`.
+#[inline(always)]
+fn next(prev: u64, bits: u64, entry: u32) -> u64 {
+    let (h, len) = (entry & 63, (entry >> 8) & 255);
+    ((prev >> h) | 1) << h | ((bits >> len) & low_mask(h))
+}
+
+/// Decodes whole blocks of a table's `data`, `L` at a time: block `l` starts
+/// at byte `starts[l]` and fills `out[l]` (its first key included). Each
+/// block is one chain of dependent loads; `L` independent chains, their
+/// state held in registers, keep the CPU busy while each one waits.
+/// Returns false if some block did not decode (never, for checked blocks).
+pub fn decode_lanes<const L: usize>(data: &[u8], decoder: &Decoder, starts: [usize; L], out: [&mut [u64]; L]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("bmi2") {
+        // SAFETY: the CPU has BMI2.
+        return unsafe { decode_lanes_bmi2(data, decoder, starts, out) };
+    }
+    decode_lanes_any(data, decoder, starts, out)
+}
+
+/// [`decode_lanes`] with BMI2's shifts, which take any register as the count
+/// (x86's older shifts need theirs in `cl`): fewer moves, and the lanes'
+/// state fits in registers.
+///
+/// # Safety
+/// The CPU must have BMI2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi2")]
+unsafe fn decode_lanes_bmi2<const L: usize>(data: &[u8], decoder: &Decoder, starts: [usize; L], out: [&mut [u64]; L]) -> bool {
+    decode_lanes_any(data, decoder, starts, out)
+}
+
+// The lanes step through several arrays in lockstep: indices read best.
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+fn decode_lanes_any<const L: usize>(data: &[u8], decoder: &Decoder, starts: [usize; L], out: [&mut [u64]; L]) -> bool {
+    let table = &decoder.table;
+    let load = |byte: usize| match data.get(byte..byte + 8) {
+        Some(b) => u64::from_le_bytes(b.try_into().expect("8 bytes")),
+        None => {
+            let mut b = [0u8; 8];
+            let rest = data.get(byte..).unwrap_or(&[]);
+            b[..rest.len()].copy_from_slice(rest);
+            u64::from_le_bytes(b)
+        }
+    };
+    let mut pos = starts.map(|s| s * 8 + 64);
+    let mut prev = starts.map(load);
+    let common = out.iter().map(|o| o.len()).min().unwrap_or(0);
+    for l in 0..L {
+        if let Some(first) = out[l].first_mut() {
+            *first = prev[l];
+        }
+    }
+    // All lanes step together; a long code (one in 30 or so: a key's high
+    // bit can be far above its gap to the one before) takes a detour.
+    let mut ok = true;
+    for i in 1..common {
+        let bits: [u64; L] = std::array::from_fn(|l| load(pos[l] >> 3) >> (pos[l] & 7));
+        let entry: [u32; L] = std::array::from_fn(|l| table[(bits[l] as usize) & (TABLE_SIZE - 1)]);
+        for l in 0..L {
+            if entry[l] >> 16 != 0 {
+                pos[l] += (entry[l] >> 16) as usize;
+                prev[l] = next(prev[l], bits[l], entry[l]);
+            } else {
+                let block = data.get(starts[l]..).unwrap_or(&[]);
+                let mut r = BlockReader { data: block, table, pos: pos[l] - starts[l] * 8, prev: prev[l] };
+                ok &= r.next_key_slow(entry[l]).is_some();
+                (pos[l], prev[l]) = (r.pos + starts[l] * 8, r.prev);
+            }
+            out[l][i] = prev[l];
+        }
+    }
+    let i = common.max(1);
+    // Then each lane on its own.
+    for l in 0..L {
+        let Some(rest) = out[l].get_mut(i..) else { continue };
+        let block = data.get(starts[l]..).unwrap_or(&[]);
+        let mut r = BlockReader { data: block, table, pos: pos[l] - starts[l] * 8, prev: prev[l] };
+        for slot in rest {
+            let key = r.next_key();
+            ok &= key.is_some();
+            *slot = key.unwrap_or(0);
+        }
+    }
+    ok
+}
+
 /// Checks that `block` holds `count` keys (at least 1) in ascending order,
-/// starting at `first` and within its bytes; returns the last key.
+/// starting at `first` and within its bytes; returns the last key and the
+/// block's header.
 ///
 /// # Errors
 /// A message naming the first inconsistency.
-pub fn check_block(block: &[u8], count: usize, first: u64, decoder: &Decoder) -> Result<(u64, [Mark; MARKS]), String> {
+pub fn check_block(block: &[u8], rank: u32, count: usize, first: u64, decoder: &Decoder) -> Result<(u64, Header), String> {
     if block.len() < 8 {
         return Err(format!("a block of {} bytes (its first key alone takes 8)", block.len()));
     }
@@ -421,11 +577,14 @@ pub fn check_block(block: &[u8], count: usize, first: u64, decoder: &Decoder) ->
     if r.current() != first {
         return Err(format!("a block starting at {:#018x} where the block index says {first:#018x}", r.current()));
     }
-    let mut marks = [Mark { key: first, pos: 64, index: 0 }; MARKS];
-    let mut next_mark = 0;
-    while next_mark < MARKS && mark_index(count, next_mark) == 0 {
-        next_mark += 1;
+    // A block holds at most one key per bit: `count` cannot ask for more.
+    if count > block.len() * 8 {
+        return Err(format!("{count} keys in a block of {} bytes", block.len()));
     }
+    let mut keys = Vec::with_capacity(count);
+    let mut pos = Vec::with_capacity(count);
+    keys.push(first);
+    pos.push(64);
     for i in 1..count {
         let prev = r.current();
         let Some(key) = r.next_key() else {
@@ -437,12 +596,10 @@ pub fn check_block(block: &[u8], count: usize, first: u64, decoder: &Decoder) ->
         if r.bits_read() > block.len() * 8 {
             return Err(format!("a block whose {count} keys need more than its {} bytes", block.len()));
         }
-        while next_mark < MARKS && mark_index(count, next_mark) == i {
-            marks[next_mark] = Mark { key, pos: r.bits_read() as u32, index: i as u32 };
-            next_mark += 1;
-        }
+        keys.push(key);
+        pos.push(r.bits_read() as u32);
     }
-    Ok((r.current(), marks))
+    Ok((r.current(), Header::new(&keys, &pos, rank)))
 }
 
 #[cfg(test)]
@@ -456,14 +613,27 @@ mod tests {
         for b in 0..e.first.len() {
             let block = &e.data[b * block_bytes..((b + 1) * block_bytes).min(e.data.len())];
             let count = (e.ranks[b + 1] - e.ranks[b]) as usize;
-            let (last, marks) = check_block(block, count, e.first[b], &dec).expect("a valid block");
-            assert_eq!(&marks[..], &e.marks[b * MARKS..(b + 1) * MARKS], "marks of block {b}");
-            for m in marks {
-                let mut r = BlockReader::at(&e.data[b * block_bytes..], &dec, m);
-                let rest: Vec<u64> = (m.index as usize + 1..count).map(|_| r.next_key().unwrap()).collect();
-                let mut whole = BlockReader::new(block, &dec);
-                let expected: Vec<u64> = (1..count).map(|_| whole.next_key().unwrap()).skip(m.index as usize).collect();
-                assert_eq!(rest, expected);
+            let (last, header) = check_block(block, e.ranks[b], count, e.first[b], &dec).expect("a valid block");
+            assert_eq!(header, e.headers[b], "header of block {b}");
+            assert_eq!(header.first, e.first[b]);
+            let mut whole = BlockReader::new(block, &dec);
+            let keys: Vec<u64> = std::iter::once(whole.current()).chain((1..count).map(|_| whole.next_key().unwrap())).collect();
+            for m in header.marks.iter().filter(|m| m.index > 0) {
+                let i = usize::from(m.index);
+                assert_eq!(u64::from(m.top), keys[i] >> 32, "mark on key {i}");
+                // A probe just above the mark's top bits starts here or later.
+                if m.top < u32::MAX {
+                    let n = header.mark_below((u64::from(m.top) + 1) << 32).expect("a mark");
+                    assert!(n.index >= m.index);
+                }
+                let mut r = BlockReader::at(&e.data[b * block_bytes..], &dec, *m);
+                let rest: Vec<u64> = (i + 1..count).map(|_| r.next_key().unwrap()).collect();
+                assert_eq!(rest, keys[i + 1..]);
+            }
+            for probe in keys.iter().flat_map(|&k| [k, k.wrapping_add(1 << 32), k.wrapping_sub(1)]) {
+                if let Some(m) = header.mark_below(probe) {
+                    assert!(keys[usize::from(m.index)] < probe, "mark {m:?} for a probe of {probe:#x}");
+                }
             }
             let mut r = BlockReader::new(block, &dec);
             out.push(r.current());
@@ -530,7 +700,7 @@ mod tests {
         ) {
             let code = Code::from_counts(&counts.try_into().unwrap());
             let dec = code.decoder();
-            if let Ok((last, _)) = check_block(&block, count, first, &dec) {
+            if let Ok((last, _)) = check_block(&block, 0, count, first, &dec) {
                 let mut r = BlockReader::new(&block, &dec);
                 let mut prev = r.current();
                 for _ in 1..count {
@@ -565,7 +735,9 @@ mod tests {
         let dec = code.decoder();
         for s in 0..SYMBOLS {
             let e = dec.table[usize::from(code.codes[s])];
-            assert_eq!((usize::from(e & 0xff), e >> 8), (s, u16::from(code.lengths[s])));
+            let (h, len) = (e & 0xff, (e >> 8) & 0xff);
+            assert_eq!((h as usize, len), (s, u32::from(code.lengths[s])));
+            assert_eq!(e >> 16, if len + h <= FAST_BITS { len + h } else { 0 });
         }
     }
 

@@ -6,7 +6,7 @@
 //! mode) cuts both by 512x. Elsewhere, or when refused, plain pages serve.
 
 /// Buffers smaller than this gain nothing from huge pages.
-const HUGE_MIN_BYTES: usize = 4 << 20;
+const HUGE_MIN_BYTES: usize = 2 << 20;
 
 /// An empty vector with room for `n` items, on huge pages if large.
 pub(crate) fn vec_with_capacity<T>(n: usize) -> Vec<T> {

@@ -27,6 +27,10 @@ use crate::table::{Layout, RawTable, Table};
 /// before any range is scanned, so their cache misses overlap.
 const PROBE_CHUNK: usize = 16;
 
+/// Blocks of a packed table that [`Run::pairs`] decodes at a time: about
+/// 50,000 keys in 1 KiB blocks, 400 KB, which stay in a core's L2 cache.
+const PAIRS_CHUNK_BLOCKS: usize = 256;
+
 #[derive(Debug)]
 pub(crate) struct Run {
     design: Arc<Design>,
@@ -152,20 +156,37 @@ impl Run {
         let mut ranges = [(0usize, 0usize, 0u64); PROBE_CHUNK];
         for first in (0..spec.len()).step_by(PROBE_CHUNK) {
             let last = (first + PROBE_CHUNK).min(spec.len());
+            // Each step's loads go out for every table before the next step
+            // needs them: a packed table's search waits on its directory
+            // entry, then on its block header, then on its bytes.
             for t in first..last {
                 let qp = spec[t].perm.apply(q);
                 let (lo, hi) = match &self.tables[t] {
                     Table::Raw(raw) => raw.bucket_range(qp),
-                    Table::Packed(packed) => (packed.prefetch(qp & spec[t].prefix_mask), 0),
+                    Table::Packed(packed) => {
+                        packed.prefetch_dir(qp & spec[t].prefix_mask);
+                        (0, 0)
+                    }
                 };
                 ranges[t - first] = (lo, hi, qp);
             }
-            let mut check = |t: usize, key: u64| {
+            for t in first..last {
+                if let Table::Packed(packed) = &self.tables[t] {
+                    packed.prefetch_header(ranges[t - first].2 & spec[t].prefix_mask);
+                }
+            }
+            // `rank`: the key's position in table `t`, if known. Table 0's
+            // ranks are fingerprint indices: no second lookup for its hits.
+            let mut check = |t: usize, key: u64, rank: Option<usize>| {
                 let qp = ranges[t - first].2;
                 let x = key ^ qp;
                 let d = x.count_ones();
                 if d <= k && self.design.reports(t, x) {
-                    if let Some(i) = self.live_index(self.design.unpermute(t, key)) {
+                    let i = match rank {
+                        Some(i) if t == 0 => self.first_id(i).map(|_| i),
+                        _ => self.live_index(self.design.unpermute(t, key)),
+                    };
+                    if let Some(i) = i {
                         hit((i as u32, d));
                     }
                 }
@@ -175,15 +196,15 @@ impl Run {
             for t in first..last {
                 let (lo, hi, qp) = ranges[t - first];
                 match &self.tables[t] {
-                    Table::Raw(raw) => raw.keys[lo..hi].iter().for_each(|&key| check(t, key)),
+                    Table::Raw(raw) => (lo..hi).for_each(|i| check(t, raw.keys[i], Some(i))),
                     Table::Packed(packed) => {
                         let mask = spec[t].prefix_mask;
                         tables[searches.len()] = t;
-                        searches.push(packed.search(lo, qp & mask, qp | !mask));
+                        searches.push(packed.search(qp & mask, qp | !mask));
                     }
                 }
             }
-            search_all(&mut searches, |i, key| check(tables[i], key));
+            search_all(&mut searches, |i, key, rank| check(tables[i], key, Some(rank)));
         }
     }
 
@@ -203,29 +224,36 @@ impl Run {
         let per_table: Vec<Vec<(u32, u32, u32)>> = (0..spec.len())
             .into_par_iter()
             .map(|t| {
-                let keys = self.tables[t].keys();
                 let mask = spec[t].prefix_mask;
                 let mut found = Vec::new();
-                // Groups of two or more keys sharing the prefix are rare: scan
-                // neighbours in chunks and look closer only where one starts.
-                let mut start = 0;
-                while start + 1 < keys.len() {
-                    let Some(at) = keys[start..].windows(2).position(|w| (w[0] ^ w[1]) & mask == 0) else { break };
-                    let first = start + at;
-                    let mut end = first + 2;
-                    while end < keys.len() && (keys[first] ^ keys[end]) & mask == 0 {
-                        end += 1;
-                    }
-                    for a in first..end {
-                        for b in a + 1..end {
-                            let x = keys[a] ^ keys[b];
-                            let d = x.count_ones();
-                            if d <= k && self.design.reports(t, x) {
-                                found.push((keys[a], keys[b], d));
+                let mut scan = |keys: &[u64]| {
+                    for group in groups(keys, mask) {
+                        for (a, &x) in group.iter().enumerate() {
+                            for &y in &group[a + 1..] {
+                                let d = (x ^ y).count_ones();
+                                if d <= k && self.design.reports(t, x ^ y) {
+                                    found.push((x, y, d));
+                                }
                             }
                         }
                     }
-                    start = end;
+                };
+                match &self.tables[t] {
+                    Table::Raw(raw) => scan(&raw.keys),
+                    Table::Packed(packed) => {
+                        // Decoded a chunk of blocks at a time into a buffer
+                        // that stays in cache; a chunk's last group may go
+                        // on in the next, so it waits for it.
+                        let mut buf = Vec::new();
+                        let blocks = packed.blocks();
+                        for start in (0..blocks).step_by(PAIRS_CHUNK_BLOCKS) {
+                            let end = (start + PAIRS_CHUNK_BLOCKS).min(blocks);
+                            packed.decode_blocks(start..end, &mut buf);
+                            let cut = if end == blocks { buf.len() } else { last_group(&buf, mask) };
+                            scan(&buf[..cut]);
+                            buf.drain(..cut);
+                        }
+                    }
                 }
                 // Back to fingerprint indices.
                 found
@@ -365,6 +393,30 @@ impl Run {
 
 /// Sorted items cut into distinct fingerprints, id-list starts (empty when
 /// no fingerprint repeats) and ids.
+/// The runs of two or more consecutive `keys` equal under `mask`. Such
+/// groups are rare: neighbours are compared in chunks, and looked at closer
+/// only where a group starts.
+fn groups(keys: &[u64], mask: u64) -> impl Iterator<Item = &[u64]> {
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        let at = keys.get(start..)?.windows(2).position(|w| (w[0] ^ w[1]) & mask == 0)?;
+        let first = start + at;
+        let mut end = first + 2;
+        while end < keys.len() && (keys[first] ^ keys[end]) & mask == 0 {
+            end += 1;
+        }
+        start = end;
+        Some(&keys[first..end])
+    })
+}
+
+/// Where the last group of `keys` equal under `mask` starts (a group of one
+/// included).
+fn last_group(keys: &[u64], mask: u64) -> usize {
+    let Some(&last) = keys.last() else { return 0 };
+    keys.iter().rposition(|&x| (x ^ last) & mask != 0).map_or(0, |i| i + 1)
+}
+
 fn split_ids(items: &[(u64, u64)]) -> (Vec<u64>, Vec<u32>, Vec<u64>) {
     let mut fps: Vec<u64> = crate::mem::vec_with_capacity(items.len());
     let mut ids: Vec<u64> = crate::mem::vec_with_capacity(items.len());
