@@ -289,25 +289,13 @@ pub struct Header {
 
 impl Header {
     /// The header of a block whose keys are `keys`, the code after key `i`
-    /// starting at bit `pos[i]`. Mark `m` goes on the first key from index
-    /// `(m + 1) * count / (MARKS + 1)` on whose successor differs from it
-    /// above bit 31 (nearly always the first: in a table of N random keys two
-    /// neighbours share their top 32 bits with odds N / 2^32). Marks hold
-    /// 16-bit positions: blocks of 8 KiB and more get none.
+    /// starting at bit `pos[i]`.
     pub fn new(keys: &[u64], pos: &[u32], rank: u32) -> Header {
-        let count = keys.len();
-        let mut h = Header { first: keys.first().copied().unwrap_or(0), rank, count: count as u32, marks: [Mark::default(); MARKS] };
-        if pos.last().is_some_and(|&p| p > u32::from(u16::MAX)) {
-            return h;
+        let mut marker = Marker::new(keys.first().copied().unwrap_or(0), rank, keys.len());
+        for i in 1..keys.len() {
+            marker.offer(i - 1, keys[i - 1], pos[i - 1], keys[i]);
         }
-        for (m, mark) in h.marks.iter_mut().enumerate() {
-            let from = ((m + 1) * count / (MARKS + 1)).max(1);
-            let to = (m + 2) * count / (MARKS + 1);
-            if let Some(i) = (from..to.min(count.saturating_sub(1))).find(|&i| (keys[i] ^ keys[i + 1]) >> 32 != 0) {
-                *mark = Mark { top: (keys[i] >> 32) as u32, pos: pos[i] as u16, index: i as u16 };
-            }
-        }
-        h
+        marker.header
     }
 
     /// The last mark whose key is below `key`.
@@ -315,6 +303,38 @@ impl Header {
     pub fn mark_below(&self, key: u64) -> Option<Mark> {
         let top = (key >> 32) as u32;
         self.marks.iter().rev().find(|m| m.index > 0 && m.top < top).copied()
+    }
+}
+
+/// Places the marks of a block as its keys go by. Mark `m` goes on the first
+/// key from index `(m + 1) * count / (MARKS + 1)` on whose successor differs
+/// from it above bit 31 (nearly always that one: in a table of N random keys
+/// two neighbours share their top 32 bits with odds N / 2^32) and whose
+/// position fits in 16 bits (blocks past 8 KiB lose their later marks).
+pub struct Marker {
+    pub header: Header,
+    next: usize,
+}
+
+impl Marker {
+    pub fn new(first: u64, rank: u32, count: usize) -> Marker {
+        Marker { header: Header { first, rank, count: count as u32, marks: [Mark::default(); MARKS] }, next: 0 }
+    }
+
+    /// Key `i` of the block is `key`, followed by `next`; the code of `next`
+    /// starts at bit `pos`.
+    #[inline]
+    pub fn offer(&mut self, i: usize, key: u64, pos: u32, next: u64) {
+        let count = self.header.count as usize;
+        // Windows end where the next one starts: a mark missed is left empty.
+        while self.next < MARKS && i >= (self.next + 2) * count / (MARKS + 1) {
+            self.next += 1;
+        }
+        let m = self.next;
+        if m < MARKS && i >= ((m + 1) * count / (MARKS + 1)).max(1) && (key ^ next) >> 32 != 0 && pos <= u32::from(u16::MAX) {
+            self.header.marks[m] = Mark { top: (key >> 32) as u32, pos: pos as u16, index: i as u16 };
+            self.next += 1;
+        }
     }
 }
 
@@ -577,16 +597,9 @@ pub fn check_block(block: &[u8], rank: u32, count: usize, first: u64, decoder: &
     if r.current() != first {
         return Err(format!("a block starting at {:#018x} where the block index says {first:#018x}", r.current()));
     }
-    // A block holds at most one key per bit: `count` cannot ask for more.
-    if count > block.len() * 8 {
-        return Err(format!("{count} keys in a block of {} bytes", block.len()));
-    }
-    let mut keys = Vec::with_capacity(count);
-    let mut pos = Vec::with_capacity(count);
-    keys.push(first);
-    pos.push(64);
+    let mut marker = Marker::new(first, rank, count);
     for i in 1..count {
-        let prev = r.current();
+        let (prev, pos) = (r.current(), r.bits_read() as u32);
         let Some(key) = r.next_key() else {
             return Err(format!("key {i} of a block has no valid code"));
         };
@@ -596,10 +609,9 @@ pub fn check_block(block: &[u8], rank: u32, count: usize, first: u64, decoder: &
         if r.bits_read() > block.len() * 8 {
             return Err(format!("a block whose {count} keys need more than its {} bytes", block.len()));
         }
-        keys.push(key);
-        pos.push(r.bits_read() as u32);
+        marker.offer(i - 1, prev, pos, key);
     }
-    Ok((r.current(), Header::new(&keys, &pos, rank)))
+    Ok((r.current(), marker.header))
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ use rayon::prelude::*;
 use crate::plan::Design;
 use crate::radix::{par_sort_by_top_bits, sort_bits, sort_by_top_bits};
 use crate::packed::search_all;
+use crate::packed::PackedTable;
 use crate::table::{Layout, RawTable, Table};
 
 /// Tables probed per batch of directory loads: all their loads are issued
@@ -488,8 +489,7 @@ pub(crate) fn probe_batch(runs: &[&Run], queries: &[u64], k: u32) -> Vec<BatchHi
                     // Many queries for the table's size: one pass decoding it
                     // all beats a search per query, each decoding from a mark.
                     Table::Packed(packed) if sorted.len() * STREAM_RATIO >= packed.len() => {
-                        let raw = RawTable::from_sorted(packed.decode(), spec[t].prefix);
-                        scan_sorted(&raw, &sorted, |qp, pos, keys| keys.iter().for_each(|&key| check(qp, pos, key)));
+                        stream_sorted(packed, mask, &sorted, |qp, pos, keys| keys.iter().for_each(|&key| check(qp, pos, key)));
                     }
                     Table::Packed(packed) => {
                         for &(qp, pos) in &sorted {
@@ -508,6 +508,42 @@ pub(crate) fn probe_batch(runs: &[&Run], queries: &[u64], k: u32) -> Vec<BatchHi
         .collect();
     hits.sort_unstable();
     hits
+}
+
+/// [`scan_sorted`] for a packed table, decoded once from start to end a
+/// chunk of blocks at a time (the chunk stays in cache): the sorted queries
+/// and the decoded keys are merged. A chunk's last group of keys sharing the
+/// prefix may go on in the next chunk, so it waits for it, and so do the
+/// queries with that prefix or a higher one.
+fn stream_sorted(table: &PackedTable, mask: u64, sorted: &[(u64, u32)], mut visit: impl FnMut(u64, u32, &[u64])) {
+    let mut buf = Vec::new();
+    let (mut next, mut at) = (0, 0);
+    let blocks = table.blocks();
+    for start in (0..blocks).step_by(PAIRS_CHUNK_BLOCKS) {
+        let end = (start + PAIRS_CHUNK_BLOCKS).min(blocks);
+        table.decode_blocks(start..end, &mut buf);
+        let cut = if end == blocks { buf.len() } else { last_group(&buf, mask) };
+        while let Some(&(qp, pos)) = sorted.get(next) {
+            if end < blocks && qp & mask >= buf[cut] & mask {
+                break;
+            }
+            // Queries ascend, so the first key of a query's range never
+            // moves back: `at` walks to it (a few dozen keys at most, with a
+            // query per STREAM_RATIO keys or more).
+            while at < cut && buf[at] < qp & mask {
+                at += 1;
+            }
+            let mut end = at;
+            while end < cut && buf[end] <= qp | !mask {
+                end += 1;
+            }
+            visit(qp, pos, &buf[at..end]);
+            next += 1;
+        }
+        // Every query left starts at or after `cut`.
+        buf.drain(..cut);
+        at = 0;
+    }
 }
 
 /// Calls `visit(query, position, bucket keys)` for every sorted query, with
