@@ -23,8 +23,12 @@ use std::collections::BinaryHeap;
 
 /// Symbols: `h` in `0..64`.
 pub const SYMBOLS: usize = 64;
-/// The longest code: a 2^12-entry lookup table (8 KiB).
+/// The longest code a table may use (in files too): a 2^12-entry lookup table.
 pub const MAX_CODE_LEN: u32 = 12;
+/// The longest code this encoder makes: the part of the lookup table that
+/// decoding touches is then 2^10 entries (2 KiB), and the tables of ten
+/// permuted tables probed together stay in L1. Rare symbols pay a bit or two.
+pub const ENCODE_MAX_LEN: u32 = 10;
 const TABLE_SIZE: usize = 1 << MAX_CODE_LEN;
 /// The smallest block: the first key and room for one more.
 pub const MIN_BLOCK_BYTES: usize = 16;
@@ -43,7 +47,7 @@ pub struct Code {
 impl Code {
     /// A length-limited Huffman code for these symbol counts.
     pub fn from_counts(counts: &[u64; SYMBOLS]) -> Code {
-        let lengths = limited_lengths(counts);
+        let lengths = limited_lengths(counts, ENCODE_MAX_LEN);
         Code::from_lengths(lengths).expect("limited_lengths makes a valid code")
     }
 
@@ -89,7 +93,7 @@ impl Code {
 
     /// The lookup table that decodes this code.
     pub fn decoder(&self) -> Decoder {
-        let mut table = Box::new([0u32; TABLE_SIZE]);
+        let mut table = Box::new([SLOW; TABLE_SIZE]);
         for (s, &l) in self.lengths.iter().enumerate() {
             if l == 0 {
                 continue;
@@ -97,14 +101,15 @@ impl Code {
             // Every table index whose low `l` bits are the code decodes to `s`.
             let step = 1usize << l;
             let mut i = usize::from(self.codes[s]);
-            let (h, len) = (s as u32, u32::from(l));
-            let advance = if len + h <= FAST_BITS { len + h } else { 0 };
+            let (h, len) = (s as u16, u16::from(l));
+            let slow = if u32::from(len + h) > FAST_BITS { SLOW } else { 0 };
             while i < TABLE_SIZE {
-                table[i] = h | len << 8 | advance << 16;
+                table[i] = h | len << 6 | slow;
                 i += step;
             }
         }
-        Decoder { table }
+        let longest = self.lengths.iter().map(|&l| u32::from(l)).max().unwrap_or(0);
+        Decoder { table, mask: (1 << longest) - 1 }
     }
 
     /// Bits that encoding `h` costs: its code and its low bits.
@@ -119,10 +124,10 @@ fn reverse(code: u16, len: u32) -> u16 {
     code.reverse_bits() >> (16 - len)
 }
 
-/// Huffman code lengths for `counts`, limited to [`MAX_CODE_LEN`]: codes past
+/// Huffman code lengths for `counts`, limited to `max_len` bits: codes past
 /// the limit are cut to it, then the longest codes below it (the rarest
 /// symbols first) are lengthened until the lengths form a prefix code again.
-fn limited_lengths(counts: &[u64; SYMBOLS]) -> [u8; SYMBOLS] {
+fn limited_lengths(counts: &[u64; SYMBOLS], max_len: u32) -> [u8; SYMBOLS] {
     let mut lengths = [0u8; SYMBOLS];
     let used: Vec<usize> = (0..SYMBOLS).filter(|&s| counts[s] > 0).collect();
     match used.len() {
@@ -153,29 +158,40 @@ fn limited_lengths(counts: &[u64; SYMBOLS]) -> [u8; SYMBOLS] {
         }
     }
     for &s in &used {
-        lengths[s] = depth[s].min(MAX_CODE_LEN) as u8;
+        lengths[s] = depth[s].min(max_len) as u8;
     }
-    let limit = 1u64 << MAX_CODE_LEN;
-    let mut kraft: u64 = used.iter().map(|&s| 1u64 << (MAX_CODE_LEN - u32::from(lengths[s]))).sum();
+    let limit = 1u64 << max_len;
+    let mut kraft: u64 = used.iter().map(|&s| 1u64 << (max_len - u32::from(lengths[s]))).sum();
     while kraft > limit {
         let s = *used
             .iter()
-            .filter(|&&s| u32::from(lengths[s]) < MAX_CODE_LEN)
+            .filter(|&&s| u32::from(lengths[s]) < max_len)
             .max_by_key(|&&s| (lengths[s], Reverse(counts[s])))
-            .expect("64 codes of MAX_CODE_LEN bits always fit");
-        kraft -= 1u64 << (MAX_CODE_LEN - u32::from(lengths[s]) - 1);
+            .expect("64 codes of max_len >= 6 bits always fit");
+        kraft -= 1u64 << (max_len - u32::from(lengths[s]) - 1);
         lengths[s] += 1;
     }
     lengths
 }
 
-/// The decoding table of a [`Code`]: entry `bits & (2^12 - 1)` holds the
-/// symbol `h` in its low byte, the code length in the next (0: no such code)
-/// and, when the code and its `h` low bits fit in one load ([`FAST_BITS`]),
-/// their total length in the third (else 0).
+/// The decoding table of a [`Code`]: entry `bits & mask` holds the symbol
+/// `h` in its low 6 bits and the code length in the next 4, with [`SLOW`]
+/// set when there is no such code or when the code and its `h` low bits do
+/// not fit in one load ([`FAST_BITS`]). `mask` keeps the bits of the longest
+/// code: only that much of the table is touched.
 #[derive(Clone, Debug)]
 pub struct Decoder {
-    table: Box<[u32; TABLE_SIZE]>,
+    table: Box<[u16; TABLE_SIZE]>,
+    mask: usize,
+}
+
+/// The flag of table entries that [`BlockReader::next_key_slow`] decodes.
+const SLOW: u16 = 1 << 10;
+
+/// `h` and the code length of a table entry.
+#[inline(always)]
+fn unpack(entry: u16) -> (u32, u32) {
+    (u32::from(entry & 63), u32::from((entry >> 6) & 15))
 }
 
 /// Bits one 8-byte load yields at any bit offset.
@@ -397,7 +413,8 @@ pub struct BlockReader<'a> {
     /// From the block's first byte to the end of the table's data: loads may
     /// read into the next block (bits that are never used), not past the end.
     data: &'a [u8],
-    table: &'a [u32; TABLE_SIZE],
+    table: &'a [u16; TABLE_SIZE],
+    mask: usize,
     /// Bit position of the next code.
     pos: usize,
     prev: u64,
@@ -408,14 +425,14 @@ impl<'a> BlockReader<'a> {
     /// [`Self::current`] is then the mark's key with its low 32 bits zero.
     #[inline]
     pub fn at(data: &'a [u8], decoder: &'a Decoder, mark: Mark) -> BlockReader<'a> {
-        BlockReader { data, table: &decoder.table, pos: usize::from(mark.pos), prev: u64::from(mark.top) << 32 }
+        BlockReader { data, table: &decoder.table, mask: decoder.mask, pos: usize::from(mark.pos), prev: u64::from(mark.top) << 32 }
     }
 
     /// A reader at the start of the block that `data` starts with; the first
     /// key is [`Self::current`]. Bytes missing at the end read as zeros.
     #[inline]
     pub fn new(data: &'a [u8], decoder: &'a Decoder) -> BlockReader<'a> {
-        let mut r = BlockReader { data, table: &decoder.table, pos: 0, prev: 0 };
+        let mut r = BlockReader { data, table: &decoder.table, mask: decoder.mask, pos: 0, prev: 0 };
         r.prev = r.peek_at(0);
         r.pos = 64;
         r
@@ -456,12 +473,12 @@ impl<'a> BlockReader<'a> {
     #[inline(always)]
     pub fn next_key(&mut self) -> Option<u64> {
         let bits = self.peek();
-        let entry = self.table[(bits as usize) & (TABLE_SIZE - 1)];
-        let advance = entry >> 16;
-        if advance == 0 {
+        let entry = self.table[(bits as usize) & self.mask & (TABLE_SIZE - 1)];
+        if entry & SLOW != 0 {
             return self.next_key_slow(entry);
         }
-        self.pos += advance as usize;
+        let (h, len) = unpack(entry);
+        self.pos += (h + len) as usize;
         self.prev = next(self.prev, bits, entry);
         Some(self.prev)
     }
@@ -470,8 +487,8 @@ impl<'a> BlockReader<'a> {
     /// (rare: tiny tables), or no code.
     #[cold]
     #[inline(never)]
-    fn next_key_slow(&mut self, entry: u32) -> Option<u64> {
-        let (h, len) = (entry & 63, (entry >> 8) & 255);
+    fn next_key_slow(&mut self, entry: u16) -> Option<u64> {
+        let (h, len) = unpack(entry);
         if len == 0 {
             return None;
         }
@@ -493,8 +510,8 @@ impl<'a> BlockReader<'a> {
 /// The key after `prev` whose code, at the bottom of `bits`, has decoding
 /// table `entry`.
 #[inline(always)]
-fn next(prev: u64, bits: u64, entry: u32) -> u64 {
-    let (h, len) = (entry & 63, (entry >> 8) & 255);
+fn next(prev: u64, bits: u64, entry: u16) -> u64 {
+    let (h, len) = unpack(entry);
     ((prev >> h) | 1) << h | ((bits >> len) & low_mask(h))
 }
 
@@ -528,7 +545,7 @@ unsafe fn decode_lanes_bmi2<const L: usize>(data: &[u8], decoder: &Decoder, star
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
 fn decode_lanes_any<const L: usize>(data: &[u8], decoder: &Decoder, starts: [usize; L], out: [&mut [u64]; L]) -> bool {
-    let table = &decoder.table;
+    let (table, mask) = (&decoder.table, decoder.mask);
     let load = |byte: usize| match data.get(byte..byte + 8) {
         Some(b) => u64::from_le_bytes(b.try_into().expect("8 bytes")),
         None => {
@@ -551,14 +568,15 @@ fn decode_lanes_any<const L: usize>(data: &[u8], decoder: &Decoder, starts: [usi
     let mut ok = true;
     for i in 1..common {
         let bits: [u64; L] = std::array::from_fn(|l| load(pos[l] >> 3) >> (pos[l] & 7));
-        let entry: [u32; L] = std::array::from_fn(|l| table[(bits[l] as usize) & (TABLE_SIZE - 1)]);
+        let entry: [u16; L] = std::array::from_fn(|l| table[(bits[l] as usize) & mask & (TABLE_SIZE - 1)]);
         for l in 0..L {
-            if entry[l] >> 16 != 0 {
-                pos[l] += (entry[l] >> 16) as usize;
+            if entry[l] & SLOW == 0 {
+                let (h, len) = unpack(entry[l]);
+                pos[l] += (h + len) as usize;
                 prev[l] = next(prev[l], bits[l], entry[l]);
             } else {
                 let block = data.get(starts[l]..).unwrap_or(&[]);
-                let mut r = BlockReader { data: block, table, pos: pos[l] - starts[l] * 8, prev: prev[l] };
+                let mut r = BlockReader { data: block, table, mask, pos: pos[l] - starts[l] * 8, prev: prev[l] };
                 ok &= r.next_key_slow(entry[l]).is_some();
                 (pos[l], prev[l]) = (r.pos + starts[l] * 8, r.prev);
             }
@@ -570,7 +588,7 @@ fn decode_lanes_any<const L: usize>(data: &[u8], decoder: &Decoder, starts: [usi
     for l in 0..L {
         let Some(rest) = out[l].get_mut(i..) else { continue };
         let block = data.get(starts[l]..).unwrap_or(&[]);
-        let mut r = BlockReader { data: block, table, pos: pos[l] - starts[l] * 8, prev: prev[l] };
+        let mut r = BlockReader { data: block, table, mask, pos: pos[l] - starts[l] * 8, prev: prev[l] };
         for slot in rest {
             let key = r.next_key();
             ok &= key.is_some();
@@ -658,11 +676,14 @@ mod tests {
     }
 
     fn round_trip(keys: &[u64], block_bytes: usize) {
-        let code = Code::from_counts(&symbol_counts(keys));
-        let e = encode(keys, &code, block_bytes);
-        assert_eq!(decode_all(&e, &code, block_bytes), keys);
-        assert_eq!(e.ranks.len(), e.first.len() + 1);
-        assert!(e.data.len() <= e.first.len() * block_bytes);
+        // This encoder's codes, and codes as long as a file may hold.
+        let counts = symbol_counts(keys);
+        for code in [Code::from_counts(&counts), Code::from_lengths(limited_lengths(&counts, MAX_CODE_LEN)).unwrap()] {
+            let e = encode(keys, &code, block_bytes);
+            assert_eq!(decode_all(&e, &code, block_bytes), keys);
+            assert_eq!(e.ranks.len(), e.first.len() + 1);
+            assert!(e.data.len() <= e.first.len() * block_bytes);
+        }
     }
 
     /// Ascending distinct keys of several adversarial shapes.
@@ -741,15 +762,15 @@ mod tests {
             (a, b) = (b, a.saturating_add(b));
         }
         let code = Code::from_counts(&counts);
-        assert!(code.lengths().iter().all(|&l| l >= 1 && u32::from(l) <= MAX_CODE_LEN));
+        assert!(code.lengths().iter().all(|&l| l >= 1 && u32::from(l) <= ENCODE_MAX_LEN));
         // Prefix-free: every table slot decodes to at most one symbol (checked
         // by construction), and all symbols decode back.
         let dec = code.decoder();
         for s in 0..SYMBOLS {
             let e = dec.table[usize::from(code.codes[s])];
-            let (h, len) = (e & 0xff, (e >> 8) & 0xff);
+            let (h, len) = unpack(e);
             assert_eq!((h as usize, len), (s, u32::from(code.lengths[s])));
-            assert_eq!(e >> 16, if len + h <= FAST_BITS { len + h } else { 0 });
+            assert_eq!(e & SLOW != 0, len + h > FAST_BITS);
         }
     }
 
