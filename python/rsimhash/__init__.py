@@ -34,6 +34,7 @@ __all__ = [
     "UNICODE_VERSION",
     "__version__",
     "compute",
+    "dedup",
     "fingerprint",
     "fingerprint_weighted",
     "fingerprints",
@@ -42,6 +43,8 @@ __all__ = [
 ]
 
 _U64_MAX = (1 << 64) - 1
+
+from .etl import dedup  # noqa: E402
 
 
 def fingerprints(

@@ -21,6 +21,7 @@ __all__ = [
     "UNICODE_VERSION",
     "__version__",
     "compute",
+    "dedup",
     "fingerprint",
     "fingerprint_weighted",
     "fingerprints",
@@ -39,6 +40,21 @@ def fingerprints(
 
     ``texts``: a list, tuple, numpy object array or iterable of str, or a
     pyarrow string array (read in place). Equal to ``fingerprint`` one by one."""
+
+def dedup(
+    texts: Any,
+    k: int = 3,
+    *,
+    mode: str = "words",
+    width: Union[int, None] = None,
+    threads: Union[int, None] = None,
+) -> Any:
+    """Keep mask of ``texts``: False exactly for each text within ``k`` bits of
+    a text kept before it (``Index.add_unique`` in order).
+
+    A pandas Series gives a boolean Series with the same index, a polars Series
+    a Boolean Series, a pyarrow array a ``BooleanArray``, anything else (a list
+    or iterable of str) a numpy ``bool`` array."""
 
 @overload
 def hamming(a: int, b: int) -> int:

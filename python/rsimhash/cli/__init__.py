@@ -1,0 +1,100 @@
+"""The ``rsimhash`` command line: ``main(argv=None) -> int``.
+
+One sub-command per job, each in its own module with ``add_arguments`` and
+``run``: ``dedup``, ``cluster``, ``find-all``, ``fingerprint`` and
+``index build|add|query|info|verify``. Every error ends the run with one line
+on stderr (``rsimhash: error: FILE:LINE: message``) and a non-zero exit code,
+never a traceback; see ``errors.py`` for the codes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import List, NoReturn, Optional, Sequence
+
+from . import cluster, dedup, find_all, fingerprint, index
+from .errors import EXIT_BROKEN_PIPE, EXIT_INTERRUPT, EXIT_USAGE, PROG, CliError, UsageError
+
+__all__ = ["main"]
+
+COMMANDS = (
+    ("dedup", dedup),
+    ("cluster", cluster),
+    ("find-all", find_all),
+    ("fingerprint", fingerprint),
+    ("index", index),
+)
+
+DESCRIPTION = """\
+Near-duplicate detection with simhash fingerprints (SPEC v1) and permuted-table
+Hamming search. '-' stands for stdin or stdout; JSON lines may be gzip or zstd
+compressed. 'rsimhash COMMAND --help' documents each command.
+
+examples:
+  rsimhash dedup --input corpus.jsonl --output kept.jsonl --removed removed.tsv
+  rsimhash cluster --input corpus.jsonl --distance 3 --output clusters.tsv
+  rsimhash find-all --input hashes.txt --distance 3
+  rsimhash fingerprint --input corpus.jsonl --output hashes.tsv
+  rsimhash index build --input corpus.jsonl --output corpus.rsh
+
+exit codes: 0 done; 1 bad input data or files; 2 bad command line; 130 interrupted.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one ``UsageError`` line, not usage text."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
+    parser = _Parser(prog=PROG, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    for name, module in COMMANDS:
+        p = sub.add_parser(name, help=module.HELP, description=module.DESCRIPTION,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_arguments(p)
+        if name != "index":
+            p.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs the command line ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
+    parser = build_parser()
+    args_list: List[str] = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if not args_list:
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
+        args = parser.parse_args(args_list)
+        return int(args.run(args))
+    except CliError as e:
+        print(e.line(), file=sys.stderr, flush=True)
+        return e.code
+    except SystemExit as e:  # --help and --version
+        return e.code if isinstance(e.code, int) else 0
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPT
+    except BrokenPipeError:
+        # The reader of stdout went away (| head): stop quietly, and keep Python from
+        # complaining again when it flushes stdout at exit.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return EXIT_BROKEN_PIPE
+    except OSError as e:  # a full disk, a vanished directory: not a bug, not a traceback
+        print(f"{PROG}: error: {e}", file=sys.stderr, flush=True)
+        return 1
+    except MemoryError:
+        print(f"{PROG}: error: out of memory", file=sys.stderr, flush=True)
+        return 1

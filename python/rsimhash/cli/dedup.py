@@ -1,0 +1,192 @@
+"""``rsimhash dedup``: the input minus every record within K of a record kept before it.
+
+Records are read in chunks, each chunk is fingerprinted on all cores and
+passed to ``Index.add_unique`` in input order, so a record is removed exactly
+when a record *kept* earlier (in this chunk or a previous one) is within K
+bits; the first of a group of near-duplicates is the one kept. Kept records
+are written as they were read: the same bytes, line ending included, in
+input order (a hash TSV keeps its header; a Parquet input gives a Parquet
+output with the kept rows). Blank lines are not records and are dropped.
+
+``--removed`` writes a TSV with the header ``id<TAB>duplicate_of<TAB>distance``:
+one row per removed record, in input order, naming the earliest kept record
+within K bits of it and their distance in bits.
+
+Memory: the index (a few tens of bytes per kept record) plus, with
+``--removed``, each kept record's id; never the input.
+"""
+
+from __future__ import annotations
+
+import argparse
+from array import array
+from bisect import bisect_left
+from typing import Any, List, Optional
+
+import numpy as np
+
+from .._optional import module
+from .inputs import Chunk, fingerprints_of, prefetch
+from .options import add_distance, add_input, add_run, add_text, bad_lines_part, make_index, open_source
+from .outputs import Output, Outputs
+from .progress import Progress, count
+
+HELP = "write the input minus its near-duplicates (the main job)"
+DESCRIPTION = """\
+Write the input records, unchanged and in input order, minus every record
+that is within K bits of a record kept before it (the first of each group of
+near-duplicates is kept).
+
+example:
+  rsimhash dedup --input corpus.jsonl --output kept.jsonl --removed removed.tsv
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_input(p)
+    p.add_argument("--output", "-o", metavar="FILE", required=True,
+                   help="the kept records as read, in the input's format; - writes stdout; "
+                        "a name ending in .gz or .zst is compressed")
+    p.add_argument("--removed", metavar="FILE", default=None,
+                   help="also write a TSV 'id<TAB>duplicate_of<TAB>distance' naming each removed "
+                        "record and the kept record it is a near-duplicate of")
+    add_text(p)
+    add_distance(p)
+    add_run(p)
+
+
+class _Kept:
+    """Position, fingerprint and id of every kept record, to name the one a
+    removed record matched (``add_unique`` reports its position)."""
+
+    def __init__(self) -> None:
+        self.pos = array("Q")
+        self.fps = array("Q")
+        self.ids: List[Any] = []
+
+    def add(self, positions: np.ndarray, fps: np.ndarray, ids: List[Any]) -> None:
+        self.pos.extend(positions.tolist())
+        self.fps.extend(fps.tolist())
+        self.ids.extend(ids)
+
+    def find(self, position: int) -> "tuple[Any, int]":
+        i = bisect_left(self.pos, position)
+        return self.ids[i], self.fps[i]
+
+
+def run(args: argparse.Namespace) -> int:
+    index = make_index(args.distance, args.blocks)
+    with open_source(args, need_ids=args.removed is not None, full_rows=True) as source, Outputs() as outs:
+        out = outs.open(args.output)
+        removed = outs.open(args.removed) if args.removed is not None else None
+        if removed is not None:
+            removed.write(b"id\tduplicate_of\tdistance\n")
+        parquet = _ParquetSink(out, source.schema()) if source.format == "parquet" else None
+        kept = _Kept() if removed is not None else None
+        progress = Progress("dedup", source.total, args.quiet)
+        position = n_removed = 0
+        header_written = False
+        for chunk in prefetch(source.chunks()):
+            if source.header is not None and not header_written:
+                out.write(source.header)
+                header_written = True
+            fps = fingerprints_of(chunk, args.mode, args.width, args.threads)
+            n = len(fps)
+            positions = np.arange(position, position + n, dtype=np.uint64)
+            is_new, matched = index.add_unique(fps, ids=positions)
+            if parquet is not None:
+                parquet.write(chunk, is_new)
+            else:
+                _write_kept(out, chunk, is_new)
+            if kept is not None and removed is not None:
+                new = np.flatnonzero(is_new)
+                kept.add(positions[new], fps[new], [chunk.ids[j] for j in new.tolist()])
+                _write_removed(removed, chunk, fps, np.flatnonzero(~is_new), matched, kept)
+            n_removed += n - int(np.count_nonzero(is_new))
+            position += n
+            progress.update(source.position(), source.records)
+        if source.header is not None and not header_written:
+            out.write(source.header)
+        if parquet is not None:
+            parquet.close()
+        progress.summary("dedup", [
+            count(source.records, "record") + " read",
+            f"{n_removed:,} removed as near-duplicates (within {args.distance} bits)",
+            f"{source.records - n_removed:,} kept",
+            bad_lines_part(source),
+        ], source.nbytes)
+    return 0
+
+
+def _write_kept(out: Output, chunk: Chunk, is_new: np.ndarray) -> None:
+    raw = chunk.raw
+    assert raw is not None
+    if not len(raw):
+        return
+    if is_new.all():
+        lines = raw
+    else:
+        lines = [raw[j] for j in np.flatnonzero(is_new).tolist()]
+        if not lines:
+            return
+    out.write(b"\n".join(lines))
+    if chunk.final_newline or not is_new[-1]:
+        out.write(b"\n")
+
+
+def _write_removed(out: Output, chunk: Chunk, fps: np.ndarray, removed: np.ndarray,
+                   matched: np.ndarray, kept: _Kept) -> None:
+    rows = []
+    for j in removed.tolist():
+        other, other_fp = kept.find(int(matched[j]))
+        bits = bin(int(fps[j]) ^ other_fp).count("1")
+        rows.append(f"{chunk.ids[j]}\t{other}\t{bits}\n")
+    if rows:
+        out.write("".join(rows).encode("utf-8"))
+
+
+class _ParquetSink:
+    """Kept rows of a Parquet input, written as Parquet with the same schema."""
+
+    def __init__(self, out: Output, schema: Any):
+        pa = module("pyarrow")
+        pq = module("pyarrow.parquet")
+        self.writer = pq.ParquetWriter(pa.PythonFile(_Sink(out), mode="w"), schema)
+
+    def write(self, chunk: Chunk, is_new: np.ndarray) -> None:
+        pa = module("pyarrow")
+        assert chunk.rows is not None
+        self.writer.write_batch(chunk.batch.take(pa.array(chunk.rows[is_new])))
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class _Sink:
+    """The write side of an ``Output`` as a file object for pyarrow."""
+
+    def __init__(self, out: Output):
+        self.out = out
+        self.pos = 0
+        self.closed = False
+
+    def write(self, data: Any) -> int:
+        b = bytes(data)
+        self.out.write(b)
+        self.pos += len(b)
+        return len(b)
+
+    def tell(self) -> int:
+        return self.pos
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False

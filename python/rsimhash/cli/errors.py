@@ -1,0 +1,81 @@
+"""Errors of the command line, each printed as one line on stderr.
+
+Exit codes: 0 success; 1 the data or a file is wrong (a bad input line, an
+unreadable path, a damaged index file); 2 the command line is wrong (an
+unknown flag or format, ``--distance`` not below ``--blocks``); 130 Ctrl-C;
+141 stdout closed early by the reader (``| head``), as a shell reports a
+process killed by SIGPIPE.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional, Union
+
+EXIT_OK = 0
+EXIT_DATA = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPT = 130
+EXIT_BROKEN_PIPE = 141
+
+PROG = "rsimhash"
+
+
+class CliError(Exception):
+    """An error that ends the run with one line on stderr and ``code``."""
+
+    code = EXIT_DATA
+
+    def line(self) -> str:
+        return f"{PROG}: error: {self}"
+
+
+class UsageError(CliError):
+    """The command line itself is wrong: exit code 2."""
+
+    code = EXIT_USAGE
+
+
+class InputError(CliError):
+    """A problem in an input (or index) file, at a line when there is one.
+
+    ``line`` is 1-based and counts every physical line, a header included; a
+    Parquet row is named as ``row N``.
+    """
+
+    def __init__(self, path: str, line: Optional[Union[int, str]], message: str):
+        super().__init__(message)
+        self.path = path
+        self.lineno = line
+        self.message = message
+
+    def where(self) -> str:
+        path = "<stdin>" if self.path == "-" else self.path
+        return path if self.lineno is None else f"{path}:{self.lineno}"
+
+    def __str__(self) -> str:
+        return f"{self.where()}: {self.message}"
+
+
+class BadLines:
+    """Counts (and, with ``--skip-bad-lines``, reports and forgives) bad lines.
+
+    Without ``skip`` the first bad line is raised as an ``InputError``. With
+    it, each is reported as one warning line, at most ``limit`` of them, then
+    one line saying that further ones are counted but not shown.
+    """
+
+    def __init__(self, skip: bool, limit: int = 20):
+        self.skip = skip
+        self.limit = limit
+        self.count = 0
+
+    def __call__(self, error: InputError) -> None:
+        if not self.skip:
+            raise error
+        self.count += 1
+        if self.count <= self.limit:
+            print(f"{PROG}: warning: {error} (line skipped)", file=sys.stderr, flush=True)
+        elif self.count == self.limit + 1:
+            print(f"{PROG}: warning: more bad lines are skipped without a message; "
+                  "the summary counts them", file=sys.stderr, flush=True)

@@ -1,0 +1,562 @@
+"""Record readers: JSON lines, hash TSV, decimal lines and Parquet, in chunks.
+
+A ``Source`` opens one input (a path, or ``-`` for stdin) and yields
+``Chunk``s of at most about ``chunk_bytes`` of input: the records' line
+numbers, ids, texts (or fingerprints, for hash inputs) and, for the line
+formats, each record's line as read, so that a command can write records
+back byte for byte. Memory is bounded by the chunk size, never by the input.
+
+Formats (``auto`` guesses from the file name; stdin defaults to ``json``):
+
+* ``json``: one JSON object per line with a text field (``--text-column``,
+  default ``text``) and an id field (``--id-column``, default ``id``; an int
+  or a str, kept as written). When ``--id-column`` is not given and the first
+  record has no ``id`` field, every record's id is its line number. Blank
+  lines are skipped. gzip and zstd (with ``zstandard`` installed) compressed
+  input is recognised by its first bytes, whatever the file is called.
+* ``hash``: a TSV whose header line names the columns ``id`` and ``hash``
+  (the original simhash tool's format); the hash is a decimal u64.
+* ``lines``: one decimal u64 fingerprint per line (simhash-find-all's input);
+  the id of each is its line number; blank lines are skipped.
+* ``parquet``: a Parquet file (needs ``pyarrow``) with a string text column
+  and, optionally, an int or string id column (else the 1-based row number).
+
+Line numbers are 1-based and count every physical line, the header included.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import queue
+import sys
+import threading
+import zlib
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Iterator, List, Optional, Tuple, Union
+
+import numpy as np
+
+from .._optional import module
+from .errors import BadLines, InputError, UsageError
+
+FORMATS = ("json", "hash", "lines", "parquet")
+U64_MAX = (1 << 64) - 1
+CHUNK_BYTES = 8 << 20
+
+Id = Union[int, str]
+
+_EXTENSIONS = {
+    ".jsonl": "json", ".json": "json", ".ndjson": "json", ".jsonlines": "json",
+    ".tsv": "hash", ".txt": "lines", ".parquet": "parquet", ".pq": "parquet",
+}
+_MISSING = object()
+
+
+def guess_format(path: str, fmt: str) -> str:
+    """The format to read ``path`` as: ``fmt`` itself, or a guess from the name."""
+    if fmt != "auto":
+        return fmt
+    if path == "-":
+        return "json"
+    name = os.path.basename(path).lower()
+    for suffix in (".gz", ".zst"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    guess = _EXTENSIONS.get(os.path.splitext(name)[1])
+    if guess is None:
+        raise UsageError(f"cannot tell the format of {path} from its name; "
+                         f"give --format ({', '.join(FORMATS)})")
+    return guess
+
+
+@dataclass
+class Chunk:
+    """Consecutive records of one input, in input order."""
+
+    lines: List[int]                  # 1-based line (or row) number of each record
+    ids: List[Id]                     # each record's id as written (int or str)
+    texts: Any = None                 # list of str, or a pyarrow string array
+    hashes: Optional[np.ndarray] = None   # uint64 fingerprints of hash/lines inputs
+    raw: Optional[List[bytes]] = None     # each record's line without its b"\n"
+    final_newline: bool = True        # False when raw[-1] ends the input with no b"\n"
+    nbytes: int = 0                   # (uncompressed) input bytes this chunk covers
+    batch: Any = None                 # parquet: the RecordBatch the records come from
+    rows: Optional[np.ndarray] = None  # parquet: each record's row in ``batch``
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return f"a number ({value!r})"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _check_id(value: Any, column: str) -> Optional[str]:
+    """None if ``value`` is a usable id, else what is wrong with it."""
+    kind = type(value)
+    if kind is int:
+        return None
+    if kind is str:
+        if "\t" in value or "\n" in value or "\r" in value:
+            return f'"{column}" holds a tab or a line break, which a TSV output cannot hold'
+        return None
+    return f'"{column}" must be an integer or a string, got {json_type(value)}'
+
+
+class Source:
+    """One input, read in chunks; a context manager that closes the file.
+
+    ``need_ids=False`` skips reading ids (each record's id is then its line
+    number): dedup without ``--removed`` never names a record. ``limit``
+    stops after that many records (``--sample``). ``bad`` decides whether a
+    bad line stops the run or is reported and skipped.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        fmt: str = "auto",
+        *,
+        text_column: str = "text",
+        id_column: Optional[str] = None,
+        need_ids: bool = True,
+        bad: Optional[BadLines] = None,
+        limit: Optional[int] = None,
+        full_rows: bool = False,
+        chunk_bytes: int = CHUNK_BYTES,
+    ):
+        self.path = path
+        self.format = guess_format(path, fmt)
+        self.text_column = text_column
+        self.id_column = id_column if id_column is not None else "id"
+        self.id_given = id_column is not None
+        self.need_ids = need_ids
+        self.bad = bad if bad is not None else BadLines(False)
+        self.limit = limit
+        self.full_rows = full_rows
+        self.chunk_bytes = chunk_bytes
+        self.records = 0          # records yielded so far
+        self.nbytes = 0           # input bytes read so far (uncompressed)
+        self.line_ids = False     # ids are line numbers (json without an id field)
+        self.total: Optional[int] = None  # size of the input file, when known
+        self.header: Optional[bytes] = None  # hash TSV: the header line as read, with its b"\n"
+        self._raw: Optional[BinaryIO] = None
+        self._stream: Any = None
+        self._parquet: Any = None
+        self._open()
+
+    # -- opening -------------------------------------------------------------
+    def _error(self, line: Union[int, str, None], message: str) -> InputError:
+        return InputError(self.path, line, message)
+
+    def _open(self) -> None:
+        if self.format == "parquet":
+            self._open_parquet()
+            return
+        if self.path == "-":
+            raw: Any = sys.stdin.buffer
+        else:
+            try:
+                raw = open(self.path, "rb")
+            except OSError as e:
+                raise self._error(None, f"cannot read: {e.strerror or e}") from None
+            try:
+                self.total = os.fstat(raw.fileno()).st_size
+            except OSError:
+                self.total = None
+        self._raw = raw
+        head = raw.peek(4)[:4] if hasattr(raw, "peek") else b""
+        if head[:2] == b"\x1f\x8b":
+            self._stream = gzip.GzipFile(fileobj=raw, mode="rb")
+        elif head == b"\x28\xb5\x2f\xfd":
+            try:
+                zstandard = module("zstandard")
+            except ImportError:
+                raise self._error(None, "is zstd-compressed; reading it needs the zstandard "
+                                        "package (pip install zstandard)") from None
+            self._stream = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        else:
+            self._stream = raw
+
+    def _open_parquet(self) -> None:
+        try:
+            pa = module("pyarrow")
+            pq = module("pyarrow.parquet")
+        except ImportError:
+            raise UsageError("reading Parquet needs the pyarrow package (pip install pyarrow)") from None
+        try:
+            if self.path == "-":
+                source: Any = pa.BufferReader(sys.stdin.buffer.read())
+            else:
+                source = self.path
+                self.total = os.path.getsize(self.path)
+            self._parquet = pq.ParquetFile(source)
+        except OSError as e:  # pyarrow's ArrowIOError is an OSError; so is a missing file
+            if isinstance(e, FileNotFoundError) or getattr(e, "strerror", None):
+                raise self._error(None, f"cannot read: {e.strerror or e}") from None
+            raise self._error(None, f"is not a readable Parquet file ({e})") from None
+        except (pa.ArrowException, ValueError) as e:
+            raise self._error(None, f"is not a readable Parquet file ({e})") from None
+
+    def schema(self) -> Any:
+        """The Arrow schema of a Parquet input."""
+        return self._parquet.schema_arrow
+
+    def position(self) -> int:
+        """Bytes consumed from the file (compressed, when it is): for a progress bar."""
+        if self._raw is not None and self._raw is not sys.stdin.buffer:
+            try:
+                return self._raw.tell()
+            except (OSError, ValueError):
+                pass
+        return self.nbytes
+
+    def close(self) -> None:
+        for f in (self._stream, self._raw):
+            if f is not None and f is not sys.stdin.buffer:
+                try:
+                    f.close()
+                except Exception:  # closing a half-read compressed stream can complain
+                    pass
+
+    def __enter__(self) -> "Source":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- reading -------------------------------------------------------------
+    def chunks(self) -> Iterator[Chunk]:
+        """The input's records, in order, in chunks of bounded size."""
+        it = self._parquet_chunks() if self.format == "parquet" else self._line_chunks()
+        for chunk in it:
+            if self.limit is not None and self.records + len(chunk) >= self.limit:
+                chunk = _head(chunk, self.limit - self.records)
+                self.records += len(chunk)
+                if len(chunk):
+                    yield chunk
+                return
+            self.records += len(chunk)
+            yield chunk
+
+    def _blocks(self) -> Iterator[Tuple[bytes, bool]]:
+        """Blocks of whole lines (each ending in b"\\n"), then the last line if
+        it has no b"\\n" (flag False)."""
+        carry = b""
+        while True:
+            try:
+                data = self._stream.read(self.chunk_bytes)
+            except (OSError, EOFError, zlib.error) as e:
+                raise self._error(None, f"cannot be read past byte {self.nbytes + len(carry)}: {e}") from None
+            except Exception as e:  # zstandard.ZstdError and the like
+                raise self._error(None, f"cannot be decompressed: {e}") from None
+            if not data:
+                break
+            if carry:
+                data = carry + data
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                carry = data
+                continue
+            if cut + 1 < len(data):
+                carry = data[cut + 1:]
+                data = data[: cut + 1]
+            else:
+                carry = b""
+            yield data, True
+        if carry:
+            yield carry, False
+
+    def _line_chunks(self) -> Iterator[Chunk]:
+        parse = {"json": self._parse_json, "hash": self._parse_hash, "lines": self._parse_lines}[self.format]
+        lineno = 0
+        for block, complete in self._blocks():
+            parts = block.split(b"\n")
+            if complete:
+                parts.pop()  # the empty piece after the final b"\n"
+            self.nbytes += len(block)
+            chunk = parse(parts, lineno)
+            chunk.nbytes = len(block)
+            chunk.final_newline = complete
+            lineno += len(parts)
+            yield chunk
+
+    def _parse_json(self, parts: List[bytes], lineno: int) -> Chunk:
+        loads = json.loads
+        text_column, id_column = self.text_column, self.id_column
+        need_ids = self.need_ids
+        lines: List[int] = []
+        ids: List[Id] = []
+        texts: List[str] = []
+        raw: List[bytes] = []
+        for part in parts:
+            lineno += 1
+            if not part or part.isspace():
+                continue
+            try:
+                record = loads(part)
+            except UnicodeDecodeError as e:
+                self.bad(self._error(lineno, f"is not valid UTF-8 (byte {e.start + 1} of the line)"))
+                continue
+            except ValueError as e:
+                detail = f"{e.msg} at column {e.colno}" if isinstance(e, json.JSONDecodeError) else str(e)
+                self.bad(self._error(lineno, f"is not valid JSON ({detail})"))
+                continue
+            if type(record) is not dict:
+                self.bad(self._error(lineno, f"expected a JSON object, got {json_type(record)}"))
+                continue
+            text = record.get(text_column, _MISSING)
+            if type(text) is not str:
+                if text is _MISSING:
+                    self.bad(self._error(lineno, f'has no "{text_column}" field (the text field is set '
+                                                 f"with --text-column)"))
+                else:
+                    self.bad(self._error(lineno, f'"{text_column}" must be a string, got {json_type(text)}'))
+                continue
+            if need_ids and not self.line_ids:
+                rid = record.get(id_column, _MISSING)
+                if rid is _MISSING and not self.id_given and self.records == 0 and not ids:
+                    self.line_ids = True   # no id field in the first record: ids are line numbers
+                elif rid is _MISSING:
+                    self.bad(self._error(lineno, f'has no "{id_column}" field (the id field is set '
+                                                 f"with --id-column)"))
+                    continue
+                else:
+                    problem = _check_id(rid, id_column)
+                    if problem is not None:
+                        self.bad(self._error(lineno, problem))
+                        continue
+                    ids.append(rid)
+            if not need_ids or self.line_ids:
+                ids.append(lineno)
+            lines.append(lineno)
+            texts.append(text)
+            raw.append(part)
+        return Chunk(lines, ids, texts=texts, raw=raw)
+
+    def _parse_hash(self, parts: List[bytes], lineno: int) -> Chunk:
+        lines: List[int] = []
+        ids: List[Id] = []
+        hashes: List[int] = []
+        raw: List[bytes] = []
+        for part in parts:
+            lineno += 1
+            if lineno == 1:
+                self._read_header(part)
+                continue
+            if not part or part.isspace():
+                continue
+            fields = part.rstrip(b"\r").split(b"\t")
+            if len(fields) != self._ncols:
+                self.bad(self._error(lineno, f"expected {self._ncols} tab-separated fields, got {len(fields)}"))
+                continue
+            value = _parse_u64(fields[self._hash_col])
+            if value is None:
+                self.bad(self._error(lineno, f"hash {_show(fields[self._hash_col])} is not a decimal "
+                                             "integer in 0..2**64-1"))
+                continue
+            try:
+                rid = fields[self._id_col].decode("utf-8")
+            except UnicodeDecodeError:
+                self.bad(self._error(lineno, "the id is not valid UTF-8"))
+                continue
+            lines.append(lineno)
+            ids.append(rid)
+            hashes.append(value)
+            raw.append(part)
+        return Chunk(lines, ids, hashes=np.array(hashes, dtype=np.uint64), raw=raw)
+
+    def _read_header(self, part: bytes) -> None:
+        names = [n.strip() for n in part.rstrip(b"\r").decode("utf-8", "replace").split("\t")]
+        if names and names[0].startswith("\ufeff"):
+            names[0] = names[0][1:]
+        if self.id_column not in names or "hash" not in names:
+            raise self._error(1, f'expected a header line naming the columns "{self.id_column}" and "hash", '
+                                 f"separated by a tab, got {_show(part)}")
+        self.header = part + b"\n"
+        self._ncols = len(names)
+        self._id_col = names.index(self.id_column)
+        self._hash_col = names.index("hash")
+
+    def _parse_lines(self, parts: List[bytes], lineno: int) -> Chunk:
+        lines: List[int] = []
+        hashes: List[int] = []
+        raw: List[bytes] = []
+        for part in parts:
+            lineno += 1
+            value = _parse_u64(part)
+            if value is None:
+                if not part or part.isspace():
+                    continue
+                self.bad(self._error(lineno, f"{_show(part)} is not a decimal integer in 0..2**64-1"))
+                continue
+            lines.append(lineno)
+            hashes.append(value)
+            raw.append(part)
+        return Chunk(lines, list(lines), hashes=np.array(hashes, dtype=np.uint64), raw=raw)
+
+    # -- parquet ---------------------------------------------------------------
+    def _parquet_chunks(self) -> Iterator[Chunk]:
+        pa = module("pyarrow")
+
+        pf = self._parquet
+        names = pf.schema_arrow.names
+        if self.text_column not in names:
+            raise self._error(None, f'has no column "{self.text_column}" (columns: {", ".join(names)}); '
+                                    "the text column is set with --text-column")
+        text_type = pf.schema_arrow.field(self.text_column).type
+        if not (pa.types.is_string(text_type) or pa.types.is_large_string(text_type)
+                or pa.types.is_string_view(text_type)):
+            raise self._error(None, f'column "{self.text_column}" has type {text_type}, not string')
+        use_ids = self.need_ids and (self.id_given or self.id_column in names)
+        if use_ids:
+            if self.id_column not in names:
+                raise self._error(None, f'has no column "{self.id_column}" (columns: {", ".join(names)}); '
+                                        "the id column is set with --id-column")
+            id_type = pf.schema_arrow.field(self.id_column).type
+            if not (pa.types.is_integer(id_type) or pa.types.is_string(id_type)
+                    or pa.types.is_large_string(id_type) or pa.types.is_string_view(id_type)):
+                raise self._error(None, f'column "{self.id_column}" has type {id_type}, not an integer or string')
+        else:
+            self.line_ids = True
+        columns = None if self.full_rows else ([self.text_column] + ([self.id_column] if use_ids else []))
+        row = 0
+        try:
+            for batch in pf.iter_batches(batch_size=8192, columns=columns):
+                n = batch.num_rows
+                text = batch.column(batch.schema.get_field_index(self.text_column))
+                valid = np.ones(n, dtype=bool)
+                if text.null_count:
+                    valid &= ~np.asarray(text.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+                ids: List[Any]
+                if use_ids:
+                    idcol = batch.column(batch.schema.get_field_index(self.id_column))
+                    ids = idcol.to_pylist()
+                    if idcol.null_count:
+                        valid &= ~np.asarray(idcol.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+                else:
+                    ids = list(range(row + 1, row + n + 1))
+                problems = {}
+                for j in np.flatnonzero(~valid).tolist():
+                    what = self.text_column if text[j].as_py() is None else self.id_column
+                    problems[j] = f'"{what}" is null'
+                if use_ids and not pa.types.is_integer(idcol.type):
+                    for j, rid in enumerate(ids):
+                        if rid is not None and ("\t" in rid or "\n" in rid or "\r" in rid):
+                            problems[j] = str(_check_id(rid, self.id_column))
+                            valid[j] = False
+                for j in sorted(problems):
+                    self.bad(self._error(f"row {row + j + 1}", problems[j]))
+                rows = np.flatnonzero(valid)
+                nbytes = int(text.nbytes)
+                self.nbytes += nbytes
+                if len(rows) < n:
+                    text = text.take(pa.array(rows))
+                    ids = [ids[j] for j in rows.tolist()]
+                yield Chunk([row + j + 1 for j in rows.tolist()], ids, texts=text,
+                            nbytes=nbytes, batch=batch, rows=rows)
+                row += n
+        except (OSError, pa.ArrowException) as e:
+            raise self._error(None, f"cannot be read past row {row}: {e}") from None
+
+def _head(chunk: Chunk, n: int) -> Chunk:
+    """The first ``n`` records of a chunk."""
+    if n >= len(chunk):
+        return chunk
+    return Chunk(
+        chunk.lines[:n], chunk.ids[:n],
+        texts=None if chunk.texts is None else chunk.texts[:n],
+        hashes=None if chunk.hashes is None else chunk.hashes[:n],
+        raw=None if chunk.raw is None else chunk.raw[:n],
+        final_newline=True,
+        nbytes=chunk.nbytes, batch=chunk.batch,
+        rows=None if chunk.rows is None else chunk.rows[:n],
+    )
+
+
+def _parse_u64(field: bytes) -> Optional[int]:
+    """The value of an ASCII decimal u64 (surrounding spaces allowed), or None."""
+    field = field.strip()
+    if not field.isdigit():
+        return None
+    value = int(field)
+    return value if value <= U64_MAX else None
+
+
+def _show(part: bytes, limit: int = 40) -> str:
+    """A bad field or line, quoted and cut short, for a message."""
+    text = part.decode("utf-8", "replace")
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    return json.dumps(text, ensure_ascii=False)
+
+
+def fingerprints_of(chunk: Chunk, mode: str, width: Optional[int], threads: Optional[int]) -> np.ndarray:
+    """The chunk's fingerprints: read from a hash input, else computed from the texts."""
+    if chunk.hashes is not None:
+        return chunk.hashes
+    from .. import fingerprints
+
+    return fingerprints(chunk.texts, mode=mode, width=width, threads=threads)
+
+
+class _Failure:
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+def prefetch(chunks: Iterator[Chunk], depth: int = 2) -> Iterator[Chunk]:
+    """Runs ``chunks`` on a thread ``depth`` chunks ahead of the consumer.
+
+    Reading and JSON parsing hold the GIL while fingerprinting and the index
+    release it, so the next chunk is parsed while this one is fingerprinted.
+    An exception of the reader is raised in the consumer, in order.
+    """
+    q: "queue.Queue[Any]" = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        try:
+            for chunk in chunks:
+                if not put(chunk):
+                    return
+            put(done)
+        except BaseException as e:  # handed to the consumer, which re-raises it
+            put(_Failure(e))
+
+    thread = threading.Thread(target=work, name="rsimhash-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = q.get()
+            if item is done:
+                return
+            if isinstance(item, _Failure):
+                raise item.error
+            yield item
+    finally:
+        stop.set()
+        thread.join(timeout=5)

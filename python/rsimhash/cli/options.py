@@ -1,0 +1,118 @@
+"""Flags shared by several commands, their checks, and the index they ask for."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Optional
+
+from .errors import BadLines, UsageError
+from .inputs import FORMATS, Source, guess_format
+
+MAX_K = 16
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def distance(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 0 <= value <= MAX_K:
+        raise argparse.ArgumentTypeError(f"must be between 0 and {MAX_K}, got {value}")
+    return value
+
+
+def add_input(p: argparse.ArgumentParser, formats: "tuple[str, ...]" = FORMATS, default: str = "auto",
+              required: bool = True, what: str = "records") -> None:
+    p.add_argument("--input", "-i", metavar="FILE", required=required,
+                   help=f"file of {what}; - reads stdin. gzip and zstd compression are recognised")
+    choices = formats if default != "auto" else ("auto",) + formats
+    guess = (", which goes by the file name (.jsonl/.json/.ndjson json, .tsv hash, .txt lines, "
+             ".parquet parquet, each maybe .gz/.zst; stdin is json)") if default == "auto" else ""
+    p.add_argument("--format", "-f", choices=choices, default=default,
+                   help="json: JSON lines; hash: TSV with a header line 'id<TAB>hash'; lines: one "
+                        "decimal fingerprint per line; parquet: a Parquet file (needs pyarrow). "
+                        f"Default: %(default)s{guess}")
+
+
+def add_text(p: argparse.ArgumentParser, ids: bool = True, mode_default: Optional[str] = "words") -> None:
+    p.add_argument("--text-column", "--text_column", dest="text_column", metavar="NAME", default="text",
+                   help="field (json) or column (parquet) holding the text. Default: %(default)s")
+    if ids:
+        p.add_argument("--id-column", "--id_column", dest="id_column", metavar="NAME", default=None,
+                       help="field or column holding the record's id, an int or a string written out as "
+                            "it is. Default: id; when not given and the first record has no id field, "
+                            "each record's id is its line (parquet: row) number")
+    recorded = "as recorded in the index's ids file, else "
+    p.add_argument("--mode", choices=("words", "chars"), default=mode_default,
+                   help="words: shingles of W tokens; chars: windows of W characters (SPEC v1). "
+                        f"Default: {'' if mode_default else recorded}words")
+    p.add_argument("--window", "--width", "-w", dest="width", type=positive_int, metavar="W", default=None,
+                   help=f"shingle width. Default: {'' if mode_default else recorded}3 for words, 4 for chars")
+    p.add_argument("--threads", type=positive_int, metavar="N", default=None,
+                   help="threads that fingerprint. Default: all cores (or RAYON_NUM_THREADS)")
+
+
+def add_distance(p: argparse.ArgumentParser, blocks: bool = True, what: str = "near-duplicates") -> None:
+    p.add_argument("--distance", "-k", type=distance, metavar="K", default=3,
+                   help=f"largest Hamming distance, in bits, of two {what} (0..{MAX_K}). Default: %(default)s")
+    if blocks:
+        p.add_argument("--blocks", "-b", type=positive_int, metavar="B", default=None,
+                       help="cut fingerprints into B blocks, one table per choice of B - K of them; must "
+                            "be more than K. Default: chosen for the input size")
+
+
+def add_run(p: argparse.ArgumentParser, skip: bool = True) -> None:
+    if skip:
+        p.add_argument("--skip-bad-lines", action="store_true",
+                       help="report a bad input line on stderr and go on, instead of stopping "
+                            "(the summary counts them)")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="no progress bar and no summary line (the bar is only drawn on a terminal)")
+    p.add_argument("--chunk-mb", type=positive_int, metavar="MB", default=8,
+                   help="read the input in chunks of about this many MB. Default: %(default)s")
+
+
+def make_index(k: int, blocks: Optional[int]) -> Any:
+    """``Index(k, blocks=blocks)``, or a ``UsageError`` naming the flags."""
+    from .. import Index
+
+    if blocks is not None and blocks <= k:
+        raise UsageError(f"--distance {k} must be smaller than --blocks {blocks} (two fingerprints within "
+                         f"K bits agree on at least B - K of B blocks)")
+    try:
+        return Index(k, blocks=blocks)
+    except ValueError as e:
+        raise UsageError(f"--distance {k} --blocks {blocks}: {e}") from None
+
+
+def open_source(args: argparse.Namespace, *, need_ids: bool = True, limit: Optional[int] = None,
+                full_rows: bool = False, formats: "tuple[str, ...]" = FORMATS) -> Source:
+    """The command's ``--input`` as a ``Source`` configured from its flags."""
+    fmt = guess_format(args.input, getattr(args, "format", "auto"))
+    if fmt not in formats:
+        raise UsageError(f"--format {fmt} cannot be used here; use one of {', '.join(formats)}")
+    return Source(
+        args.input, fmt,
+        text_column=getattr(args, "text_column", "text"),
+        id_column=getattr(args, "id_column", None),
+        need_ids=need_ids,
+        bad=BadLines(getattr(args, "skip_bad_lines", False)),
+        limit=limit,
+        full_rows=full_rows,
+        chunk_bytes=args.chunk_mb << 20,
+    )
+
+
+def bad_lines_part(source: Source) -> str:
+    n = source.bad.count
+    return f"{n:,} bad line{'' if n == 1 else 's'}" + (" skipped" if n else "")

@@ -1,0 +1,134 @@
+"""Output files that appear whole or not at all.
+
+An ``Output`` writes to a temporary file beside its target (same directory,
+so the final rename stays on one file system) and renames it into place only
+when the run succeeds: a run stopped by a bad line, an error or Ctrl-C leaves
+an existing file untouched and no partial file behind. ``-`` is stdout,
+written as the run goes. A name ending in ``.gz`` (or ``.zst``, with
+``zstandard`` installed) is compressed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import secrets
+import sys
+from typing import Any, List, Optional
+
+from .._optional import module
+from .errors import InputError, UsageError
+
+
+class Output:
+    """One output: a path written atomically, or ``-`` for stdout."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._tmp: Optional[str] = None
+        self._raw: Any = None
+        if path == "-":
+            self._file: Any = sys.stdout.buffer
+            return
+        if os.path.isdir(path):
+            raise InputError(path, None, "cannot write: it is a directory")
+        directory = os.path.dirname(os.path.abspath(path))
+        name = os.path.basename(path)
+        tmp = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+        except OSError as e:
+            raise InputError(path, None, f"cannot write: {e.strerror or e}") from None
+        self._tmp = tmp
+        self._raw = os.fdopen(fd, "wb", buffering=1 << 20)
+        self._file = self._raw
+        if name.endswith(".gz"):
+            self._file = gzip.GzipFile(filename=name[:-3], fileobj=self._raw, mode="wb", compresslevel=6, mtime=0)
+        elif name.endswith(".zst"):
+            try:
+                zstandard = module("zstandard")
+            except ImportError:
+                self.discard()
+                raise UsageError(f"writing {path} needs the zstandard package (pip install zstandard)") from None
+            self._file = zstandard.ZstdCompressor().stream_writer(self._raw, closefd=False)
+
+    def write(self, data: bytes) -> None:
+        self._file.write(data)
+
+    def commit(self) -> None:
+        """Flushes the output and, for a file, moves it into place (fsync, rename,
+        fsync of the directory)."""
+        if self._tmp is None:
+            self._file.flush()
+            return
+        try:
+            if self._file is not self._raw:
+                self._file.close()
+            self._raw.flush()
+            os.fsync(self._raw.fileno())
+            self._raw.close()
+            os.replace(self._tmp, self.path)
+        except OSError as e:
+            self.discard()
+            raise InputError(self.path, None, f"cannot write: {e.strerror or e}") from None
+        self._tmp = None
+        _fsync_dir(os.path.dirname(os.path.abspath(self.path)))
+
+    def discard(self) -> None:
+        """Drops a file output's temporary file; the target is left as it was."""
+        if self._tmp is None:
+            return
+        for f in (self._file, self._raw):
+            try:
+                f.close()
+            except Exception:  # a compressor on a closed file, a full disk: nothing to save
+                pass
+        try:
+            os.unlink(self._tmp)
+        except OSError:
+            pass
+        self._tmp = None
+
+
+def _fsync_dir(directory: str) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class Outputs:
+    """The outputs of one run: all committed when the block ends normally,
+    all discarded when it raises (or is interrupted)."""
+
+    def __init__(self) -> None:
+        self._items: List[Output] = []
+
+    def open(self, path: str) -> Output:
+        if path == "-" and any(o.path == "-" for o in self._items):
+            raise UsageError("only one output can be stdout (-)")
+        out = Output(path)
+        self._items.append(out)
+        return out
+
+    def __enter__(self) -> "Outputs":
+        return self
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> None:
+        if kind is not None:
+            for out in self._items:
+                out.discard()
+            return
+        for i, out in enumerate(self._items):
+            try:
+                out.commit()
+            except BaseException:
+                for rest in self._items[i + 1:]:
+                    rest.discard()
+                raise

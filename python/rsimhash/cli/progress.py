@@ -1,0 +1,74 @@
+"""Progress bar and end-of-run summary, both on stderr.
+
+The bar (tqdm) shows bytes read, MB/s, records and elapsed time; it is drawn
+only when stderr is a terminal, tqdm is installed and ``--quiet`` is not
+given, so piped or logged runs stay clean. The summary is one line at the
+end, unless ``--quiet``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Optional
+
+from .._optional import module
+
+
+class Progress:
+    """A byte-based progress bar that may be absent; always keeps the clock."""
+
+    def __init__(self, desc: str, total: Optional[int], quiet: bool):
+        self.start = time.perf_counter()
+        self.quiet = quiet
+        self._bar: Any = None
+        if quiet or not _isatty(sys.stderr):
+            return
+        try:
+            tqdm = module("tqdm").tqdm
+        except ImportError:
+            return
+        self._bar = tqdm(
+            total=total or None, desc=desc, unit="B", unit_scale=True, unit_divisor=1000,
+            file=sys.stderr, mininterval=0.25, dynamic_ncols=True, leave=False,
+        )
+
+    def update(self, position: int, records: int) -> None:
+        """The input has been read up to byte ``position``; ``records`` so far."""
+        if self._bar is None:
+            return
+        if position > self._bar.n:
+            self._bar.set_postfix_str(f"{records:,} records", refresh=False)
+            self._bar.update(position - self._bar.n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def summary(self, command: str, parts: "list[str]", nbytes: Optional[int] = None) -> None:
+        """Prints ``rsimhash COMMAND: part, part, ..., T s (R MB/s)`` unless quiet."""
+        self.close()
+        if self.quiet:
+            return
+        seconds = self.elapsed()
+        tail = f"{seconds:.1f} s"
+        if nbytes and nbytes >= 1_000_000 and seconds >= 0.1:
+            tail += f" ({nbytes / 1e6 / max(seconds, 1e-9):,.0f} MB/s)"
+        print(f"rsimhash {command}: {', '.join(parts + [tail])}", file=sys.stderr, flush=True)
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def count(n: int, singular: str, plural: Optional[str] = None) -> str:
+    """``1 record``, ``12,345 records``."""
+    word = singular if n == 1 else (plural or singular + "s")
+    return f"{n:,} {word}"
