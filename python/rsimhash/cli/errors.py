@@ -75,7 +75,19 @@ class BadLines:
             raise error
         self.count += 1
         if self.count <= self.limit:
-            print(f"{PROG}: warning: {error} (line skipped)", file=sys.stderr, flush=True)
+            _warn(f"{error} (line skipped)")
         elif self.count == self.limit + 1:
-            print(f"{PROG}: warning: more bad lines are skipped without a message; "
-                  "the summary counts them", file=sys.stderr, flush=True)
+            _warn("more bad lines are skipped without a message; the summary counts them")
+
+
+def _warn(message: str) -> None:
+    # On a terminal, first clear the progress bar's line; it is redrawn at the next update.
+    clear = "\r\x1b[K" if _isatty(sys.stderr) else ""
+    print(f"{clear}{PROG}: warning: {message}", file=sys.stderr, flush=True)
+
+
+def _isatty(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError):
+        return False

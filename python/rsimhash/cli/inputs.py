@@ -435,7 +435,8 @@ class Source:
         columns = None if self.full_rows else ([self.text_column] + ([self.id_column] if use_ids else []))
         row = 0
         try:
-            for batch in pf.iter_batches(batch_size=8192, columns=columns):
+            # rows of about 4 KB (the usual document) per chunk
+            for batch in pf.iter_batches(batch_size=max(1, self.chunk_bytes >> 12), columns=columns):
                 n = batch.num_rows
                 text = batch.column(batch.schema.get_field_index(self.text_column))
                 valid = np.ones(n, dtype=bool)

@@ -21,6 +21,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+def megabytes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of MB, got {text!r}") from None
+    if not 0 < value <= 1 << 20:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
+
+
 def distance(text: str) -> int:
     try:
         value = int(text)
@@ -78,7 +88,7 @@ def add_run(p: argparse.ArgumentParser, skip: bool = True) -> None:
                             "(the summary counts them)")
     p.add_argument("--quiet", "-q", action="store_true",
                    help="no progress bar and no summary line (the bar is only drawn on a terminal)")
-    p.add_argument("--chunk-mb", type=positive_int, metavar="MB", default=8,
+    p.add_argument("--chunk-mb", type=megabytes, metavar="MB", default=8,
                    help="read the input in chunks of about this many MB. Default: %(default)s")
 
 
@@ -109,7 +119,7 @@ def open_source(args: argparse.Namespace, *, need_ids: bool = True, limit: Optio
         bad=BadLines(getattr(args, "skip_bad_lines", False)),
         limit=limit,
         full_rows=full_rows,
-        chunk_bytes=args.chunk_mb << 20,
+        chunk_bytes=max(1, int(args.chunk_mb * (1 << 20))),
     )
 
 

@@ -8,6 +8,7 @@ end, unless ``--quiet``.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any, Optional
@@ -28,9 +29,15 @@ class Progress:
             tqdm = module("tqdm").tqdm
         except ImportError:
             return
+        try:
+            sized = os.get_terminal_size(sys.stderr.fileno()).columns > 0
+        except (OSError, ValueError, AttributeError):
+            sized = False
+        # a terminal that reports no width (a bare pty) gets 80 columns, not an empty bar
         self._bar = tqdm(
             total=total or None, desc=desc, unit="B", unit_scale=True, unit_divisor=1000,
-            file=sys.stderr, mininterval=0.25, dynamic_ncols=True, leave=False,
+            file=sys.stderr, mininterval=0.25, leave=False,
+            dynamic_ncols=sized, ncols=None if sized else 80, nrows=None if sized else 24,
         )
 
     def update(self, position: int, records: int) -> None:
