@@ -113,6 +113,8 @@ class Outputs:
     def open(self, path: str) -> Output:
         if path == "-" and any(o.path == "-" for o in self._items):
             raise UsageError("only one output can be stdout (-)")
+        if path != "-" and any(os.path.abspath(o.path) == os.path.abspath(path) for o in self._items):
+            raise UsageError(f"{path} is given as two outputs")
         out = Output(path)
         self._items.append(out)
         return out
