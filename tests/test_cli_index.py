@@ -152,3 +152,20 @@ def test_index_add_failure_changes_nothing(data, tmp_path):
     assert_one_error(run_cli("index", "add", idx, "-i", bad), 1, f"{bad}:101", '"text" must be a string')
     assert (idx.read_bytes(), (tmp_path / "c.rsh.ids").read_bytes()) == before
     assert leftovers(tmp_path) == []
+
+
+def test_index_saved_from_python(data, tmp_path):
+    """An index file written by Index.save has no ids file: query names its
+    own uint64 ids, info and verify work, add refuses."""
+    directory, base, more, probe = data
+    index = rsimhash.Index(3)
+    fps = fingerprints_of(base)
+    index.add(fps, ids=[10_000 + i for i in range(len(base))])
+    idx = tmp_path / "py.rsh"
+    index.save(idx)
+    proc = ok(run_cli("index", "query", idx, "-i", directory / "base.jsonl", "-q"))
+    rows = read_tsv(proc.stdout)[1:]
+    assert [base[0]["id"], "10000", "0"] in rows and len(rows) >= len(base)
+    assert json.loads(ok(run_cli("index", "info", idx, "--json")).stdout)["ids_file"] is None
+    assert ok(run_cli("index", "verify", idx)).stdout.decode().strip().endswith("no ids file")
+    assert_one_error(run_cli("index", "add", idx, "-i", directory / "more.jsonl"), 1, "py.rsh.ids", "missing")

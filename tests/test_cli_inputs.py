@@ -167,3 +167,28 @@ def test_broken_pipe_is_quiet(tmp_path):
     proc.stderr.close()
     assert proc.wait(timeout=60) == 141
     assert err == b""
+
+
+def test_ctrl_c_leaves_no_output(tmp_path):
+    """Interrupted while reading stdin: exit 130, one line, the old output kept."""
+    signal = pytest.importorskip("signal")
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(OLD)
+    proc = subprocess.Popen([sys.executable, "-m", "rsimhash.cli", "dedup", "-i", "-", "-o", out, "--chunk-mb", "0.001"],
+                            stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stderr is not None
+    proc.stdin.write(jsonl())
+    proc.stdin.flush()
+    import time
+
+    deadline = time.monotonic() + 60
+    while not leftovers(tmp_path) and time.monotonic() < deadline:  # the run has opened its output
+        time.sleep(0.05)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    err = proc.stderr.read()
+    proc.stderr.close()
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 130
+    assert err == b"rsimhash: interrupted\n"
+    assert out.read_bytes() == OLD and leftovers(tmp_path) == []

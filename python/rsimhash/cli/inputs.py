@@ -167,7 +167,10 @@ class Source:
             self._open_parquet()
             return
         if self.path == "-":
-            raw: Any = sys.stdin.buffer
+            # A private unbuffered handle on a copy of fd 0: if Ctrl-C comes while the reader
+            # thread waits for stdin, neither closing it here nor the interpreter's shutdown
+            # has to wait for a buffer lock that thread holds.
+            raw: Any = open(os.dup(sys.stdin.fileno()), "rb", buffering=0)
         else:
             try:
                 raw = open(self.path, "rb")
@@ -178,7 +181,11 @@ class Source:
             except OSError:
                 self.total = None
         self._raw = raw
-        head = raw.peek(4)[:4] if hasattr(raw, "peek") else b""
+        if hasattr(raw, "peek"):
+            head = raw.peek(4)[:4]
+        else:
+            head = _read_upto(raw, 4)
+            raw = _Prefixed(head, raw)
         if head[:2] == b"\x1f\x8b":
             self._stream = gzip.GzipFile(fileobj=raw, mode="rb")
         elif head == b"\x28\xb5\x2f\xfd":
@@ -217,7 +224,7 @@ class Source:
 
     def position(self) -> int:
         """Bytes consumed from the file (compressed, when it is): for a progress bar."""
-        if self._raw is not None and self._raw is not sys.stdin.buffer:
+        if self._raw is not None and self.path != "-":
             try:
                 return self._raw.tell()
             except (OSError, ValueError):
@@ -226,7 +233,7 @@ class Source:
 
     def close(self) -> None:
         for f in (self._stream, self._raw):
-            if f is not None and f is not sys.stdin.buffer:
+            if f is not None:
                 try:
                     f.close()
                 except Exception:  # closing a half-read compressed stream can complain
@@ -258,7 +265,7 @@ class Source:
         carry = b""
         while True:
             try:
-                data = self._stream.read(self.chunk_bytes)
+                data = _read_upto(self._stream, self.chunk_bytes)
             except (OSError, EOFError, zlib.error) as e:
                 raise self._error(None, f"cannot be read past byte {self.nbytes + len(carry)}: {e}") from None
             except Exception as e:  # zstandard.ZstdError and the like
@@ -473,6 +480,39 @@ class Source:
         except (OSError, pa.ArrowException) as e:
             raise self._error(None, f"cannot be read past row {row}: {e}") from None
 
+def _read_upto(stream: Any, n: int) -> bytes:
+    """``n`` bytes, fewer only at the end of the input (a pipe gives a little at a time)."""
+    parts = []
+    got = 0
+    while got < n:
+        more = stream.read(n - got)
+        if not more:
+            break
+        parts.append(more)
+        got += len(more)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+class _Prefixed:
+    """A stream whose first bytes were already read (to recognise compression)."""
+
+    def __init__(self, head: bytes, raw: Any):
+        self.head = head
+        self.raw = raw
+
+    def read(self, n: int = -1) -> bytes:
+        if not self.head:
+            return self.raw.read(n)
+        if n is None or n < 0:
+            head, self.head = self.head, b""
+            return head + self.raw.read()
+        head, self.head = self.head[:n], self.head[n:]
+        return head
+
+    def close(self) -> None:
+        self.raw.close()
+
+
 def _head(chunk: Chunk, n: int) -> Chunk:
     """The first ``n`` records of a chunk."""
     if n >= len(chunk):
@@ -560,4 +600,4 @@ def prefetch(chunks: Iterator[Chunk], depth: int = 2) -> Iterator[Chunk]:
             yield item
     finally:
         stop.set()
-        thread.join(timeout=5)
+        thread.join(timeout=1)  # a thread blocked reading stdin is left behind (a daemon)
