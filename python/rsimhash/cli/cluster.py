@@ -22,7 +22,7 @@ from typing import Any, List
 
 import numpy as np
 
-from .inputs import fingerprints_of, prefetch
+from .pipeline import fingerprints_of, prefetch
 from .options import (
     add_distance, add_input, add_run, add_text, bad_lines_part, make_index, open_source, positive_int,
 )

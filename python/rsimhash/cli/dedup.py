@@ -21,12 +21,13 @@ from __future__ import annotations
 import argparse
 from array import array
 from bisect import bisect_left
-from typing import Any, List, Optional
+from typing import Any, List
 
 import numpy as np
 
 from .._optional import module
-from .inputs import Chunk, fingerprints_of, prefetch
+from .inputs import Chunk
+from .pipeline import fingerprints_of, prefetch
 from .options import add_distance, add_input, add_run, add_text, bad_lines_part, make_index, open_source
 from .outputs import Output, Outputs
 from .progress import Progress, count

@@ -16,7 +16,8 @@ from typing import List
 
 import numpy as np
 
-from .inputs import FORMATS, fingerprints_of, prefetch
+from .inputs import FORMATS
+from .pipeline import fingerprints_of, prefetch
 from .options import add_distance, add_input, add_run, add_text, bad_lines_part, make_index, open_source
 from .outputs import Outputs
 from .progress import Progress, count

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from .inputs import fingerprints_of, prefetch
+from .pipeline import fingerprints_of, prefetch
 from .options import add_input, add_run, add_text, bad_lines_part, open_source
 from .outputs import Outputs
 from .progress import Progress, count

@@ -27,7 +27,7 @@ from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from .errors import CliError, InputError, UsageError
-from .inputs import fingerprints_of, prefetch
+from .pipeline import fingerprints_of, prefetch
 from .options import (
     add_distance, add_input, add_run, add_text, bad_lines_part, distance, make_index, open_source,
 )

@@ -29,9 +29,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import queue
 import sys
-import threading
 import zlib
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Iterator, List, Optional, Tuple, Union
@@ -543,61 +541,3 @@ def _show(part: bytes, limit: int = 40) -> str:
     if len(text) > limit:
         text = text[:limit] + "..."
     return json.dumps(text, ensure_ascii=False)
-
-
-def fingerprints_of(chunk: Chunk, mode: str, width: Optional[int], threads: Optional[int]) -> np.ndarray:
-    """The chunk's fingerprints: read from a hash input, else computed from the texts."""
-    if chunk.hashes is not None:
-        return chunk.hashes
-    from .. import fingerprints
-
-    return fingerprints(chunk.texts, mode=mode, width=width, threads=threads)
-
-
-class _Failure:
-    def __init__(self, error: BaseException):
-        self.error = error
-
-
-def prefetch(chunks: Iterator[Chunk], depth: int = 2) -> Iterator[Chunk]:
-    """Runs ``chunks`` on a thread ``depth`` chunks ahead of the consumer.
-
-    Reading and JSON parsing hold the GIL while fingerprinting and the index
-    release it, so the next chunk is parsed while this one is fingerprinted.
-    An exception of the reader is raised in the consumer, in order.
-    """
-    q: "queue.Queue[Any]" = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-    done = object()
-
-    def put(item: Any) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def work() -> None:
-        try:
-            for chunk in chunks:
-                if not put(chunk):
-                    return
-            put(done)
-        except BaseException as e:  # handed to the consumer, which re-raises it
-            put(_Failure(e))
-
-    thread = threading.Thread(target=work, name="rsimhash-reader", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item = q.get()
-            if item is done:
-                return
-            if isinstance(item, _Failure):
-                raise item.error
-            yield item
-    finally:
-        stop.set()
-        thread.join(timeout=1)  # a thread blocked reading stdin is left behind (a daemon)
