@@ -235,6 +235,8 @@ def test_every_subcommand_has_help():
         with pytest.raises(SystemExit) as e:
             parser.parse_args(argv)
         assert e.value.code == 0
+    version = subprocess.run([sys.executable, "-m", "rsimhash", "--version"], capture_output=True, timeout=60)
+    assert version.returncode == 0 and version.stdout.decode().strip() == f"rsimhash {rsimhash.__version__}"
     # every flag of every command says what it does
     proc = ok(run_cli("cluster", "--help"))
     for flag in ("--input", "--format", "--blocks", "--distance", "--output", "--sample", "--text-column",
