@@ -428,6 +428,13 @@ impl<'a> BlockReader<'a> {
         BlockReader { data, table: &decoder.table, mask: decoder.mask, pos: usize::from(mark.pos), prev: u64::from(mark.top) << 32 }
     }
 
+    /// A reader standing on the first key of the block that `data` starts
+    /// with, `first` (known from the block's header: nothing is read yet).
+    #[inline]
+    pub fn at_first(data: &'a [u8], decoder: &'a Decoder, first: u64) -> BlockReader<'a> {
+        BlockReader { data, table: &decoder.table, mask: decoder.mask, pos: 64, prev: first }
+    }
+
     /// A reader at the start of the block that `data` starts with; the first
     /// key is [`Self::current`]. Bytes missing at the end read as zeros.
     #[inline]

@@ -254,11 +254,13 @@ impl PackedTable {
 
     /// A reader of block `b` standing on the first key or the last mark
     /// below `key`, and the index in the block of the key it stands on.
+    /// Reads the header only: the block's bytes may still be on their way.
     #[inline]
     fn start(&self, b: usize, key: u64) -> (BlockReader<'_>, usize) {
-        match self.headers[b].mark_below(key) {
+        let h = &self.headers[b];
+        match h.mark_below(key) {
             Some(m) => (BlockReader::at(self.tail(b), &self.decoder, m), usize::from(m.index)),
-            None => (BlockReader::new(self.tail(b), &self.decoder), 0),
+            None => (BlockReader::at_first(self.tail(b), &self.decoder, h.first), 0),
         }
     }
 
