@@ -97,6 +97,11 @@ impl Run {
         (lo..hi).filter(|&s| self.dead[s / 64] >> (s % 64) & 1 == 0).map(|s| self.ids[s])
     }
 
+    /// Every live id, in slot order.
+    pub fn live_ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.ids.iter().enumerate().filter(|&(s, _)| self.dead[s / 64] >> (s % 64) & 1 == 0).map(|(_, &id)| id)
+    }
+
     /// Fingerprints that carry more than one id slot.
     pub fn shared_fps(&self) -> impl Iterator<Item = usize> + '_ {
         // With no starts, every fingerprint has one slot.

@@ -256,11 +256,9 @@ impl Index {
         // Ids are distinct across the whole index (each run checked its own
         // lists): a repeated id would answer twice and remove once.
         // Only live ids: a removed id may have been added again.
-        let mut all: Vec<u64> = index.runs.iter().flat_map(|r| r.items().into_iter().map(|(_, id)| id)).collect();
-        all.extend(index.buffer.iter().map(|&(_, id)| id));
-        all.par_sort_unstable();
-        if let Some(w) = all.par_windows(2).find_any(|w| w[0] == w[1]) {
-            return Err(bad(format!("id {} is stored twice", w[0])));
+        let all = index.runs.iter().flat_map(|r| r.live_ids()).chain(index.buffer.iter().map(|&(_, id)| id));
+        if let Some(id) = repeated_id(all, total, next_id) {
+            return Err(bad(format!("id {id} is stored twice")));
         }
         index.live = total;
         // Tables come packed from the file; an index that keeps raw tables
@@ -268,6 +266,28 @@ impl Index {
         index.set_layout(layout).map_err(|e| bad(format!("its layout: {e}")))?;
         Ok(index)
     }
+}
+
+/// An id that `ids` (`n` of them, all below `next_id`: checked before)
+/// hold twice, if any.
+/// Ids given by default count up from 0, so `next_id` is usually close to
+/// `n`: one bit per possible id then finds a repeat in one pass; sparse ids
+/// are sorted instead.
+fn repeated_id(ids: impl Iterator<Item = u64>, n: usize, next_id: u128) -> Option<u64> {
+    if next_id <= 64 * n as u128 + 4096 {
+        let mut seen = vec![0u64; (next_id as usize).div_ceil(64)];
+        for id in ids {
+            let (word, bit) = ((id / 64) as usize, id % 64);
+            if seen[word] >> bit & 1 == 1 {
+                return Some(id);
+            }
+            seen[word] |= 1 << bit;
+        }
+        return None;
+    }
+    let mut all: Vec<u64> = ids.collect();
+    all.par_sort_unstable();
+    all.par_windows(2).find_any(|w| w[0] == w[1]).map(|w| w[0])
 }
 
 #[cfg(test)]
@@ -278,6 +298,19 @@ mod tests {
 
     fn data() -> impl Strategy<Value = Vec<u64>> {
         crate::index::tests::planted(30, 3000)
+    }
+
+    #[test]
+    fn repeated_ids_are_found_dense_or_sparse() {
+        let dense: Vec<u64> = (0..1000).rev().collect();
+        assert_eq!(repeated_id(dense.iter().copied(), dense.len(), 1000), None);
+        let twice = dense.iter().copied().chain([417]);
+        assert_eq!(repeated_id(twice, 1001, 1000), Some(417));
+        // Sparse ids, up to 2^64 - 2: sorted instead of a bitmap.
+        let sparse = [u64::MAX - 1, 3, 1 << 40, 7];
+        assert_eq!(repeated_id(sparse.iter().copied(), 4, u128::from(u64::MAX)), None);
+        let twice = sparse.iter().copied().chain([1 << 40]);
+        assert_eq!(repeated_id(twice, 5, u128::from(u64::MAX)), Some(1 << 40));
     }
 
     fn same_answers(a: &Index, b: &Index, probes: &[u64]) {
