@@ -383,6 +383,11 @@ impl Run {
         self.tables = tables.into_par_iter().zip(spec.par_iter()).map(|(t, s)| t.relayout(s.prefix, layout)).collect();
     }
 
+    /// Whether the tables are raw (not packed).
+    pub fn is_raw(&self) -> bool {
+        matches!(self.tables.first(), Some(Table::Raw(_)))
+    }
+
     /// Bytes of memory held by the tables alone.
     pub fn table_bytes(&self) -> usize {
         self.tables.iter().map(Table::bytes).sum()
