@@ -343,7 +343,9 @@ impl Index {
     /// tables. Those are merged again soon (a run is merged each time the
     /// runs after it add up to its size); packing and unpacking them at every
     /// merge made streamed `add_unique` three times slower than with raw
-    /// tables. They hold under a quarter of the items.
+    /// tables. Runs shrink from the oldest to the newest; with batches of
+    /// one size each is half the one before, so these hold under a quarter
+    /// of the items (uneven batches can leave more).
     fn run_layout(&self, items: usize) -> Layout {
         match self.layout {
             Layout::Packed(_) if items * 4 < self.live => Layout::Raw,
