@@ -54,7 +54,7 @@ sys.path.insert(0, HERE)
 
 from bench_fingerprint import machine_busy_seconds, machine_info  # noqa: E402
 from bench_index import (  # noqa: E402
-    K, Report, Span, flip_bits, fmt, latency_loop, proc_status, random_fps, target_text,
+    K, Report, Span, fmt, latency_loop, proc_status, query_mix, random_fps, target_text,
 )
 
 TARGET_TABLE_BYTES = {1_000_000: 6.1, 10_000_000: 5.7}  # compressed, B per item per table
@@ -71,17 +71,6 @@ LOADS = [(v, m) for v, _ in VARIANTS for m in (True, False)]
 
 # --------------------------------------------------------------------------
 # data and checks
-
-
-def query_mix(rng, stored, m: int):
-    """m queries: half stored fingerprints with 1..3 bits flipped, half random, shuffled."""
-    import numpy as np
-    half = m // 2
-    near = flip_bits(rng, stored[rng.integers(0, len(stored), size=half)],
-                     rng.integers(1, 4, size=half))
-    q = np.concatenate([near, random_fps(rng, m - half)])
-    rng.shuffle(q)
-    return q
 
 
 def agree(idx: Dict[str, object], qs) -> str:
@@ -201,13 +190,13 @@ def bench_size(rep: Report, args, n: int, tmp: str) -> Dict[str, object]:
 
     # sanity + warm-up, then the queries of steps 2 and 4
     qrng = np.random.default_rng([args.seed, 2, n])
-    info["agree"] = agree(idx, query_mix(qrng, fps, 2000))
+    info["agree"] = agree(idx, query_mix(qrng, fps, 2000, min_flips=1))
     print(f"  {tag} compressed vs raw answers (find_all, query_batch, query): "
           f"{info['agree']}", flush=True)
     if info["agree"] != "ok":
         print(f"*** WARNING {tag}: compressed and raw tables disagree; the timings below "
               "compare different answers ***", flush=True)
-    qs_lat = query_mix(qrng, fps, args.queries).tolist()
+    qs_lat = query_mix(qrng, fps, args.queries, min_flips=1).tolist()
     qs_batch = random_fps(np.random.default_rng([args.seed, 3, n]), args.batch)
     del fps
     gc.collect()

@@ -93,12 +93,12 @@ def flip_bits(rng, vals, nbits):
     return vals ^ mask
 
 
-def query_mix(rng, stored, m: int):
-    """m queries: half stored fingerprints with 0..3 bits flipped, half random, shuffled."""
+def query_mix(rng, stored, m: int, min_flips: int = 0):
+    """m queries: half stored fingerprints with min_flips..3 bits flipped, half random, shuffled."""
     import numpy as np
     half = m // 2
     near = flip_bits(rng, stored[rng.integers(0, len(stored), size=half)],
-                     rng.integers(0, 4, size=half))
+                     rng.integers(min_flips, 4, size=half))
     q = np.concatenate([near, random_fps(rng, m - half)])
     rng.shuffle(q)
     return q
