@@ -454,19 +454,7 @@ impl<'a> BlockReader<'a> {
     /// The 8 bytes from byte `byte`, zeros past the end.
     #[inline(always)]
     fn peek_at(&self, byte: usize) -> u64 {
-        match self.data.get(byte..byte + 8) {
-            Some(b) => u64::from_le_bytes(b.try_into().expect("8 bytes")),
-            None => self.peek_end(byte),
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn peek_end(&self, byte: usize) -> u64 {
-        let mut b = [0u8; 8];
-        let rest = self.data.get(byte..).unwrap_or(&[]);
-        b[..rest.len()].copy_from_slice(rest);
-        u64::from_le_bytes(b)
+        load(self.data, byte)
     }
 
     /// At least 57 bits from `pos`.
@@ -514,6 +502,24 @@ impl<'a> BlockReader<'a> {
     }
 }
 
+/// The 8 bytes of `data` from byte `byte`, little-endian, zeros past the end.
+#[inline(always)]
+fn load(data: &[u8], byte: usize) -> u64 {
+    match data.get(byte..byte + 8) {
+        Some(b) => u64::from_le_bytes(b.try_into().expect("8 bytes")),
+        None => load_end(data, byte),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn load_end(data: &[u8], byte: usize) -> u64 {
+    let mut b = [0u8; 8];
+    let rest = data.get(byte..).unwrap_or(&[]);
+    b[..rest.len()].copy_from_slice(rest);
+    u64::from_le_bytes(b)
+}
+
 /// The key after `prev` whose code, at the bottom of `bits`, has decoding
 /// table `entry`.
 #[inline(always)]
@@ -553,15 +559,7 @@ unsafe fn decode_lanes_bmi2<const L: usize>(data: &[u8], decoder: &Decoder, star
 #[inline(always)]
 fn decode_lanes_any<const L: usize>(data: &[u8], decoder: &Decoder, starts: [usize; L], out: [&mut [u64]; L]) -> bool {
     let (table, mask) = (&decoder.table, decoder.mask);
-    let load = |byte: usize| match data.get(byte..byte + 8) {
-        Some(b) => u64::from_le_bytes(b.try_into().expect("8 bytes")),
-        None => {
-            let mut b = [0u8; 8];
-            let rest = data.get(byte..).unwrap_or(&[]);
-            b[..rest.len()].copy_from_slice(rest);
-            u64::from_le_bytes(b)
-        }
-    };
+    let load = |byte: usize| load(data, byte);
     let mut pos = starts.map(|s| s * 8 + 64);
     let mut prev = starts.map(load);
     let common = out.iter().map(|o| o.len()).min().unwrap_or(0);
