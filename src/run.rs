@@ -28,9 +28,9 @@ use crate::table::{Layout, RawTable, Table};
 /// before any range is scanned, so their cache misses overlap.
 const PROBE_CHUNK: usize = 16;
 
-/// Blocks of a packed table that [`Run::pairs`] decodes at a time: about
+/// Blocks of a packed table that [`for_each_chunk`] decodes at a time: about
 /// 50,000 keys in 1 KiB blocks, 400 KB, which stay in a core's L2 cache.
-const PAIRS_CHUNK_BLOCKS: usize = 256;
+const CHUNK_BLOCKS: usize = 256;
 
 #[derive(Debug)]
 pub(crate) struct Run {
@@ -94,12 +94,18 @@ impl Run {
     #[inline]
     pub fn ids_of(&self, i: usize) -> impl Iterator<Item = u64> + '_ {
         let (lo, hi) = self.slot_range(i);
-        (lo..hi).filter(|&s| self.dead[s / 64] >> (s % 64) & 1 == 0).map(|s| self.ids[s])
+        (lo..hi).filter(|&s| self.is_live(s)).map(|s| self.ids[s])
     }
 
     /// Every live id, in slot order.
     pub fn live_ids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.ids.iter().enumerate().filter(|&(s, _)| self.dead[s / 64] >> (s % 64) & 1 == 0).map(|(_, &id)| id)
+        (0..self.ids.len()).filter(|&s| self.is_live(s)).map(|s| self.ids[s])
+    }
+
+    /// Whether id slot `s` holds a live id (its dead bit is clear).
+    #[inline]
+    fn is_live(&self, s: usize) -> bool {
+        self.dead[s / 64] >> (s % 64) & 1 == 0
     }
 
     /// Fingerprints that carry more than one id slot.
@@ -137,7 +143,7 @@ impl Run {
         let (lo, hi) = self.slot_range(i);
         let Ok(at) = self.ids[lo..hi].binary_search(&id) else { return false };
         let s = lo + at;
-        if self.dead[s / 64] >> (s % 64) & 1 == 1 {
+        if !self.is_live(s) {
             return false;
         }
         self.dead[s / 64] |= 1 << (s % 64);
@@ -246,20 +252,7 @@ impl Run {
                 };
                 match &self.tables[t] {
                     Table::Raw(raw) => scan(&raw.keys),
-                    Table::Packed(packed) => {
-                        // Decoded a chunk of blocks at a time into a buffer
-                        // that stays in cache; a chunk's last group may go
-                        // on in the next, so it waits for it.
-                        let mut buf = Vec::new();
-                        let blocks = packed.blocks();
-                        for start in (0..blocks).step_by(PAIRS_CHUNK_BLOCKS) {
-                            let end = (start + PAIRS_CHUNK_BLOCKS).min(blocks);
-                            packed.decode_blocks(start..end, &mut buf);
-                            let cut = if end == blocks { buf.len() } else { last_group(&buf, mask) };
-                            scan(&buf[..cut]);
-                            buf.drain(..cut);
-                        }
-                    }
+                    Table::Packed(packed) => for_each_chunk(packed, mask, |keys, _| scan(keys)),
                 }
                 // Back to fingerprint indices.
                 found
@@ -521,39 +514,48 @@ pub(crate) fn probe_batch(runs: &[&Run], queries: &[u64], k: u32) -> Vec<BatchHi
     hits
 }
 
-/// [`scan_sorted`] for a packed table, decoded once from start to end a
-/// chunk of blocks at a time (the chunk stays in cache): the sorted queries
-/// and the decoded keys are merged. A chunk's last group of keys sharing the
-/// prefix may go on in the next chunk, so it waits for it, and so do the
-/// queries with that prefix or a higher one.
+/// [`scan_sorted`] for a packed table, decoded once from start to end by
+/// [`for_each_chunk`]: the sorted queries and the decoded keys are merged.
+/// Queries with the prefix of the group held back for the next chunk, or a
+/// higher one, wait for it too.
 fn stream_sorted(table: &PackedTable, mask: u64, sorted: &[(u64, u32)], mut visit: impl FnMut(u64, u32, &[u64])) {
-    let mut buf = Vec::new();
-    let (mut next, mut at) = (0, 0);
-    let blocks = table.blocks();
-    for start in (0..blocks).step_by(PAIRS_CHUNK_BLOCKS) {
-        let end = (start + PAIRS_CHUNK_BLOCKS).min(blocks);
-        table.decode_blocks(start..end, &mut buf);
-        let cut = if end == blocks { buf.len() } else { last_group(&buf, mask) };
+    let mut next = 0;
+    for_each_chunk(table, mask, |keys, after| {
+        // Queries ascend, so the first key of a query's range never moves
+        // back: `at` walks to it (a few dozen keys at most, with a query per
+        // STREAM_RATIO keys or more).
+        let mut at = 0;
         while let Some(&(qp, pos)) = sorted.get(next) {
-            if end < blocks && qp & mask >= buf[cut] & mask {
+            if after.is_some_and(|key| qp & mask >= key & mask) {
                 break;
             }
-            // Queries ascend, so the first key of a query's range never
-            // moves back: `at` walks to it (a few dozen keys at most, with a
-            // query per STREAM_RATIO keys or more).
-            while at < cut && buf[at] < qp & mask {
+            while at < keys.len() && keys[at] < qp & mask {
                 at += 1;
             }
             let mut end = at;
-            while end < cut && buf[end] <= qp | !mask {
+            while end < keys.len() && keys[end] <= qp | !mask {
                 end += 1;
             }
-            visit(qp, pos, &buf[at..end]);
+            visit(qp, pos, &keys[at..end]);
             next += 1;
         }
-        // Every query left starts at or after `cut`.
+    });
+}
+
+/// Calls `f(keys, after)` with the keys of `table`, ascending, a chunk of
+/// [`CHUNK_BLOCKS`] blocks at a time decoded into a buffer that stays in
+/// cache, in whole groups of keys equal under `mask`: a chunk's last group
+/// may go on in the next chunk, so it waits for it. `after` is the key that
+/// follows `keys` (the first of the group held back); `None` at the end.
+fn for_each_chunk(table: &PackedTable, mask: u64, mut f: impl FnMut(&[u64], Option<u64>)) {
+    let mut buf = Vec::new();
+    let blocks = table.blocks();
+    for start in (0..blocks).step_by(CHUNK_BLOCKS) {
+        let end = (start + CHUNK_BLOCKS).min(blocks);
+        table.decode_blocks(start..end, &mut buf);
+        let cut = if end == blocks { buf.len() } else { last_group(&buf, mask) };
+        f(&buf[..cut], buf.get(cut).copied());
         buf.drain(..cut);
-        at = 0;
     }
 }
 
