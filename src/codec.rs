@@ -21,6 +21,8 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+pub mod lanes;
+
 /// Symbols: `h` in `0..64`.
 pub const SYMBOLS: usize = 64;
 /// The longest code a table may use (in files too): a 2^12-entry lookup table.
@@ -93,7 +95,7 @@ impl Code {
 
     /// The lookup table that decodes this code.
     pub fn decoder(&self) -> Decoder {
-        let mut table = Box::new([SLOW; TABLE_SIZE]);
+        let mut table = Box::new([NO_CODE; TABLE_SIZE]);
         for (s, &l) in self.lengths.iter().enumerate() {
             if l == 0 {
                 continue;
@@ -102,9 +104,8 @@ impl Code {
             let step = 1usize << l;
             let mut i = usize::from(self.codes[s]);
             let (h, len) = (s as u16, u16::from(l));
-            let slow = if u32::from(len + h) > FAST_BITS { SLOW } else { 0 };
             while i < TABLE_SIZE {
-                table[i] = h | len << 6 | slow;
+                table[i] = h | (h + len) << 8;
                 i += step;
             }
         }
@@ -175,23 +176,34 @@ fn limited_lengths(counts: &[u64; SYMBOLS], max_len: u32) -> [u8; SYMBOLS] {
 }
 
 /// The decoding table of a [`Code`]: entry `bits & mask` holds the symbol
-/// `h` in its low 6 bits and the code length in the next 4, with [`SLOW`]
-/// set when there is no such code or when the code and its `h` low bits do
-/// not fit in one load ([`FAST_BITS`]). `mask` keeps the bits of the longest
-/// code: only that much of the table is touched.
+/// `h` in its low byte and the bits the key takes, code and low bits, in its
+/// high byte ([`NO_CODE`] where no code matches). That layout saves work on
+/// the hot path: x86's shifts read the low 6 bits of their count, so the
+/// entry itself shifts by `h`, and the difference of its bytes by the code
+/// length. `mask` keeps the bits of the longest code: only that much of the
+/// table is touched.
 #[derive(Clone, Debug)]
 pub struct Decoder {
     table: Box<[u16; TABLE_SIZE]>,
     mask: usize,
 }
 
-/// The flag of table entries that [`BlockReader::next_key_slow`] decodes.
-const SLOW: u16 = 1 << 10;
+/// The table entry of bits that start no code: it takes no bits.
+const NO_CODE: u16 = 0;
 
-/// `h` and the code length of a table entry.
+/// Whether [`BlockReader::next_key_slow`] decodes `entry`: there is no code,
+/// or the code and its `h` low bits do not fit in one load ([`FAST_BITS`]).
+#[inline(always)]
+fn is_slow(entry: u16) -> bool {
+    // The bits taken, less one, wrap around when there is no code.
+    (entry >> 8).wrapping_sub(1) >= FAST_BITS as u16
+}
+
+/// `h` and the code length of a table entry (not [`NO_CODE`]).
 #[inline(always)]
 fn unpack(entry: u16) -> (u32, u32) {
-    (u32::from(entry & 63), u32::from((entry >> 6) & 15))
+    let h = u32::from(entry & 0xff);
+    (h, u32::from(entry >> 8) - h)
 }
 
 /// Bits one 8-byte load yields at any bit offset.
@@ -469,11 +481,10 @@ impl<'a> BlockReader<'a> {
     pub fn next_key(&mut self) -> Option<u64> {
         let bits = self.peek();
         let entry = self.table[(bits as usize) & self.mask & (TABLE_SIZE - 1)];
-        if entry & SLOW != 0 {
+        if is_slow(entry) {
             return self.next_key_slow(entry);
         }
-        let (h, len) = unpack(entry);
-        self.pos += (h + len) as usize;
+        self.pos += usize::from(entry >> 8);
         self.prev = next(self.prev, bits, entry);
         Some(self.prev)
     }
@@ -483,22 +494,27 @@ impl<'a> BlockReader<'a> {
     #[cold]
     #[inline(never)]
     fn next_key_slow(&mut self, entry: u16) -> Option<u64> {
-        let (h, len) = unpack(entry);
-        if len == 0 {
+        if entry == NO_CODE {
             return None;
         }
+        let (h, len) = unpack(entry);
         self.pos += len as usize;
         let lo = self.peek() & low_mask(h.min(32));
         self.pos += h.min(32) as usize;
         let hi = if h > 32 { self.peek() & low_mask(h - 32) } else { 0 };
         self.pos += h.saturating_sub(32) as usize;
-        self.prev = ((self.prev >> h) | 1) << h | lo | hi << 32;
+        self.prev = after(self.prev, h, lo | hi << 32);
         Some(self.prev)
     }
 
     /// Bits consumed so far, the first key's 64 included.
     pub fn bits_read(&self) -> usize {
         self.pos
+    }
+
+    /// The symbol `h` that the next code holds (0 when there is no code).
+    fn symbol_ahead(&self) -> u32 {
+        u32::from(self.table[(self.peek() as usize) & self.mask & (TABLE_SIZE - 1)] & 0xff)
     }
 }
 
@@ -521,86 +537,22 @@ fn load_end(data: &[u8], byte: usize) -> u64 {
 }
 
 /// The key after `prev` whose code, at the bottom of `bits`, has decoding
-/// table `entry`.
+/// table `entry` (not [`is_slow`]). The shift takes the code length
+/// modulo 64 straight from the entry's bytes (see [`Decoder`]).
 #[inline(always)]
 fn next(prev: u64, bits: u64, entry: u16) -> u64 {
-    let (h, len) = unpack(entry);
-    ((prev >> h) | 1) << h | ((bits >> len) & low_mask(h))
+    let e = u32::from(entry);
+    let h = e & 63;
+    after(prev, h, bits.wrapping_shr((e >> 8).wrapping_sub(e)) & low_mask(h))
 }
 
-/// Decodes whole blocks of a table's `data`, `L` at a time: block `l` starts
-/// at byte `starts[l]` and fills `out[l]` (its first key included). Each
-/// block is one chain of dependent loads; `L` independent chains, their
-/// state held in registers, keep the CPU busy while each one waits.
-/// Returns false if some block did not decode (never, for checked blocks).
-pub fn decode_lanes<const L: usize>(data: &[u8], decoder: &Decoder, starts: [usize; L], out: [&mut [u64]; L]) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("bmi2") {
-        // SAFETY: the CPU has BMI2.
-        return unsafe { decode_lanes_bmi2(data, decoder, starts, out) };
-    }
-    decode_lanes_any(data, decoder, starts, out)
-}
-
-/// [`decode_lanes`] with BMI2's shifts, which take any register as the count
-/// (x86's older shifts need theirs in `cl`): fewer moves, and the lanes'
-/// state fits in registers.
-///
-/// # Safety
-/// The CPU must have BMI2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "bmi2")]
-unsafe fn decode_lanes_bmi2<const L: usize>(data: &[u8], decoder: &Decoder, starts: [usize; L], out: [&mut [u64]; L]) -> bool {
-    decode_lanes_any(data, decoder, starts, out)
-}
-
-// The lanes step through several arrays in lockstep: indices read best.
-#[allow(clippy::needless_range_loop)]
+/// The key after `prev` that differs from it first at bit `h`, with `low`
+/// below that bit: `prev`'s bits above `h`, a 1 at `h` (`prev` has a 0 there
+/// in every block [`check_block`] accepts), then `low`. Setting the bits
+/// below `h` and adding 1 carries into bit `h`: three instructions.
 #[inline(always)]
-fn decode_lanes_any<const L: usize>(data: &[u8], decoder: &Decoder, starts: [usize; L], out: [&mut [u64]; L]) -> bool {
-    let (table, mask) = (&decoder.table, decoder.mask);
-    let load = |byte: usize| load(data, byte);
-    let mut pos = starts.map(|s| s * 8 + 64);
-    let mut prev = starts.map(load);
-    let common = out.iter().map(|o| o.len()).min().unwrap_or(0);
-    for l in 0..L {
-        if let Some(first) = out[l].first_mut() {
-            *first = prev[l];
-        }
-    }
-    // All lanes step together; a long code (one in 30 or so: a key's high
-    // bit can be far above its gap to the one before) takes a detour.
-    let mut ok = true;
-    for i in 1..common {
-        let bits: [u64; L] = std::array::from_fn(|l| load(pos[l] >> 3) >> (pos[l] & 7));
-        let entry: [u16; L] = std::array::from_fn(|l| table[(bits[l] as usize) & mask & (TABLE_SIZE - 1)]);
-        for l in 0..L {
-            if entry[l] & SLOW == 0 {
-                let (h, len) = unpack(entry[l]);
-                pos[l] += (h + len) as usize;
-                prev[l] = next(prev[l], bits[l], entry[l]);
-            } else {
-                let block = data.get(starts[l]..).unwrap_or(&[]);
-                let mut r = BlockReader { data: block, table, mask, pos: pos[l] - starts[l] * 8, prev: prev[l] };
-                ok &= r.next_key_slow(entry[l]).is_some();
-                (pos[l], prev[l]) = (r.pos + starts[l] * 8, r.prev);
-            }
-            out[l][i] = prev[l];
-        }
-    }
-    let i = common.max(1);
-    // Then each lane on its own.
-    for l in 0..L {
-        let Some(rest) = out[l].get_mut(i..) else { continue };
-        let block = data.get(starts[l]..).unwrap_or(&[]);
-        let mut r = BlockReader { data: block, table, mask, pos: pos[l] - starts[l] * 8, prev: prev[l] };
-        for slot in rest {
-            let key = r.next_key();
-            ok &= key.is_some();
-            *slot = key.unwrap_or(0);
-        }
-    }
-    ok
+fn after(prev: u64, h: u32, low: u64) -> u64 {
+    (prev | low_mask(h)).wrapping_add(1).wrapping_add(low)
 }
 
 /// Checks that `block` holds `count` keys (at least 1) in ascending order,
@@ -622,12 +574,17 @@ pub fn check_block(block: &[u8], rank: u32, count: usize, first: u64, decoder: &
     }
     let mut marker = Marker::new(first, rank, count);
     for i in 1..count {
-        let (prev, pos) = (r.current(), r.bits_read() as u32);
+        let (prev, pos, h) = (r.current(), r.bits_read() as u32, r.symbol_ahead());
         let Some(key) = r.next_key() else {
             return Err(format!("key {i} of a block has no valid code"));
         };
         if key <= prev {
             return Err(format!("key {i} of a block is not above the key before it"));
+        }
+        // The code said where the keys first differ: a block that lies about
+        // it (no encoder writes one) would decode differently elsewhere.
+        if h != symbol(prev, key) {
+            return Err(format!("key {i} of a block is coded with the wrong high bit"));
         }
         if r.bits_read() > block.len() * 8 {
             return Err(format!("a block whose {count} keys need more than its {} bytes", block.len()));
@@ -775,7 +732,7 @@ mod tests {
             let e = dec.table[usize::from(code.codes[s])];
             let (h, len) = unpack(e);
             assert_eq!((h as usize, len), (s, u32::from(code.lengths[s])));
-            assert_eq!(e & SLOW != 0, len + h > FAST_BITS);
+            assert_eq!(is_slow(e), len + h > FAST_BITS);
         }
     }
 

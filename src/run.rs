@@ -236,23 +236,41 @@ impl Run {
         let per_table: Vec<Vec<(u32, u32, u32)>> = (0..spec.len())
             .into_par_iter()
             .map(|t| {
-                let mask = spec[t].prefix_mask;
                 let mut found = Vec::new();
-                let mut scan = |keys: &[u64]| {
-                    for group in groups(keys, mask) {
-                        for (a, &x) in group.iter().enumerate() {
-                            for &y in &group[a + 1..] {
-                                let d = (x ^ y).count_ones();
-                                if d <= k && self.design.reports(t, x ^ y) {
-                                    found.push((x, y, d));
-                                }
-                            }
-                        }
+                let mut compare = |x: u64, y: u64| {
+                    let d = (x ^ y).count_ones();
+                    if d <= k && self.design.reports(t, x ^ y) {
+                        found.push((x, y, d));
                     }
                 };
                 match &self.tables[t] {
-                    Table::Raw(raw) => scan(&raw.keys),
-                    Table::Packed(packed) => for_each_chunk(packed, mask, |keys, _| scan(keys)),
+                    Table::Raw(raw) => {
+                        for group in groups(&raw.keys, spec[t].prefix_mask) {
+                            for (a, &x) in group.iter().enumerate() {
+                                group[a + 1..].iter().for_each(|&y| compare(x, y));
+                            }
+                        }
+                    }
+                    // Neighbours sharing the prefix come as pairs, a group of
+                    // three or more as a chain of them: (a, b), (b, c). Most
+                    // groups are pairs; a chain (rare) gathers its keys in
+                    // `chain` to compare each new one with all before it.
+                    Table::Packed(packed) => {
+                        let (mut last, mut chain) = ((1, 0), Vec::new());
+                        packed.for_each_close_pair(64 - spec[t].prefix, |a, b| {
+                            if a == last.1 {
+                                if chain.is_empty() {
+                                    chain.push(last.0);
+                                }
+                                chain.push(a);
+                                chain.iter().for_each(|&x| compare(x, b));
+                            } else {
+                                chain.clear();
+                                compare(a, b);
+                            }
+                            last = (a, b);
+                        });
+                    }
                 }
                 // Back to fingerprint indices.
                 found
