@@ -567,9 +567,13 @@ mod timing {
         assert_eq!(out, keys);
         let (one, two, three, four) = (lanes::<1>(&t, &mut out), lanes::<2>(&t, &mut out), lanes::<3>(&t, &mut out), lanes::<4>(&t, &mut out));
         println!("ns/key with 1, 2, 3, 4 lanes: {one:.2} {two:.2} {three:.2} {four:.2}");
-        let mut pairs = 0;
-        let s = std::time::Instant::now();
-        t.for_each_close_pair(64 - 22, |_, _| pairs += 1);
-        println!("close pairs: {:.2} ns/key ({pairs} pairs)", s.elapsed().as_secs_f64() / keys.len() as f64 * 1e9);
+        let (mut pairs, mut best) = (0, f64::MAX);
+        for _ in 0..9 {
+            pairs = 0;
+            let s = std::time::Instant::now();
+            t.for_each_close_pair(64 - 22, |_, _| pairs += 1);
+            best = best.min(s.elapsed().as_secs_f64());
+        }
+        println!("close pairs: {:.2} ns/key ({pairs} pairs)", best / keys.len() as f64 * 1e9);
     }
 }
