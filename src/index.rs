@@ -714,6 +714,26 @@ mod tests {
         assert!(index.add(&[4], None).is_err());
     }
 
+    /// The tables' first close pair may start at key 0, with no key before
+    /// it (the proptests' indexes are mostly too small to leave the buffer).
+    #[test]
+    fn find_all_from_key_zero() {
+        let mut fps: Vec<u64> = (1..=3000u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1 << 63).collect();
+        fps.extend([0, 1, 3, u64::MAX, u64::MAX - 1]);
+        let items: Vec<(u64, u64)> = fps.iter().enumerate().map(|(i, &f)| (f, i as u64)).collect();
+        for layout in [Layout::Raw, Layout::Packed(16), Layout::Packed(100), Layout::DEFAULT] {
+            for k in [1, 3] {
+                let mut index = Index::new(k, None, None).unwrap();
+                index.set_layout(layout).unwrap();
+                index.add(&fps, None).unwrap();
+                assert_eq!(index.shape(), (1, 0), "one run, nothing buffered");
+                let mut pairs = index.find_all(None).unwrap();
+                pairs.sort_unstable();
+                assert_eq!(pairs, brute_pairs(&items, k), "{layout:?}, k = {k}");
+            }
+        }
+    }
+
     #[test]
     fn many_single_adds_merge_into_few_runs() {
         let mut index = Index::new(3, None, None).unwrap();

@@ -256,11 +256,11 @@ impl Run {
                     // groups are pairs; a chain (rare) gathers its keys in
                     // `chain` to compare each new one with all before it.
                     Table::Packed(packed) => {
-                        let (mut last, mut chain) = ((1, 0), Vec::new());
+                        let (mut last, mut chain): (Option<(u64, u64)>, Vec<u64>) = (None, Vec::new());
                         packed.for_each_close_pair(64 - spec[t].prefix, |a, b| {
-                            if a == last.1 {
+                            if let Some((before, _)) = last.filter(|&(_, end)| end == a) {
                                 if chain.is_empty() {
-                                    chain.push(last.0);
+                                    chain.push(before);
                                 }
                                 chain.push(a);
                                 chain.iter().for_each(|&x| compare(x, b));
@@ -268,7 +268,7 @@ impl Run {
                                 chain.clear();
                                 compare(a, b);
                             }
-                            last = (a, b);
+                            last = Some((a, b));
                         });
                     }
                 }
