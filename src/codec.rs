@@ -557,11 +557,11 @@ fn after(prev: u64, h: u32, low: u64) -> u64 {
 
 /// Checks that `block` holds `count` keys (at least 1) in ascending order,
 /// starting at `first` and within its bytes; returns the last key and the
-/// block's header.
+/// block's header. `each` sees every key, in order, as it is checked.
 ///
 /// # Errors
 /// A message naming the first inconsistency.
-pub fn check_block(block: &[u8], rank: u32, count: usize, first: u64, decoder: &Decoder) -> Result<(u64, Header), String> {
+pub fn check_block(block: &[u8], rank: u32, count: usize, first: u64, decoder: &Decoder, mut each: impl FnMut(u64)) -> Result<(u64, Header), String> {
     if block.len() < 8 {
         return Err(format!("a block of {} bytes (its first key alone takes 8)", block.len()));
     }
@@ -573,6 +573,7 @@ pub fn check_block(block: &[u8], rank: u32, count: usize, first: u64, decoder: &
         return Err(format!("a block starting at {:#018x} where the block index says {first:#018x}", r.current()));
     }
     let mut marker = Marker::new(first, rank, count);
+    each(first);
     for i in 1..count {
         let (prev, pos, h) = (r.current(), r.bits_read() as u32, r.symbol_ahead());
         let Some(key) = r.next_key() else {
@@ -590,6 +591,7 @@ pub fn check_block(block: &[u8], rank: u32, count: usize, first: u64, decoder: &
             return Err(format!("a block whose {count} keys need more than its {} bytes", block.len()));
         }
         marker.offer(i - 1, prev, pos, key);
+        each(key);
     }
     Ok((r.current(), marker.header))
 }
@@ -605,7 +607,7 @@ mod tests {
         for b in 0..e.first.len() {
             let block = &e.data[b * block_bytes..((b + 1) * block_bytes).min(e.data.len())];
             let count = (e.ranks[b + 1] - e.ranks[b]) as usize;
-            let (last, header) = check_block(block, e.ranks[b], count, e.first[b], &dec).expect("a valid block");
+            let (last, header) = check_block(block, e.ranks[b], count, e.first[b], &dec, |_| ()).expect("a valid block");
             assert_eq!(header, e.headers[b], "header of block {b}");
             assert_eq!(header.first, e.first[b]);
             let mut whole = BlockReader::new(block, &dec);
@@ -695,7 +697,7 @@ mod tests {
         ) {
             let code = Code::from_counts(&counts.try_into().unwrap());
             let dec = code.decoder();
-            if let Ok((last, _)) = check_block(&block, 0, count, first, &dec) {
+            if let Ok((last, _)) = check_block(&block, 0, count, first, &dec, |_| ()) {
                 let mut r = BlockReader::new(&block, &dec);
                 let mut prev = r.current();
                 for _ in 1..count {

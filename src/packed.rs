@@ -93,11 +93,13 @@ impl PackedTable {
         t
     }
 
-    /// A table over saved parts, after checking every block.
+    /// A table over saved parts, after checking every block, and the
+    /// wrapping sum of `digest` over its keys (order-free: tables of one run
+    /// hold the same fingerprints in different orders).
     ///
     /// # Errors
     /// A message naming the first inconsistency.
-    pub fn from_parts(block_bytes: usize, lengths: [u8; SYMBOLS], data: Bytes, first: Bytes, ranks: Bytes) -> Result<PackedTable, String> {
+    pub fn from_parts(block_bytes: usize, lengths: [u8; SYMBOLS], data: Bytes, first: Bytes, ranks: Bytes, digest: impl Fn(u64) -> u64 + Sync) -> Result<(PackedTable, u64), String> {
         if !(codec::MIN_BLOCK_BYTES..=codec::MAX_BLOCK_BYTES).contains(&block_bytes) {
             return Err(format!("a block size of {block_bytes} bytes"));
         }
@@ -132,16 +134,21 @@ impl PackedTable {
         if firsts.windows(2).any(|w| w[1] <= w[0]) {
             return Err("block keys that do not ascend".into());
         }
-        let checked: Vec<Result<(u64, Header), String>> = (0..nf)
+        let checked: Vec<Result<(u64, Header, u64), String>> = (0..nf)
             .into_par_iter()
             .map(|b| {
                 let count = (ranks[b + 1] - ranks[b]) as usize;
-                check_block(t.block(b), ranks[b], count, firsts[b], &t.decoder).map_err(|e| format!("block {b}: {e}"))
+                let mut sum = 0u64;
+                let (last, header) = check_block(t.block(b), ranks[b], count, firsts[b], &t.decoder, |key| sum = sum.wrapping_add(digest(key)))
+                    .map_err(|e| format!("block {b}: {e}"))?;
+                Ok((last, header, sum))
             })
             .collect();
         let mut headers = Vec::with_capacity(nf);
+        let mut sum = 0u64;
         for (b, result) in checked.into_iter().enumerate() {
-            let (last, header) = result?;
+            let (last, header, block_sum) = result?;
+            sum = sum.wrapping_add(block_sum);
             if b + 1 < nf && last >= firsts[b + 1] {
                 return Err(format!("block {b} ends above where block {} starts", b + 1));
             }
@@ -150,7 +157,7 @@ impl PackedTable {
         let mut t = t;
         t.headers = headers;
         t.build_dir();
-        Ok(t)
+        Ok((t, sum))
     }
 
     /// What [`Self::from_parts`] takes back.
@@ -501,8 +508,10 @@ mod tests {
                 block_bytes, *again.lengths, Bytes::from_vec(again.data.to_vec()),
                 Bytes::from_vec(again.first.iter().flat_map(|k| k.to_le_bytes()).collect()),
                 Bytes::from_vec(again.ranks.iter().flat_map(|k| k.to_le_bytes()).collect()),
+                |k| k.wrapping_mul(0x9e37_79b9_7f4a_7c15),
             );
-            let t2 = t2.expect("a table's own parts are valid");
+            let (t2, sum) = t2.expect("a table's own parts are valid");
+            prop_assert_eq!(sum, keys.iter().fold(0u64, |s, &k| s.wrapping_add(k.wrapping_mul(0x9e37_79b9_7f4a_7c15))));
             for &k in keys.iter().step_by(37) {
                 prop_assert_eq!(t.position(k), keys.binary_search(&k).ok());
                 prop_assert_eq!(t2.position(k), keys.binary_search(&k).ok());

@@ -749,6 +749,24 @@ def test_forged_repeated_id_is_refused_or_harmless(small_file, tmp_path):
     assert exercise(idx, small_file["qs"], tmp_path) == []
 
 
+@pytest.mark.parametrize("tables", [(0, 1), (1, 2), (2, 3)])
+def test_tables_swapped_within_a_run_are_refused(small_file, tmp_path, tables):
+    """Two tables of a run exchanged whole, each valid on its own and every
+    checksum good: each now holds another permutation's order, so queries
+    would miss matches without a sound. Load must refuse the file."""
+    data = small_file["data"]
+    contents = [[s.tag, data[s.offset:s.end]] for s in fmt.sections(data)]
+    assert fmt.assemble(data, contents) == data  # the writer of the test lays files out as rsimhash does
+    for tag in ("TABLE", "BLOCKS", "FIRST", "RANKS"):
+        of_tag = [c for c in contents if c[0] == tag]   # run 0's tables first
+        a, b = of_tag[tables[0]], of_tag[tables[1]]
+        a[1], b[1] = b[1], a[1]
+    forged = fmt.assemble(data, [tuple(c) for c in contents])
+    outcome, detail = load_forged(tmp_path / "swapped.rsh", forged, small_file["qs"], tmp_path, "tables %d and %d swapped" % tables)
+    assert outcome == "refused", detail
+    assert "does not hold the fingerprints of table 0" in detail, detail
+
+
 # ---------------------------------------------------------------------------
 # 3. Files that are not index files
 # ---------------------------------------------------------------------------

@@ -209,9 +209,12 @@ impl Index {
             return Err(bad(format!("sections that do not make {run_count} runs of {table_count} tables")));
         }
         // Tables are checked block by block: in parallel, all runs at once.
-        let loaded: Vec<std::result::Result<Table, String>> = (0..run_count * table_count)
+        // Each also sums a digest of its keys unpermuted, to check below that
+        // the tables of a run hold one set of fingerprints.
+        let loaded: Vec<std::result::Result<(Table, u64), String>> = (0..run_count * table_count)
             .into_par_iter()
             .map(|i| {
+                let t = i % table_count;
                 let m = tables[i].as_u64s().map_err(|e| e.to_string())?;
                 if m.len() != 2 + SYMBOLS / 8 {
                     return Err(format!("a TABLE section of {} words", m.len()));
@@ -220,20 +223,29 @@ impl Index {
                 for (c, w) in lengths.chunks_mut(8).zip(&m[2..]) {
                     c.copy_from_slice(&w.to_le_bytes());
                 }
-                let t = PackedTable::from_parts(m[1] as usize, lengths, blocks[i].clone(), first[i].clone(), ranks[i].clone())?;
-                if t.len() as u64 != m[0] {
-                    return Err(format!("{} keys where its header says {}", t.len(), m[0]));
+                let digest = |key| fingerprint_digest(design.unpermute(t, key));
+                let (table, sum) = PackedTable::from_parts(m[1] as usize, lengths, blocks[i].clone(), first[i].clone(), ranks[i].clone(), digest)?;
+                if table.len() as u64 != m[0] {
+                    return Err(format!("{} keys where its header says {}", table.len(), m[0]));
                 }
-                Ok(Table::Packed(Box::new(t)))
+                Ok((Table::Packed(Box::new(table)), sum))
             })
             .collect();
         let mut loaded = loaded.into_iter();
         let mut total = index.buffer.len();
         let mut max_id = index.buffer.iter().map(|&(_, id)| id).max();
         for r in 0..run_count {
-            let run_tables = (0..table_count)
+            let (run_tables, sums): (Vec<Table>, Vec<u64>) = (0..table_count)
                 .map(|t| loaded.next().expect("counted above").map_err(|e| bad(format!("run {r}, table {t}: {e}"))))
-                .collect::<Result<Vec<Table>>>()?;
+                .collect::<Result<Vec<(Table, u64)>>>()?
+                .into_iter()
+                .unzip();
+            // A table with other fingerprints than table 0 (sections swapped
+            // or edited with their checksums made good) would answer queries
+            // wrongly without a sound: refuse it here.
+            if let Some(t) = sums.iter().position(|&s| s != sums[0]) {
+                return Err(bad(format!("run {r}: table {t} does not hold the fingerprints of table 0 (the file is damaged or was altered after it was written)")));
+            }
             let m = runs[r].as_u64s()?;
             let ids = ids[r].as_u64s()?.to_vec();
             let starts = starts[r].as_u32s()?.to_vec();
@@ -266,6 +278,16 @@ impl Index {
         index.set_layout(layout).map_err(|e| bad(format!("its layout: {e}")))?;
         Ok(index)
     }
+}
+
+/// A fingerprint's share of its table's digest: the splitmix64 finalizer, so
+/// that tables holding different fingerprints sum alike only by a 2^-64
+/// chance (a plain sum would let two changed keys cancel out).
+fn fingerprint_digest(fp: u64) -> u64 {
+    let mut z = fp;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// An id that `ids` (`n` of them, all below `next_id`: checked before)
