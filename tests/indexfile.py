@@ -152,18 +152,13 @@ def assemble(data: bytes, contents: list) -> bytes:
     at = -(-(HEADER_LEN + n * ENTRY_LEN) // ALIGN) * ALIGN
     entries, body = bytearray(), bytearray()
     for tag, content in contents:
-        offset = at + len(body)
-        entries += struct.pack("<8sQQII", tag.encode("ascii").ljust(8, b"\0"), offset, len(content), crc32c(content), 0)
-        body += content
         body += bytes(-len(body) % ALIGN)
-    last = contents[-1][1] if contents else b""
-    file_len = at + len(body) - (-len(last) % ALIGN if contents else 0)
+        entries += struct.pack("<8sQQII", tag.encode("ascii").ljust(8, b"\0"), at + len(body), len(content), 0, 0)
+        body += content
     out = bytearray(data[:HEADER_LEN]) + entries + bytes(at - HEADER_LEN - len(entries)) + body
-    out = out[:file_len]
     struct.pack_into("<I", out, 16, n)
-    struct.pack_into("<Q", out, 24, file_len)
-    struct.pack_into("<I", out, 56, crc32c(bytes(out[HEADER_LEN:HEADER_LEN + n * ENTRY_LEN])))
-    return with_header_crc(bytes(out))
+    struct.pack_into("<Q", out, 24, len(out))
+    return with_valid_checksums(bytes(out))
 
 
 def patch_entry_tag(data: bytes, section: Section, tag: str) -> bytes:
