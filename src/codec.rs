@@ -22,6 +22,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 pub mod lanes;
+pub mod rows;
 
 /// Symbols: `h` in `0..64`.
 pub const SYMBOLS: usize = 64;

@@ -12,7 +12,8 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use crate::codec::lanes::{self, Keys, Pairs, Sink};
+use crate::codec::lanes::{self, Keys, Sink};
+use crate::codec::rows::{self, RowTable, Rows};
 use crate::codec::{self, check_block, BlockReader, Code, Decoder, Header, SYMBOLS};
 use crate::container::Bytes;
 use crate::table::prefetch;
@@ -352,50 +353,69 @@ impl PackedTable {
         debug_assert!(ok, "a checked block failed to decode");
     }
 
-    /// Calls `f(a, b)`, in order, for every two neighbouring keys whose
-    /// highest differing bit is below `below`: keys that share their top
-    /// `64 - below` bits come as a chain of such pairs.
-    pub fn for_each_close_pair(&self, below: u32, mut f: impl FnMut(u64, u64)) {
-        let mut bufs: [Vec<u64>; LANES] = Default::default();
-        let mut last = None;
-        let mut b = 0;
+    /// The blocks cut into about `parts` ranges, none of them empty, at
+    /// places where the neighbouring keys are not close (see
+    /// [`Self::for_each_close_pair`]): what each range holds of the pairs
+    /// can be worked on alone.
+    pub fn independent_parts(&self, below: u32, parts: usize) -> Vec<Range<usize>> {
+        let limit = u64::MAX.checked_shr(64 - below.min(64)).unwrap_or(0);
+        let blocks = self.blocks();
+        let mut cuts = vec![0];
+        let mut keys = Vec::new();
+        for p in 1..parts.max(1) {
+            // Past the last cut, the first block whose first key is not
+            // close to the key before it (about one in five is).
+            let mut b = (blocks * p / parts).max(cuts[cuts.len() - 1] + 1);
+            while b < blocks {
+                keys.clear();
+                self.decode_blocks(b - 1..b, &mut keys);
+                if keys.last().is_none_or(|&last| last ^ self.headers[b].first > limit) {
+                    break;
+                }
+                b += 1;
+            }
+            if b >= blocks {
+                break;
+            }
+            cuts.push(b);
+        }
+        cuts.push(blocks);
+        cuts.windows(2).filter(|w| w[0] < w[1]).map(|w| w[0]..w[1]).collect()
+    }
+
+    /// Calls `f(x, y)`, `x` before `y`, for every two keys of `blocks` that
+    /// share their top `64 - below` bits (whose highest differing bit is
+    /// below `below`), when no key of `blocks` shares them with a key
+    /// outside (see [`Self::independent_parts`]).
+    pub fn for_each_pair_sharing_prefix(&self, blocks: Range<usize>, below: u32, mut f: impl FnMut(u64, u64)) {
+        let rt = RowTable::new(&self.decoder);
+        let mut rows = Rows::new();
+        let mut groups = rows::Groups::new(below);
+        let mut keys: Vec<u64> = Vec::new();
+        let data = self.data.as_slice();
         let mut ok = true;
-        while b < self.blocks() {
-            if self.blocks() - b >= LANES {
-                ok &= self.close_pairs(b, below, &mut bufs, &mut last, &mut f);
-                b += LANES;
+        let mut b = blocks.start;
+        let end = blocks.end.min(self.blocks());
+        while b < end {
+            let group = b..b + rows::LANES;
+            if group.end <= end && group.clone().all(|b| self.count(b) <= rows::ROW) {
+                let starts = std::array::from_fn(|l| (b + l) * self.block_bytes);
+                let counts: [usize; rows::LANES] = std::array::from_fn(|l| self.count(b + l));
+                ok &= rows::decode_rows(data, &self.decoder, &rt, starts, counts, &mut rows);
+                for (l, &n) in counts.iter().enumerate() {
+                    groups.row(rows.row(l), n, &mut f);
+                }
+                b = group.end;
             } else {
-                let [one, ..] = &mut bufs;
-                ok &= self.close_pairs(b, below, std::array::from_mut(one), &mut last, &mut f);
+                keys.clear();
+                self.decode_blocks(b..b + 1, &mut keys);
+                let n = keys.len();
+                keys.resize(n + rows::SLACK, 0);
+                groups.row(&keys, n, &mut f);
                 b += 1;
             }
         }
         debug_assert!(ok, "a checked block failed to decode");
-    }
-
-    /// [`Self::for_each_close_pair`] over blocks `b..b + L`, `last` the key
-    /// before them.
-    fn close_pairs<const L: usize>(&self, b: usize, below: u32, bufs: &mut [Vec<u64>; L], last: &mut Option<u64>, f: &mut impl FnMut(u64, u64)) -> bool {
-        let mut l = 0;
-        let mut sinks = bufs.each_mut().map(|buf| {
-            let sink = Pairs::new(buf, self.count(b + l), below);
-            l += 1;
-            sink
-        });
-        let (lasts, ok) = self.decode_lanes(b, &mut sinks);
-        for (l, sink) in sinks.iter().enumerate() {
-            let first = self.headers[b + l].first;
-            if let Some(prev) = *last {
-                if (prev ^ first).checked_shr(below).unwrap_or(0) == 0 {
-                    f(prev, first);
-                }
-            }
-            for pair in sink.kept().chunks_exact(2) {
-                f(pair[0], pair[1]);
-            }
-            *last = Some(lasts[l]);
-        }
-        ok
     }
 
     /// Decodes blocks `b..b + L` into `sinks`: their last keys, and whether
@@ -534,8 +554,34 @@ mod tests {
                 prop_assert!(together.iter().all(|g| g == &expected));
             }
         }
+
+        #[test]
+        fn pairs_sharing_a_prefix_are_found_in_independent_parts(keys in keys(), below in prop_oneof![0u32..=64, 40u32..50],
+                                                                 block_bytes in prop_oneof![Just(16usize), Just(1024), 16usize..300]) {
+            let t = PackedTable::encode(&keys, block_bytes);
+            let mut expected = Vec::new();
+            for (a, &x) in keys.iter().enumerate() {
+                for &y in keys[a + 1..].iter().take_while(|&&y| (x ^ y).checked_shr(below).unwrap_or(0) == 0) {
+                    expected.push((x, y));
+                }
+            }
+            expected.sort_unstable();
+            for parts in [1, 2, 7] {
+                let ranges = t.independent_parts(below, parts);
+                prop_assert!(ranges.len() <= parts);
+                prop_assert_eq!(ranges.iter().map(|r| r.len()).sum::<usize>(), t.blocks());
+                prop_assert!(ranges.windows(2).all(|w| w[0].end == w[1].start));
+                let mut got = Vec::new();
+                for r in ranges {
+                    t.for_each_pair_sharing_prefix(r, below, |a, b| got.push((a, b)));
+                }
+                got.sort_unstable();
+                prop_assert_eq!(&got, &expected);
+            }
+        }
     }
 }
+
 
 
 #[cfg(test)]
@@ -561,13 +607,15 @@ mod timing {
         best / out.len() as f64 * 1e9
     }
 
-    /// `cargo test --release --lib packed::timing -- --ignored --nocapture`
+    /// `cargo test --release --lib packed::timing -- --ignored --nocapture`;
+    /// `KEYS=n` keys (4 million), of `KEY_BITS` random bits (64).
     #[test]
     #[ignore]
     fn decode_speed() {
         let mut x = 1u64;
         let bits = std::env::var("KEY_BITS").ok().and_then(|b| b.parse().ok()).unwrap_or(64u32);
-        let mut keys: Vec<u64> = (0..4_000_000).map(|_| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x >> (64 - bits) }).collect();
+        let n: usize = std::env::var("KEYS").ok().and_then(|b| b.parse().ok()).unwrap_or(4_000_000);
+        let mut keys: Vec<u64> = (0..n).map(|_| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x >> (64 - bits) }).collect();
         keys.sort_unstable();
         keys.dedup();
         let t = PackedTable::encode(&keys, 1024);
@@ -576,13 +624,29 @@ mod timing {
         assert_eq!(out, keys);
         let (one, two, three, four) = (lanes::<1>(&t, &mut out), lanes::<2>(&t, &mut out), lanes::<3>(&t, &mut out), lanes::<4>(&t, &mut out));
         println!("ns/key with 1, 2, 3, 4 lanes: {one:.2} {two:.2} {three:.2} {four:.2}");
+        let rt = RowTable::new(&t.decoder);
+        let mut rows = Rows::new();
+        let mut best = f64::MAX;
+        for _ in 0..9 {
+            let s = std::time::Instant::now();
+            for b in (0..t.blocks() - t.blocks() % rows::LANES).step_by(rows::LANES) {
+                let starts = std::array::from_fn(|l| (b + l) * t.block_bytes);
+                let counts = std::array::from_fn(|l| t.count(b + l));
+                assert!(rows::decode_rows(t.data.as_slice(), &t.decoder, &rt, starts, counts, &mut rows));
+            }
+            best = best.min(s.elapsed().as_secs_f64());
+        }
+        println!("rows of {} lanes: {:.2} ns/key", rows::LANES, best / keys.len() as f64 * 1e9);
+        // Pairs sharing a prefix as `find_all` takes them: `PREFIX` bits
+        // (25 is the design's for 10^7 keys).
+        let prefix = std::env::var("PREFIX").ok().and_then(|b| b.parse().ok()).unwrap_or(25u32);
         let (mut pairs, mut best) = (0, f64::MAX);
         for _ in 0..9 {
             pairs = 0;
             let s = std::time::Instant::now();
-            t.for_each_close_pair(64 - 22, |_, _| pairs += 1);
+            t.for_each_pair_sharing_prefix(0..t.blocks(), 64 - prefix, |_, _| pairs += 1);
             best = best.min(s.elapsed().as_secs_f64());
         }
-        println!("close pairs: {:.2} ns/key ({pairs} pairs)", best / keys.len() as f64 * 1e9);
+        println!("pairs sharing {prefix} bits, rows included: {:.2} ns/key ({pairs} pairs)", best / keys.len() as f64 * 1e9);
     }
 }

@@ -228,14 +228,25 @@ impl Run {
 
     /// Every unordered pair of distinct fingerprints within `k` that both have
     /// a live id, as fingerprint indices `(i, j, distance)` with `i < j`. One
-    /// pass per table (in parallel) over the groups of keys sharing the
-    /// table's prefix; a pair is emitted by the first table whose prefix it
-    /// shares, so no pair comes twice.
+    /// pass per table over the groups of keys sharing the table's prefix, in
+    /// parallel and packed tables in parts; a pair is emitted by the first
+    /// table whose prefix it shares, so no pair comes twice.
     pub fn pairs(&self, k: u32) -> Vec<(u32, u32, u32)> {
         let spec = self.design.tables();
-        let per_table: Vec<Vec<(u32, u32, u32)>> = (0..spec.len())
+        // Packed tables take longer and come in parts cut between groups,
+        // so that the threads end together.
+        let work: Vec<(usize, std::ops::Range<usize>)> = (0..spec.len())
+            .flat_map(|t| match &self.tables[t] {
+                Table::Raw(_) => vec![(t, 0..0)],
+                Table::Packed(packed) => {
+                    let parts = if packed.blocks() >= 1024 { PAIRS_PARTS } else { 1 };
+                    packed.independent_parts(64 - spec[t].prefix, parts).into_iter().map(|r| (t, r)).collect()
+                }
+            })
+            .collect();
+        let per_part: Vec<Vec<(u32, u32, u32)>> = work
             .into_par_iter()
-            .map(|t| {
+            .map(|(t, blocks)| {
                 let mut found = Vec::new();
                 let mut compare = |x: u64, y: u64| {
                     let d = (x ^ y).count_ones();
@@ -251,26 +262,7 @@ impl Run {
                             }
                         }
                     }
-                    // Neighbours sharing the prefix come as pairs, a group of
-                    // three or more as a chain of them: (a, b), (b, c). Most
-                    // groups are pairs; a chain (rare) gathers its keys in
-                    // `chain` to compare each new one with all before it.
-                    Table::Packed(packed) => {
-                        let (mut last, mut chain): (Option<(u64, u64)>, Vec<u64>) = (None, Vec::new());
-                        packed.for_each_close_pair(64 - spec[t].prefix, |a, b| {
-                            if let Some((before, _)) = last.filter(|&(_, end)| end == a) {
-                                if chain.is_empty() {
-                                    chain.push(before);
-                                }
-                                chain.push(a);
-                                chain.iter().for_each(|&x| compare(x, b));
-                            } else {
-                                chain.clear();
-                                compare(a, b);
-                            }
-                            last = Some((a, b));
-                        });
-                    }
+                    Table::Packed(packed) => packed.for_each_pair_sharing_prefix(blocks, 64 - spec[t].prefix, compare),
                 }
                 // Back to fingerprint indices.
                 found
@@ -283,7 +275,7 @@ impl Run {
                     .collect()
             })
             .collect();
-        per_table.concat()
+        per_part.concat()
     }
 
     /// The run holding the live items of `a` and `b` (which hold distinct
@@ -481,6 +473,10 @@ const PIPELINE: usize = 32;
 /// once for all runs, so that every run's directory and keys are read in
 /// ascending order: neighbouring queries share cache lines and the reads form
 /// a stream.
+/// Parts a large packed table's pairs are found in: a few per thread, so
+/// that no thread is left with a whole table at the end.
+const PAIRS_PARTS: usize = 4;
+
 pub(crate) fn probe_batch(runs: &[&Run], queries: &[u64], k: u32) -> Vec<BatchHit> {
     let Some(first) = runs.first() else { return Vec::new() };
     let design = Arc::clone(first.design());

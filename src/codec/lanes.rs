@@ -8,9 +8,8 @@
 //! inside the data whatever its bits say, stores unchecked into slices of
 //! known length, BMI2's shifts where the CPU has them.
 //!
-//! A [`Sink`] takes the keys: [`Keys`] keeps them all, [`Pairs`] only the
-//! neighbours that share a prefix (what `find_all` compares), chosen without
-//! a branch from the symbol the code already gave.
+//! A [`Sink`] takes the keys: [`Keys`] keeps them all. (`find_all` reads
+//! whole tables too, six blocks at a time: see [`super::rows`].)
 
 use super::{after, load, low_mask, BlockReader, Decoder, MAX_CODE_LEN, TABLE_SIZE};
 
@@ -51,54 +50,6 @@ impl Sink for Keys<'_> {
         debug_assert!(i < self.0.len());
         // SAFETY: `i` is below `keys()`, the slice's length (see `Sink`).
         unsafe { *self.0.get_unchecked_mut(i) = key };
-    }
-}
-
-/// The neighbours whose highest differing bit is below `below` (which share
-/// their top `64 - below` bits), as `(prev, key)` one after the other. Every
-/// key's pair is stored; the count moves on only for the pairs kept.
-pub struct Pairs<'a> {
-    out: &'a mut [u64],
-    len: usize,
-    keys: usize,
-    below: u32,
-}
-
-impl<'a> Pairs<'a> {
-    /// For a block of `keys` keys, stored in `buf` (grown as needed).
-    pub fn new(buf: &'a mut Vec<u64>, keys: usize, below: u32) -> Pairs<'a> {
-        let room = 2 * keys.saturating_sub(1);
-        if buf.len() < room {
-            buf.resize(room, 0);
-        }
-        Pairs { out: &mut buf[..room], len: 0, keys, below }
-    }
-
-    /// The pairs kept, flat: `[a0, b0, a1, b1, ...]`.
-    pub fn kept(&self) -> &[u64] {
-        &self.out[..self.len]
-    }
-}
-
-impl Sink for Pairs<'_> {
-    #[inline(always)]
-    fn keys(&self) -> usize {
-        self.keys
-    }
-
-    #[inline(always)]
-    fn first(&mut self, _: u64) {}
-
-    #[inline(always)]
-    fn push(&mut self, i: usize, prev: u64, key: u64, h: u32) {
-        debug_assert!(self.len <= 2 * (i - 1) && self.len + 1 < self.out.len());
-        // SAFETY: one pair at most per push before this one, so `len <= 2 * (i - 1)`,
-        // and `i < keys` (see `Sink`): `len + 1 < 2 * (keys - 1)`, the slice's length.
-        unsafe {
-            *self.out.get_unchecked_mut(self.len) = prev;
-            *self.out.get_unchecked_mut(self.len + 1) = key;
-        }
-        self.len += 2 * usize::from(h < self.below);
     }
 }
 
