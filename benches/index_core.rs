@@ -65,6 +65,9 @@ fn main() {
             pairs = index.find_all(None).expect("find_all").len();
             times.push(t.elapsed().as_secs_f64());
         }
+        if repeat > 1 {
+            println!("find_all times in order: {}", times.iter().map(|t| format!("{t:.3}")).collect::<Vec<_>>().join(" "));
+        }
         times.sort_by(f64::total_cmp);
         let find_all = times[times.len() / 2];
         println!("build {build:.3} s, find_all {find_all:.3} s (fastest {:.3}; {pairs} pairs), {}, {:?}", times[0], index.design(), index.layout());

@@ -255,7 +255,9 @@ impl PackedTable {
     pub fn prefetch_header(&self, key: u64) {
         let j = *self.dir_entry(key) as usize;
         if let Some(h) = self.headers.get(j.saturating_sub(1)) {
-            prefetch(h as *const Header as *const u8);
+            let line = h as *const Header as *const u8;
+            prefetch(line);
+            prefetch(line.wrapping_add(64));
         }
     }
 

@@ -30,8 +30,8 @@ const STRIDE: usize = ROW + SLACK;
 const MAX_KEY_BITS: usize = MAX_CODE_LEN as usize + 63;
 
 /// The decoding table of [`decode_rows`], for one code: for every
-/// [`MAX_CODE_LEN`] bits, `[h, code length, h + code length, wide]`, where
-/// `wide` is set when the code and its low bits do not fit one 8-byte load
+/// [`MAX_CODE_LEN`] bits, `[code length, h, code length + h, wide]`, where
+/// `wide` is 0x80 when the code and its low bits do not fit one 8-byte load
 /// at any bit offset, or when the bits start no code (in large tables, only
 /// the rare `h` of 48 and more are wide). Then `2^h - 1` for each `h`: one
 /// load instead of two instructions.
@@ -40,6 +40,9 @@ pub struct RowTable {
     /// No code is longer than 10 bits: the loop reads a quarter of the table.
     short: bool,
 }
+
+/// The mark of wide entries: the sign bit of an entry read as an `i32`.
+const WIDE: u8 = 0x80;
 
 /// What [`RowTable`] holds, laid out as the assembly reads it.
 #[repr(C)]
@@ -50,11 +53,12 @@ struct Table {
 
 impl RowTable {
     pub fn new(decoder: &Decoder) -> RowTable {
-        let mut table = Box::new(Table { entries: [[0, 0, 0, 1]; TABLE_SIZE], below: std::array::from_fn(|h| super::low_mask(h as u32)) });
+        let mut table = Box::new(Table { entries: [[0, 0, 0, WIDE]; TABLE_SIZE], below: std::array::from_fn(|h| super::low_mask(h as u32)) });
         for (slot, &e) in table.entries.iter_mut().zip(decoder.table.iter()) {
             if e != super::NO_CODE {
                 let (h, len) = super::unpack(e);
-                *slot = [h as u8, len as u8, (h + len) as u8, u8::from(h + len > super::FAST_BITS)];
+                let wide = if h + len > super::FAST_BITS { WIDE } else { 0 };
+                *slot = [len as u8, h as u8, (h + len) as u8, wide];
             }
         }
         RowTable { table, short: decoder.mask < 1 << 10 }
@@ -143,10 +147,10 @@ fn decode_rows_by(by: Loop, data: &[u8], decoder: &Decoder, rt: &RowTable, start
 /// `data`; `steps <= ROW`.
 unsafe fn lockstep_loop(by: Loop, data: &[u8], rt: &RowTable, steps: usize, pos: &mut [usize; LANES], rows: &mut Rows) {
     #[cfg(target_arch = "x86_64")]
-    if by != Loop::Portable && std::arch::is_x86_feature_detected!("bmi2") {
+    if by != Loop::Portable && std::arch::is_x86_feature_detected!("bmi1") && std::arch::is_x86_feature_detected!("bmi2") {
         let out = rows.keys.as_mut_ptr().cast::<u64>().add(1);
         let table: *const Table = &*rt.table;
-        // SAFETY: the CPU has BMI2; the caller's promises.
+        // SAFETY: the CPU has BMI1 and BMI2; the caller's promises.
         let (data, steps) = (data.as_ptr(), steps - 1);
         return if rt.short && by == Loop::Best { asm::short(data, table, out, steps, pos) } else { asm::any(data, table, out, steps, pos) };
     }
@@ -217,7 +221,27 @@ impl Groups {
                 self.carry.iter().for_each(|&x| f(x, y));
             }
         }
-        // Pairs within the row, `d` apart.
+        // Pairs within the row: level by level where groups are short (most
+        // neighbours not close), as nested loops over each group where they
+        // are long and levels many.
+        let close: u32 = self.close[..words].iter().map(|m| m.count_ones()).sum();
+        if close as usize * 2 <= n {
+            self.by_levels(keys, words, &mut f);
+        } else {
+            self.by_runs(keys, words, &mut f);
+        }
+        // The group open at the row's end: the keys from the last one not
+        // close to the one after it, with the carry if the row continues it.
+        let trail = if lead == n - 1 && bridged { 0 } else { n - 1 - self.trailing_run(keys, n) };
+        if !(lead == n - 1 && bridged) {
+            self.carry.clear();
+        }
+        self.carry.extend_from_slice(&keys[trail..n]);
+    }
+
+    /// The pairs within the row, `d` apart for `d` = 1, 2, ... while any
+    /// keys are close in turn that far (the masks are spent).
+    fn by_levels(&mut self, keys: &[u64], words: usize, f: &mut impl FnMut(u64, u64)) {
         let mut d = 1;
         loop {
             let mut any = 0;
@@ -240,13 +264,33 @@ impl Groups {
             }
             d += 1;
         }
-        // The group open at the row's end: the keys from the last one not
-        // close to the one after it, with the carry if the row continues it.
-        let trail = if lead == n - 1 && bridged { 0 } else { n - 1 - self.trailing_run(keys, n) };
-        if !(lead == n - 1 && bridged) {
-            self.carry.clear();
+    }
+
+    /// The pairs within the row, group by group: a group starts at a close
+    /// neighbour pair whose key before is not close to its own, and ends at
+    /// one whose key after is not.
+    fn by_runs(&mut self, keys: &[u64], words: usize, f: &mut impl FnMut(u64, u64)) {
+        let mut start = 0;
+        for w in 0..words {
+            let m = self.close[w];
+            let before = if w > 0 { self.close[w - 1] >> 63 } else { 0 };
+            let (mut starts, mut ends) = (m & !(m << 1 | before), m & !(m >> 1 | self.close[w + 1] << 63));
+            while starts | ends != 0 {
+                // A group's end comes after its start, in this word or a later one.
+                let s = starts.trailing_zeros();
+                let e = ends.trailing_zeros();
+                if s <= e && starts != 0 {
+                    start = w * 64 + s as usize;
+                    starts &= starts - 1;
+                } else {
+                    let group = &keys[start..=w * 64 + e as usize + 1];
+                    for (a, &x) in group.iter().enumerate() {
+                        group[a + 1..].iter().for_each(|&y| f(x, y));
+                    }
+                    ends &= ends - 1;
+                }
+            }
         }
-        self.carry.extend_from_slice(&keys[trail..n]);
     }
 
     /// The number of keys before the row's last that are close in turn to
@@ -312,7 +356,7 @@ unsafe fn portable_loop(data: &[u8], rt: &RowTable, steps: usize, pos: &mut [usi
             let p = pos[l];
             let bits = load_unchecked(data, p >> 3) >> (p & 7);
             // Every entry of the table is filled: no mask but its size.
-            let [h, len, tot, wide] = rt.table.entries[(bits as usize) & (TABLE_SIZE - 1)];
+            let [len, h, tot, wide] = rt.table.entries[(bits as usize) & (TABLE_SIZE - 1)];
             let low = if wide == 0 {
                 (bits >> len) & super::low_mask(u32::from(h) & 63)
             } else {
@@ -403,12 +447,13 @@ mod tests {
 
     proptest! {
         #[test]
-        fn groups_pair_every_two_keys_in_a_run(keys in prop::collection::vec(any::<u64>(), 0..400), cuts in prop::collection::vec(0usize..400, 0..4), bits in 0u32..=64) {
+        fn groups_pair_every_two_keys_in_a_run(keys in prop::collection::vec(any::<u64>(), 0..400), cuts in prop::collection::vec(0usize..400, 0..4), bits in 0u32..=64, dense in 0u64..=5) {
             let limit = u64::MAX.checked_shr(64 - bits).unwrap_or(0);
-            // Runs of neighbours close in a few low bits, some long.
+            // Runs of neighbours close in a few low bits: `dense` in 5 of
+            // them, so that rows take either way to their pairs.
             let mut keys = keys;
             for i in 1..keys.len() {
-                if keys[i] % 5 < 3 {
+                if keys[i] % 5 < dense {
                     keys[i] = keys[i - 1] ^ (keys[i] & limit);
                 }
             }

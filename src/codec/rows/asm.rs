@@ -1,13 +1,13 @@
-//! The lockstep loop of [`super::decode_rows`] in x86-64 assembly (BMI2):
-//! six lanes, each a bit position in a register, thirteen registers in all.
-//! One step of a lane, with `{a}`, `{b}`, `{c}` scratch:
+//! The lockstep loop of [`super::decode_rows`] in x86-64 assembly (BMI1 and
+//! BMI2): six lanes, each a bit position in a register, thirteen registers
+//! in all. One step of a lane, with `{a}`, `{b}`, `{c}` scratch:
 //!
 //! ```text
 //! bits  = load8(data + pos / 8) >> pos % 8
-//! entry = table[bits % 1024 or 4096]        // [h, len, h + len, wide]
-//! low   = bzhi(bits >> len, h)               // wide: see `wide!`
+//! entry = table[bits % 1024 or 4096]        // [len, h, len + h, wide]
+//! low   = bextr(bits, entry)                 // h bits from bit len; wide: see `wide!`
 //! key   = (prev | below[h]) + 1 + low        // prev: the row's slot before
-//! pos  += h + len
+//! pos  += len + h
 //! ```
 
 use super::{Table, LANES, STRIDE, TABLE_SIZE};
@@ -16,8 +16,8 @@ const _: () = assert!(TABLE_SIZE == 0x1000 && LANES == 6);
 
 /// One lane's step: the key after the one at `{out} + {oN} - 8`, at bit
 /// `{pN}`, stored at `{out} + {oN}`; `mask` cuts the bits to the part of the
-/// table read. Wide entries branch to `3N` and come back to `4N` with the
-/// low bits in `{c}`, `h` in `{b}` and the entry's index in `{a}`.
+/// table read. Wide entries (the sign bit set) branch to `3N` and come back
+/// to `4N` with the low bits in `{c}` and the entry's index in `{a}`.
 macro_rules! step {
     ($mask:literal $n:literal) => {
         concat!(
@@ -28,23 +28,22 @@ macro_rules! step {
             "shrx {c}, qword ptr [{d} + {a}], {b}\n",
             "mov {a:e}, {c:e}\n",
             "and {a:e}, ", $mask, "\n",
-            "cmp byte ptr [{t} + 4*{a} + 3], 0\n",
-            "jne 3", $n, "f\n",
-            "movzx {b:e}, byte ptr [{t} + 4*{a} + 1]\n",
-            "shrx {c}, {c}, {b}\n",
-            "movzx {b:e}, byte ptr [{t} + 4*{a}]\n",
-            "bzhi {c}, {c}, {b}\n",
+            "mov {b:e}, dword ptr [{t} + 4*{a}]\n",
+            "test {b:e}, {b:e}\n",
+            "js 3", $n, "f\n",
+            // Start (bits 0-7) `len`, length (bits 8-15) `h`.
+            "bextr {c}, {c}, {b}\n",
             "4", $n, ":\n",
-            "movzx {a:e}, byte ptr [{t} + 4*{a} + 2]\n",
-            "add {p", $n, "}, {a}\n",
-            "mov {a}, qword ptr [{t} + 8*{b} + {below}]\n",
-            "or {a}, qword ptr [{out} + {o", $n, "} - 8]\n",
-            "lea {a}, [{a} + {c} + 1]\n",
-            "mov qword ptr [{out} + {o", $n, "}], {a}\n",
+            "movzx {b:e}, byte ptr [{t} + 4*{a} + 2]\n",
+            "add {p", $n, "}, {b}\n",
+            "movzx {b:e}, byte ptr [{t} + 4*{a} + 1]\n",
+            "mov {b}, qword ptr [{t} + 8*{b} + {below}]\n",
+            "or {b}, qword ptr [{out} + {o", $n, "} - 8]\n",
+            "lea {b}, [{b} + {c} + 1]\n",
+            "mov qword ptr [{out} + {o", $n, "}], {b}\n",
         )
     };
 }
-
 
 /// The wide path of lane `N`: the low bits reach past the 57 bits of `{c}`
 /// into the next 8 bytes. Rare in large tables, so out of the loop's way;
@@ -53,7 +52,7 @@ macro_rules! wide {
     ($mask:literal $n:literal) => {
         concat!(
             "3", $n, ":\n",
-            "movzx {b:e}, byte ptr [{t} + 4*{a} + 1]\n",
+            "movzx {b:e}, byte ptr [{t} + 4*{a}]\n",
             "shrx {c}, {c}, {b}\n",
             // The next word, shifted left by 64 - (len + pos % 8).
             "mov {a}, {p", $n, "}\n",
@@ -71,7 +70,7 @@ macro_rules! wide {
             "and {b:e}, 7\n",
             "shrx {a}, qword ptr [{d} + {a}], {b}\n",
             "and {a:e}, ", $mask, "\n",
-            "movzx {b:e}, byte ptr [{t} + 4*{a}]\n",
+            "movzx {b:e}, byte ptr [{t} + 4*{a} + 1]\n",
             "bzhi {c}, {c}, {b}\n",
             "jmp 4", $n, "b\n",
         )
@@ -83,12 +82,12 @@ macro_rules! lockstep {
         $(#[$doc])*
         ///
         /// # Safety
-        /// The CPU has BMI2; `steps >= 1`; `table` points to a [`Table`];
+        /// The CPU has BMI1 and BMI2; `steps >= 1`; `table` points to a [`Table`];
         /// every load (16 bytes from the byte of
         /// each position reached) lies in the data `data` points into; lane
         /// `l` stores to `out + l * STRIDE + i` for `i` in `0..steps`, slots
         /// of the rows `out` points into, and reads the slot before.
-        #[target_feature(enable = "bmi2")]
+        #[target_feature(enable = "bmi1,bmi2")]
         pub unsafe fn $name(data: *const u8, table: *const Table, out: *mut u64, steps: usize, pos: &mut [usize; LANES]) {
             debug_assert!(steps >= 1);
             let end = out.add(steps);
