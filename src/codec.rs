@@ -21,7 +21,6 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-pub mod lanes;
 pub mod rows;
 
 /// Symbols: `h` in `0..64`.

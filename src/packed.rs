@@ -9,18 +9,15 @@
 //! The directory is rebuilt, never stored: one `u32` per block.
 
 use std::ops::Range;
+use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
-use crate::codec::lanes::{self, Keys, Sink};
 use crate::codec::rows::{self, RowTable, Rows};
 use crate::codec::{self, check_block, BlockReader, Code, Decoder, Header, SYMBOLS};
 use crate::container::Bytes;
 use crate::table::prefetch;
 
-/// Blocks decoded side by side (see [`lanes`]): more than three did no
-/// better, their state no longer fitting in registers.
-const LANES: usize = 3;
 
 /// Storage of a table's arrays: built in memory, or a view of a loaded file.
 #[derive(Clone, Debug)]
@@ -62,6 +59,8 @@ pub(crate) struct PackedTable {
     dir_bits: u32,
     /// Each block's first key and places to start decoding in it.
     headers: Vec<Header>,
+    /// The decoding table of whole blocks, made when first needed.
+    row_table: OnceLock<RowTable>,
 }
 
 /// The parts of a packed table as they are saved.
@@ -89,6 +88,7 @@ impl PackedTable {
             dir: Vec::new(),
             dir_bits: 0,
             headers: e.headers,
+            row_table: OnceLock::new(),
         };
         t.build_dir();
         t
@@ -118,6 +118,7 @@ impl PackedTable {
             dir: Vec::new(),
             dir_bits: 0,
             headers: Vec::new(),
+            row_table: OnceLock::new(),
         };
         if nr != nf + 1 {
             return Err(format!("{nf} blocks but {nr} block ranks (expected one more)"));
@@ -202,7 +203,8 @@ impl PackedTable {
 
     /// Bytes of memory (or of the mapping) held.
     pub fn bytes(&self) -> usize {
-        self.data.len() + self.blocks() * 12 + 4 + self.dir.len() * 4 + self.headers.len() * std::mem::size_of::<Header>()
+        let rows = self.row_table.get().map_or(0, |_| std::mem::size_of::<rows::Table>());
+        self.data.len() + self.blocks() * 12 + 4 + self.dir.len() * 4 + self.headers.len() * std::mem::size_of::<Header>() + rows
     }
 
     #[inline]
@@ -332,22 +334,50 @@ impl PackedTable {
     }
 
     /// Writes the keys of blocks `range` to `out`, which holds exactly that
-    /// many, three blocks at a time (two or four did no better).
-    fn decode_into(&self, range: Range<usize>, mut out: &mut [u64]) {
-        let mut b = range.start;
+    /// many.
+    fn decode_into(&self, range: Range<usize>, out: &mut [u64]) {
+        let mut at = 0;
+        self.each_block(range, |keys, n| {
+            out[at..at + n].copy_from_slice(&keys[..n]);
+            at += n;
+        });
+    }
+
+    /// Calls `f(keys, n)` for each block of `range`, in order: its `n` keys
+    /// are the first of `keys`, which has [`rows::SLACK`] more after them.
+    /// Six blocks at a time by the row decoder, where they fit its rows.
+    fn each_block(&self, range: Range<usize>, mut f: impl FnMut(&[u64], usize)) {
+        let rt = self.row_table.get_or_init(|| RowTable::new(&self.decoder));
+        let mut rows = Rows::new();
+        let mut keys: Vec<u64> = Vec::new();
+        let data = self.data.as_slice();
         let mut ok = true;
-        while b < range.end {
-            let mut take = |b: usize| {
-                let (head, tail) = std::mem::take(&mut out).split_at_mut(self.count(b));
-                out = tail;
-                Keys(head)
-            };
-            if range.end - b >= LANES {
-                let mut sinks: [Keys; LANES] = std::array::from_fn(|l| take(b + l));
-                ok &= self.decode_lanes(b, &mut sinks).1;
-                b += LANES;
+        let mut b = range.start;
+        let end = range.end.min(self.blocks());
+        while b < end {
+            let group = b..b + rows::LANES;
+            if group.end <= end && group.clone().all(|b| self.count(b) <= rows::ROW) {
+                let starts = std::array::from_fn(|l| (b + l) * self.block_bytes);
+                let counts: [usize; rows::LANES] = std::array::from_fn(|l| self.count(b + l));
+                ok &= rows::decode_rows(data, &self.decoder, rt, starts, counts, &mut rows);
+                for (l, &n) in counts.iter().enumerate() {
+                    f(rows.row(l), n);
+                }
+                b = group.end;
             } else {
-                ok &= self.decode_lanes(b, &mut [take(b)]).1;
+                keys.clear();
+                let mut r = BlockReader::new(self.tail(b), &self.decoder);
+                keys.push(r.current());
+                for _ in 1..self.count(b) {
+                    let Some(key) = r.next_key() else {
+                        ok = false;
+                        break;
+                    };
+                    keys.push(key);
+                }
+                let n = self.count(b);
+                keys.resize(n + rows::SLACK, 0);
+                f(&keys, n);
                 b += 1;
             }
         }
@@ -357,7 +387,7 @@ impl PackedTable {
 
     /// The blocks cut into about `parts` ranges, none of them empty, at
     /// places where the neighbouring keys are not close (see
-    /// [`Self::for_each_close_pair`]): what each range holds of the pairs
+    /// [`Self::for_each_pair_sharing_prefix`]): what each range holds of the pairs
     /// can be worked on alone.
     pub fn independent_parts(&self, below: u32, parts: usize) -> Vec<Range<usize>> {
         let limit = u64::MAX.checked_shr(64 - below.min(64)).unwrap_or(0);
@@ -390,41 +420,8 @@ impl PackedTable {
     /// below `below`), when no key of `blocks` shares them with a key
     /// outside (see [`Self::independent_parts`]).
     pub fn for_each_pair_sharing_prefix(&self, blocks: Range<usize>, below: u32, mut f: impl FnMut(u64, u64)) {
-        let rt = RowTable::new(&self.decoder);
-        let mut rows = Rows::new();
         let mut groups = rows::Groups::new(below);
-        let mut keys: Vec<u64> = Vec::new();
-        let data = self.data.as_slice();
-        let mut ok = true;
-        let mut b = blocks.start;
-        let end = blocks.end.min(self.blocks());
-        while b < end {
-            let group = b..b + rows::LANES;
-            if group.end <= end && group.clone().all(|b| self.count(b) <= rows::ROW) {
-                let starts = std::array::from_fn(|l| (b + l) * self.block_bytes);
-                let counts: [usize; rows::LANES] = std::array::from_fn(|l| self.count(b + l));
-                ok &= rows::decode_rows(data, &self.decoder, &rt, starts, counts, &mut rows);
-                for (l, &n) in counts.iter().enumerate() {
-                    groups.row(rows.row(l), n, &mut f);
-                }
-                b = group.end;
-            } else {
-                keys.clear();
-                self.decode_blocks(b..b + 1, &mut keys);
-                let n = keys.len();
-                keys.resize(n + rows::SLACK, 0);
-                groups.row(&keys, n, &mut f);
-                b += 1;
-            }
-        }
-        debug_assert!(ok, "a checked block failed to decode");
-    }
-
-    /// Decodes blocks `b..b + L` into `sinks`: their last keys, and whether
-    /// all decoded.
-    fn decode_lanes<const L: usize, S: Sink>(&self, b: usize, sinks: &mut [S; L]) -> ([u64; L], bool) {
-        let starts = std::array::from_fn(|l| (b + l) * self.block_bytes);
-        lanes::decode_lanes(self.data.as_slice(), &self.decoder, starts, sinks)
+        self.each_block(blocks, |keys, n| groups.row(keys, n, &mut f));
     }
 
     /// Every key, ascending.
@@ -590,25 +587,6 @@ mod tests {
 mod timing {
     use super::*;
 
-    /// Best of 9 runs, in ns per key: decoding every block, `L` at a time.
-    fn lanes<const L: usize>(t: &PackedTable, out: &mut [u64]) -> f64 {
-        let mut best = f64::MAX;
-        for _ in 0..9 {
-            let s = std::time::Instant::now();
-            let mut rest = &mut out[..];
-            for b in (0..t.blocks() - t.blocks() % L).step_by(L) {
-                let mut sinks: [Keys; L] = std::array::from_fn(|l| {
-                    let (head, tail) = std::mem::take(&mut rest).split_at_mut(t.count(b + l));
-                    rest = tail;
-                    Keys(head)
-                });
-                assert!(t.decode_lanes(b, &mut sinks).1);
-            }
-            best = best.min(s.elapsed().as_secs_f64());
-        }
-        best / out.len() as f64 * 1e9
-    }
-
     /// `cargo test --release --lib packed::timing -- --ignored --nocapture`;
     /// `KEYS=n` keys (4 million), of `KEY_BITS` random bits (64).
     #[test]
@@ -624,8 +602,13 @@ mod timing {
         let mut out = vec![0u64; keys.len()];
         t.decode_into(0..t.blocks(), &mut out);
         assert_eq!(out, keys);
-        let (one, two, three, four) = (lanes::<1>(&t, &mut out), lanes::<2>(&t, &mut out), lanes::<3>(&t, &mut out), lanes::<4>(&t, &mut out));
-        println!("ns/key with 1, 2, 3, 4 lanes: {one:.2} {two:.2} {three:.2} {four:.2}");
+        let mut best = f64::MAX;
+        for _ in 0..9 {
+            let s = std::time::Instant::now();
+            t.decode_into(0..t.blocks(), &mut out);
+            best = best.min(s.elapsed().as_secs_f64());
+        }
+        println!("decode_into: {:.2} ns/key", best / keys.len() as f64 * 1e9);
         let rt = RowTable::new(&t.decoder);
         let mut rows = Rows::new();
         let mut best = f64::MAX;

@@ -77,6 +77,13 @@ macro_rules! wide {
     };
 }
 
+/// `part` for every lane, one after the other.
+macro_rules! each_lane {
+    ($part:ident $mask:literal) => {
+        concat!($part!($mask "0"), $part!($mask "1"), $part!($mask "2"), $part!($mask "3"), $part!($mask "4"), $part!($mask "5"))
+    };
+}
+
 macro_rules! lockstep {
     ($(#[$doc:meta])* $name:ident, $mask:literal) => {
         $(#[$doc])*
@@ -94,22 +101,12 @@ macro_rules! lockstep {
             let [mut p0, mut p1, mut p2, mut p3, mut p4, mut p5] = *pos;
             std::arch::asm!(
                 "2:",
-                step!($mask "0"),
-                step!($mask "1"),
-                step!($mask "2"),
-                step!($mask "3"),
-                step!($mask "4"),
-                step!($mask "5"),
+                each_lane!(step $mask),
                 "add {out}, 8",
                 "cmp {out}, {end}",
                 "jb 2b",
                 "jmp 5f",
-                wide!($mask "0"),
-                wide!($mask "1"),
-                wide!($mask "2"),
-                wide!($mask "3"),
-                wide!($mask "4"),
-                wide!($mask "5"),
+                each_lane!(wide $mask),
                 "5:",
                 d = in(reg) data,
                 t = in(reg) table,
