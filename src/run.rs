@@ -32,6 +32,10 @@ const PROBE_CHUNK: usize = 16;
 /// 50,000 keys in 1 KiB blocks, 400 KB, which stay in a core's L2 cache.
 const CHUNK_BLOCKS: usize = 256;
 
+/// Parts a large packed table's pairs are found in: a few per thread, so
+/// that no thread is left with a whole table at the end.
+const PAIRS_PARTS: usize = 4;
+
 #[derive(Debug)]
 pub(crate) struct Run {
     design: Arc<Design>,
@@ -473,10 +477,6 @@ const PIPELINE: usize = 32;
 /// once for all runs, so that every run's directory and keys are read in
 /// ascending order: neighbouring queries share cache lines and the reads form
 /// a stream.
-/// Parts a large packed table's pairs are found in: a few per thread, so
-/// that no thread is left with a whole table at the end.
-const PAIRS_PARTS: usize = 4;
-
 pub(crate) fn probe_batch(runs: &[&Run], queries: &[u64], k: u32) -> Vec<BatchHit> {
     let Some(first) = runs.first() else { return Vec::new() };
     let design = Arc::clone(first.design());

@@ -96,7 +96,7 @@ pub fn decode_rows(data: &[u8], decoder: &Decoder, rt: &RowTable, starts: [usize
 /// Which lockstep loop decodes: tests run each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Loop {
-    /// The assembly where the CPU has BMI2, else the portable loop.
+    /// The assembly where the CPU has BMI1 and BMI2, else the portable loop.
     Best,
     Portable,
     /// The assembly for codes of any length, on any table.
@@ -169,8 +169,10 @@ unsafe fn lockstep_loop(by: Loop, data: &[u8], rt: &RowTable, steps: usize, pos:
 /// `j` of `close` says keys `j` and `j + 1` are close; `close & close >> 1`
 /// says keys `j` to `j + 2` are, so `j` and `j + 2` pair; and so on while
 /// any bit is left. Each level is a loop over its set bits, with no branch
-/// that depends on the shape of the groups; in a large table a quarter of
-/// neighbours are close, a sixteenth of triples, and few groups are longer.
+/// that depends on the shape of the groups; in a table of 10^7 keys a
+/// seventh to a quarter of neighbours are close, and few groups have more
+/// than three keys. Where most neighbours are close (long groups, many
+/// levels), nested loops over each group serve better.
 pub struct Groups {
     limit: u64,
     /// The group open at the end of the keys so far: the last key and the
@@ -234,12 +236,13 @@ impl Groups {
         } else {
             self.by_runs(keys, words, &mut f);
         }
-        // The group open at the row's end: the keys from the last one not
-        // close to the one after it, with the carry if the row continues it.
-        let trail = if lead == n - 1 && bridged { 0 } else { n - 1 - self.trailing_run(keys, n) };
-        if !(lead == n - 1 && bridged) {
+        // The group open at the row's end, for the next row: the carry and
+        // the whole row if the row continues it throughout, else the keys
+        // from the last one not close to the one after it.
+        if !(bridged && lead == n - 1) {
             self.carry.clear();
         }
+        let trail = if bridged && lead == n - 1 { 0 } else { n - 1 - self.trailing_run(keys, n) };
         self.carry.extend_from_slice(&keys[trail..n]);
     }
 
