@@ -390,7 +390,7 @@ impl PackedTable {
     /// [`Self::for_each_pair_sharing_prefix`]): what each range holds of the pairs
     /// can be worked on alone.
     pub fn independent_parts(&self, below: u32, parts: usize) -> Vec<Range<usize>> {
-        let limit = u64::MAX.checked_shr(64 - below.min(64)).unwrap_or(0);
+        let limit = rows::close_limit(below);
         let blocks = self.blocks();
         let mut cuts = vec![0];
         let mut keys = Vec::new();

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 
+use crate::codec::rows::each_pair;
 use crate::plan::Design;
 use crate::radix::{par_sort_by_top_bits, sort_bits, sort_by_top_bits};
 use crate::packed::search_all;
@@ -260,11 +261,7 @@ impl Run {
                 };
                 match &self.tables[t] {
                     Table::Raw(raw) => {
-                        for group in groups(&raw.keys, spec[t].prefix_mask) {
-                            for (a, &x) in group.iter().enumerate() {
-                                group[a + 1..].iter().for_each(|&y| compare(x, y));
-                            }
-                        }
+                        groups(&raw.keys, spec[t].prefix_mask).for_each(|group| each_pair(group, &mut compare));
                     }
                     Table::Packed(packed) => packed.for_each_pair_sharing_prefix(blocks, 64 - spec[t].prefix, compare),
                 }

@@ -188,7 +188,7 @@ impl Groups {
     /// Groups of keys whose highest differing bit is below `below`.
     pub fn new(below: u32) -> Groups {
         Groups {
-            limit: u64::MAX.checked_shr(64 - below.min(64)).unwrap_or(0),
+            limit: close_limit(below),
             carry: Vec::new(),
             close: Vec::new(),
             #[cfg(target_arch = "x86_64")]
@@ -290,10 +290,7 @@ impl Groups {
                     start = w * 64 + s as usize;
                     starts &= starts - 1;
                 } else {
-                    let group = &keys[start..=w * 64 + e as usize + 1];
-                    for (a, &x) in group.iter().enumerate() {
-                        group[a + 1..].iter().for_each(|&y| f(x, y));
-                    }
+                    each_pair(&keys[start..=w * 64 + e as usize + 1], f);
                     ends &= ends - 1;
                 }
             }
@@ -304,6 +301,20 @@ impl Groups {
     /// it, from the row itself (the masks were spent on the levels).
     fn trailing_run(&self, keys: &[u64], n: usize) -> usize {
         keys[..n].windows(2).rev().take_while(|w| w[0] ^ w[1] <= self.limit).count()
+    }
+}
+
+/// The largest `a ^ b` of keys whose highest differing bit is below
+/// `below`: the keys are close when their XOR is at most this.
+pub fn close_limit(below: u32) -> u64 {
+    u64::MAX.checked_shr(64 - below.min(64)).unwrap_or(0)
+}
+
+/// Calls `f(x, y)` for every two keys of `group`, `x` before `y`.
+#[inline]
+pub fn each_pair(group: &[u64], f: &mut impl FnMut(u64, u64)) {
+    for (a, &x) in group.iter().enumerate() {
+        group[a + 1..].iter().for_each(|&y| f(x, y));
     }
 }
 
