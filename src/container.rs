@@ -67,6 +67,7 @@ use rayon::prelude::*;
 use bytes::Buffer;
 pub use bytes::Bytes;
 pub use write::write_atomic;
+pub(crate) use write::{sync_dir, TempFile};
 
 use crate::{Error, Result};
 

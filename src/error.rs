@@ -31,12 +31,30 @@ pub enum Error {
     /// all, damaged, or written for another version.
     #[error("{path} is not a usable rsimhash index file: {problem}")]
     BadFile { path: String, problem: String },
+
+    /// Input data a batch job cannot use: a file that is not a 1-D `uint64`
+    /// `.npy` array, ids of another length or given twice, a work directory
+    /// holding another job's state.
+    #[error("{what}: {problem}")]
+    BadInput { what: String, problem: String },
+
+    /// The caller asked a long job to stop (Ctrl-C in Python).
+    #[error("interrupted")]
+    Interrupted,
 }
 
 /// `Result` with the core [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    pub(crate) fn bad_input(what: impl fmt::Display, problem: impl fmt::Display) -> Self {
+        Error::BadInput { what: what.to_string(), problem: problem.to_string() }
+    }
+
+    pub(crate) fn io<'a>(action: &'static str, path: &'a std::path::Path) -> impl FnOnce(std::io::Error) -> Error + 'a {
+        move |source| Error::Io { path: path.display().to_string(), action, source }
+    }
+
     pub(crate) fn invalid(name: &'static str, expected: &'static str, found: impl fmt::Display) -> Self {
         Error::InvalidParameter { name, expected, found: found.to_string() }
     }

@@ -588,7 +588,7 @@ impl Index {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
@@ -616,7 +616,7 @@ mod tests {
 
     /// Fingerprints with planted near neighbours, duplicates and extremes:
     /// up to `centers` centers and `near` items 0 to 4 bits from one of them.
-    pub(super) fn planted(centers: usize, near: usize) -> impl Strategy<Value = Vec<u64>> {
+    pub(crate) fn planted(centers: usize, near: usize) -> impl Strategy<Value = Vec<u64>> {
         (
             prop::collection::vec(prop_oneof![any::<u64>(), Just(0u64), Just(u64::MAX)], 1..centers),
             prop::collection::vec((0usize..centers, prop::collection::vec(0u32..64, 0..5)), 0..near),

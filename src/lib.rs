@@ -12,6 +12,7 @@
 //! Fingerprints are stored in users' files, so what version 1 computes never
 //! changes: `tests/data/vectors_v1.json` pins it.
 
+pub mod batch;
 mod cluster;
 mod codec;
 pub mod container;

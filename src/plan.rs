@@ -79,6 +79,14 @@ impl Permutation {
         out
     }
 
+    /// The moves that fill the top `bits` bits of the result: the same top
+    /// bits for less work, where only they matter.
+    pub fn leading(&self, bits: u32) -> Permutation {
+        let lowest = 64 - bits.min(64);
+        let moves = self.moves.iter().filter(|m| m.dst + (64 - m.mask.leading_zeros()) > lowest).copied().collect();
+        Permutation { moves }
+    }
+
     /// The inverse permutation.
     pub fn inverse(&self) -> Permutation {
         let mut moves: Vec<Move> = self.moves.iter().map(|m| Move { src: m.dst, dst: m.src, mask: m.mask }).collect();
@@ -285,6 +293,15 @@ pub fn with_tables(k: u32, tables: usize) -> Result<Design> {
     })
 }
 
+/// Every design the planners consider for `k`, with at most `max_tables` tables.
+pub(crate) fn designs(k: u32, max_tables: usize) -> Vec<Design> {
+    candidates(k)
+        .into_iter()
+        .filter(|levels| table_count(k, levels) <= max_tables)
+        .filter_map(|levels| Design::new(k, &levels).ok())
+        .collect()
+}
+
 fn check_k(k: u32) -> Result<()> {
     if k > MAX_K {
         return Err(Error::invalid("k", "at most 16", k));
@@ -449,6 +466,9 @@ mod tests {
             let x = spec.perm.apply(a) ^ spec.perm.apply(b);
             prop_assert_eq!(x.count_ones(), (a ^ b).count_ones());
             prop_assert_eq!(spec.inverse.apply(spec.perm.apply(a)), a);
+            for bits in [1, 11, 30, 64] {
+                prop_assert_eq!(spec.perm.leading(bits).apply(a) >> (64 - bits), spec.perm.apply(a) >> (64 - bits));
+            }
             let agrees = spec.prefix == 0 || (spec.prefix >= 64 && x == 0) || (spec.prefix < 64 && x >> (64 - spec.prefix) == 0);
             // Exactly the first table that shares its prefix reports the pair.
             prop_assert_eq!(d.reports(t, x), agrees && first.is_none());

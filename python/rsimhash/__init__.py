@@ -31,6 +31,7 @@ from ._rsimhash import (  # noqa: E402
 __all__ = [
     "Index",
     "SPEC_VERSION",
+    "batch",
     "UNICODE_VERSION",
     "__version__",
     "compute",
@@ -45,6 +46,7 @@ __all__ = [
 _U64_MAX = (1 << 64) - 1
 
 from .etl import dedup  # noqa: E402
+from . import batch  # noqa: E402
 
 
 def fingerprints(

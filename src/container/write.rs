@@ -44,7 +44,7 @@ pub fn write_atomic(path: &Path, spec_version: u32, sections: &[(Tag, &[u8])]) -
     let crcs = checksums(&parts);
     let (head, offsets) = encode_head(spec_version, count, sections, &crcs);
 
-    let mut tmp = TempFile::create(path)?;
+    let mut tmp = TempFile::create(path, "save an index to")?;
     let write = |file: &File| -> io::Result<()> {
         let mut out = BufWriter::with_capacity(WRITE_BUFFER, file);
         out.write_all(&head)?;
@@ -92,20 +92,21 @@ fn encode_head(spec_version: u32, count: u32, sections: &[(Tag, &[u8])], crcs: &
 }
 
 /// A temporary file that is removed when dropped, unless renamed.
-struct TempFile {
-    path: PathBuf,
+pub(crate) struct TempFile {
+    pub path: PathBuf,
     file: Option<File>,
 }
 
 impl TempFile {
     /// A new file beside `target`: same directory, so that the rename is
-    /// atomic (no copy across filesystems).
-    fn create(target: &Path) -> Result<TempFile> {
+    /// atomic (no copy across filesystems). `action` names what the file is
+    /// for in the error of a target that is a directory.
+    pub fn create(target: &Path, action: &'static str) -> Result<TempFile> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let Some(name) = target.file_name() else {
             // ".", ".." or "/": a directory, as for a path naming one.
             let source = std::io::Error::new(std::io::ErrorKind::IsADirectory, "the path names a directory, not a file");
-            return Err(Error::Io { path: target.display().to_string(), action: "save an index to", source });
+            return Err(Error::Io { path: target.display().to_string(), action, source });
         };
         loop {
             let mut tmp_name = OsString::from(".");
@@ -121,12 +122,12 @@ impl TempFile {
         }
     }
 
-    fn file(&self) -> &File {
+    pub fn file(&self) -> &File {
         self.file.as_ref().expect("the file is open until renamed")
     }
 
     /// Closes the file and renames it to `target`.
-    fn rename_to(&mut self, target: &Path) -> Result<()> {
+    pub fn rename_to(&mut self, target: &Path) -> Result<()> {
         // Closed first: on Windows an open handle can block the rename.
         drop(self.file.take());
         fs::rename(&self.path, target).map_err(io_error("replace", target))?;
@@ -147,7 +148,7 @@ impl Drop for TempFile {
 
 /// Flushes the directory holding `path` so that a rename in it is durable.
 #[cfg(unix)]
-fn sync_dir(path: &Path) -> Result<()> {
+pub(crate) fn sync_dir(path: &Path) -> Result<()> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -158,6 +159,6 @@ fn sync_dir(path: &Path) -> Result<()> {
 /// Windows offers no directory flush through std: a directory cannot be
 /// opened as a `File` there.
 #[cfg(not(unix))]
-fn sync_dir(_path: &Path) -> Result<()> {
+pub(crate) fn sync_dir(_path: &Path) -> Result<()> {
     Ok(())
 }

@@ -3,6 +3,7 @@
 //! arguments holding the GIL, run the core with the GIL released
 //! ([`detach::run`]), convert the results.
 
+mod batch;
 mod convert;
 mod detach;
 mod error;
@@ -19,6 +20,7 @@ fn _rsimhash(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let (a, b, c) = crate::unicode::UNICODE_VERSION;
     m.add("UNICODE_VERSION", format!("{a}.{b}.{c}"))?;
     fingerprint::register(m)?;
+    batch::register(m)?;
     m.add_class::<index::PyIndex>()?;
     Ok(())
 }

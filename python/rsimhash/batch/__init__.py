@@ -1,0 +1,217 @@
+"""Batch jobs over a whole corpus of fingerprints, in memory and beyond it.
+
+``find_all``, ``clusters`` and ``dedup`` give the answers of
+``Index.find_all``, ``Index.cluster`` and ``Index.add_unique`` for a whole
+corpus at once, without an index: the Rust core works one permuted table at
+a time (the paper's batch mode), sorting and scanning it for the pairs that
+share the table's prefix, so a job holds 12 bytes per fingerprint of the
+table in work whatever the number of tables. Under ``memory_limit`` a table
+is worked in parts, spilled to ``workdir`` when that is cheaper than reading
+the source again.
+
+Sources: a 1-D ``uint64`` array (an ``np.memmap`` or ``np.load(...,
+mmap_mode="r")`` array is read in place), a ``.npy`` file, a list of them or
+a directory of them (concatenated in sorted name order), or Parquet files
+with a fingerprint ``column`` (``uint64``, or ``int64`` holding the same
+bits). Items are the positions ``0..N-1`` of the whole source unless
+``ids`` gives each its own.
+
+Long jobs show a progress bar on a terminal (``progress=True`` always,
+``False`` never, or a function called with ``(done, total, step,
+step_done, step_total)``) and stop cleanly on Ctrl-C. With ``out=`` or
+``workdir=``, a job killed midway and started again with the same arguments
+resumes after the last table it finished; outputs are written under a
+temporary name and renamed into place when complete.
+
+Example::
+
+    import numpy as np, rsimhash
+    fps = np.load("fingerprints.npy", mmap_mode="r")
+    pairs = rsimhash.batch.find_all(fps, k=3)              # (P, 2) uint64, sorted
+    n = rsimhash.batch.find_all("fps/", k=3, out="pairs.npy", memory_limit="8GiB")
+    keep = rsimhash.batch.dedup(fps, k=3)                   # bool mask
+    ids, labels = rsimhash.batch.clusters(fps, k=3)         # cluster members
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from contextlib import ExitStack
+from typing import Any, Callable, Optional, Tuple, Union
+
+import numpy as np
+
+from .. import _rsimhash as _core
+from ._outputs import Atomic, Bars, cluster_rows, pairs_npy_to_parquet, write_clusters
+from ._sources import check_writable, memory_limit as _memory_limit, parent_of, parse_memory, resolve
+
+__all__ = ["clusters", "dedup", "find_all", "parse_memory"]
+
+Progress = Union[None, bool, Callable[..., Any]]
+Memory = Union[None, int, float, str]
+
+
+class _Job:
+    """Arguments shared by the three jobs, checked, and the resources they hold."""
+
+    def __init__(self, stack: ExitStack, *, k: int, memory_limit: Memory, workdir: Any, out: Optional[str],
+                 threads: Optional[int], progress: Progress, blocks: Optional[int], tables: Optional[int],
+                 spill: Optional[bool], desc: str):
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+            raise TypeError(f"k must be an int, got {type(k).__name__}")
+        self.stack = stack
+        self.limit = _memory_limit(memory_limit)
+        self.out = out
+        self.workdir = os.fspath(workdir) if workdir is not None else None
+        self.temp_parent = parent_of(out)
+        bars = Bars(progress, desc)
+        stack.callback(bars.close)
+        self.kwargs = dict(k=int(k), memory_limit=self.limit, workdir=self.workdir, temp_parent=self.temp_parent,
+                           threads=threads, blocks=blocks, tables=tables, spill=spill, progress=bars)
+        self._spill_dir: Optional[str] = None
+
+    def spill_dir(self) -> str:
+        """Where copies of Parquet columns go: the work directory, or a
+        temporary directory (beside ``out``, else the system's)."""
+        if self._spill_dir is None:
+            if self.workdir is not None:
+                os.makedirs(self.workdir, exist_ok=True)
+                self._spill_dir = self.workdir
+            else:
+                tmp = tempfile.TemporaryDirectory(prefix="rsimhash-", dir=self.temp_parent)
+                self._spill_dir = self.stack.enter_context(tmp)
+        return self._spill_dir
+
+
+def find_all(source: Any, k: int = 3, *, ids: Any = None, column: Optional[str] = None, out: Any = None,
+             memory_limit: Memory = None, workdir: Any = None, threads: Optional[int] = None,
+             progress: Progress = None, blocks: Optional[int] = None, tables: Optional[int] = None,
+             _spill: Optional[bool] = None) -> Union[np.ndarray, int]:
+    """Every unordered pair of distinct items within ``k`` bits, identical
+    fingerprints included: a ``(P, 2)`` ``uint64`` array, smaller item
+    first, rows sorted, as ``Index.find_all`` returns for the same items.
+
+    ``ids``: one ``uint64`` id per item (or a Parquet column's name); by
+    default items are positions. ``out``: a ``.npy`` or ``.parquet`` path
+    (columns ``id_a``, ``id_b``) to write the pairs to instead, never all
+    in memory; then the count is returned and ``workdir`` defaults to
+    ``out + ".work"``, which makes the job resumable. ``memory_limit``:
+    bytes or a string like ``"8GiB"`` (default: 60 % of the memory
+    available). ``blocks``/``tables`` fix the table design (default: the
+    one with the least work for the size).
+
+    >>> import numpy as np, rsimhash
+    >>> fps = np.array([0b1011, 0b1001, 1 << 40, 0b1011], dtype=np.uint64)
+    >>> rsimhash.batch.find_all(fps, k=1).tolist()
+    [[0, 1], [0, 3], [1, 3]]
+    """
+    out_path, ext = _output(out, (".npy", ".parquet"), "find_all")
+    with ExitStack() as stack:
+        workdir = workdir if workdir is not None or out_path is None else out_path + ".work"
+        job = _Job(stack, k=k, memory_limit=memory_limit, workdir=workdir, out=out_path, threads=threads,
+                   progress=progress, blocks=blocks, tables=tables, spill=_spill, desc="find_all")
+        r = resolve(source, column=column, ids=ids, spill_dir=job.spill_dir, stack=stack)
+        if out_path is None:
+            return _core.batch_find_all(r.values, ids=r.ids, **job.kwargs)
+        if ext == ".npy":
+            return int(_core.batch_find_all(r.values, ids=r.ids, out=out_path, **job.kwargs))
+        staged = Atomic(out_path + ".npy")  # a hidden temporary name beside the output
+        stack.callback(staged.discard)
+        count = int(_core.batch_find_all(r.values, ids=r.ids, out=staged.tmp, **job.kwargs))
+        pairs_npy_to_parquet(staged.tmp, out_path)
+        return count
+
+
+def dedup(source: Any, k: int = 3, *, ids: Any = None, column: Optional[str] = None,
+          memory_limit: Memory = None, workdir: Any = None, threads: Optional[int] = None,
+          progress: Progress = None, blocks: Optional[int] = None, tables: Optional[int] = None,
+          return_matched: bool = False, _spill: Optional[bool] = None) -> Any:
+    """The keep mask of a dedup: a ``bool`` array, ``False`` exactly for each
+    item within ``k`` bits of an item kept before it (in source order), the
+    answer of ``Index.add_unique`` over the items in order.
+
+    With ``return_matched=True``, ``(keep, matched)``: ``matched`` names,
+    for each dropped item, the earliest kept item within ``k``, and each
+    kept item itself (its id when ``ids`` are given, else its position).
+
+    >>> import numpy as np, rsimhash
+    >>> fps = np.array([0b1011, 0b1001, 1 << 40, 0b0001], dtype=np.uint64)
+    >>> rsimhash.batch.dedup(fps, k=1).tolist()
+    [True, False, True, True]
+    """
+    with ExitStack() as stack:
+        job = _Job(stack, k=k, memory_limit=memory_limit, workdir=workdir, out=None, threads=threads,
+                   progress=progress, blocks=blocks, tables=tables, spill=_spill, desc="dedup")
+        r = resolve(source, column=column, ids=ids, spill_dir=job.spill_dir, stack=stack)
+        keep, dropped, matched = _core.batch_dedup(r.values, **job.kwargs)
+        if not return_matched:
+            return keep
+        m = np.arange(len(keep), dtype=np.uint64)
+        m[dropped] = matched
+        return keep, (m if r.ids is None else r.ids[m])
+
+
+def clusters(source: Any, k: int = 3, *, method: str = "connected", min_size: int = 2, ids: Any = None,
+             column: Optional[str] = None, out: Any = None, memory_limit: Memory = None, workdir: Any = None,
+             threads: Optional[int] = None, progress: Progress = None, blocks: Optional[int] = None,
+             tables: Optional[int] = None, _spill: Optional[bool] = None) -> Union[Tuple[np.ndarray, np.ndarray], int]:
+    """Clusters of at least ``min_size`` items as ``(ids, labels)``: one row
+    per member, clusters numbered from 0 in the order of their smallest id,
+    members sorted by id within each, as ``Index.cluster`` lists them
+    (``ids[labels == c]`` is cluster ``c``).
+
+    ``method="connected"``: components of the within-``k`` graph, through
+    a union-find of 4 bytes per item; ``"leader"``: in source order each
+    item joins the earliest kept item within ``k`` (the dedup's) or leads a
+    cluster. ``out``: a ``.tsv`` (header ``id<TAB>cluster``) or
+    ``.parquet`` path to write the rows to instead; returns the row count.
+
+    >>> import numpy as np, rsimhash
+    >>> fps = np.array([0b1011, 1 << 40, 0b1001, 0b0001], dtype=np.uint64)
+    >>> ids, labels = rsimhash.batch.clusters(fps, k=1)
+    >>> ids.tolist(), labels.tolist()
+    ([0, 2, 3], [0, 0, 0])
+    """
+    out_path, ext = _output(out, (".tsv", ".parquet"), "clusters")
+    if isinstance(min_size, bool) or not isinstance(min_size, (int, np.integer)):
+        raise TypeError(f"min_size must be an int, got {type(min_size).__name__}")
+    with ExitStack() as stack:
+        job = _Job(stack, k=k, memory_limit=memory_limit, workdir=workdir, out=out_path, threads=threads,
+                   progress=progress, blocks=blocks, tables=tables, spill=_spill, desc="clusters")
+        r = resolve(source, column=column, ids=ids, spill_dir=job.spill_dir, stack=stack)
+        members, starts = _core.batch_clusters(r.values, method=method, min_size=int(min_size), **job.kwargs)
+        if r.ids is not None and len(r.ids) > 1 and not bool(np.all(r.ids[1:] > r.ids[:-1])):
+            members, starts = _by_id(members, starts, r.ids)
+        if out_path is not None:
+            return write_clusters(out_path, ext, cluster_rows(members, starts, r.ids))
+        sizes = np.diff(starts).astype(np.int64)
+        labels = np.repeat(np.arange(len(sizes), dtype=np.uint64), sizes)
+        pos = members.astype(np.uint64)
+        return (pos if r.ids is None else r.ids[pos]), labels
+
+
+def _by_id(members: np.ndarray, starts: np.ndarray, ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Clusters reordered for ids that do not increase with position:
+    members by id, clusters by their smallest id."""
+    sizes = np.diff(starts).astype(np.int64)
+    labels = np.repeat(np.arange(len(sizes)), sizes)
+    order = np.lexsort((ids[members], labels))
+    members = members[order]
+    first = ids[members[starts[:-1].astype(np.int64)]] if len(sizes) else np.empty(0, np.uint64)
+    rank = np.argsort(first, kind="stable")
+    parts = [members[starts[c]:starts[c + 1]] for c in rank.tolist()]
+    members = np.concatenate(parts) if parts else members
+    new_starts = np.concatenate([[0], np.cumsum(sizes[rank])]).astype(np.uint64)
+    return members, new_starts
+
+
+def _output(out: Any, allowed: Tuple[str, ...], job: str) -> Tuple[Optional[str], str]:
+    if out is None:
+        return None, ""
+    path = os.fspath(out)
+    _, ext = check_writable(path)
+    if ext not in allowed:
+        raise ValueError(f"out={path!r}: {job} writes {' or '.join(allowed)} files; name the file with one of "
+                         "those extensions")
+    return path, ext

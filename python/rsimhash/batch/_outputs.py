@@ -1,0 +1,146 @@
+"""What a batch job writes besides ``.npy`` (which the core writes itself):
+Parquet and TSV files, each through a temporary name renamed into place
+once complete; and its progress bars.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable, Iterator, Optional, Tuple, Union
+
+import numpy as np
+
+from .._optional import module
+
+ROWS = 1 << 20  # rows written at a time
+
+
+class Atomic:
+    """A file written under a temporary name beside ``path``, renamed over it
+    by ``commit()``; removed if the job fails first."""
+
+    def __init__(self, path: str):
+        self.path = path
+        directory, name = os.path.split(os.path.abspath(path))
+        self.tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+
+    def commit(self) -> None:
+        with open(self.tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(self.tmp, self.path)
+
+    def discard(self) -> None:
+        try:
+            os.remove(self.tmp)
+        except FileNotFoundError:
+            pass
+
+
+def _pyarrow() -> Tuple[Any, Any]:
+    try:
+        return module("pyarrow"), module("pyarrow.parquet")
+    except ImportError:
+        raise ImportError("writing Parquet needs pyarrow: pip install 'rsimhash[parquet]'") from None
+
+
+def pairs_npy_to_parquet(npy: str, path: str) -> None:
+    """The ``(P, 2)`` pairs of ``npy`` as a Parquet file of columns ``id_a``, ``id_b``."""
+    pa, pq = _pyarrow()
+    pairs = np.load(npy, mmap_mode="r")
+    schema = pa.schema([("id_a", pa.uint64()), ("id_b", pa.uint64())])
+    out = Atomic(path)
+    try:
+        with pq.ParquetWriter(out.tmp, schema) as writer:
+            for lo in range(0, max(len(pairs), 1), ROWS):
+                block = np.asarray(pairs[lo:lo + ROWS])
+                writer.write_table(pa.table([block[:, 0].copy(), block[:, 1].copy()], schema=schema))
+        out.commit()
+    finally:
+        out.discard()
+
+
+def cluster_rows(members: np.ndarray, starts: np.ndarray, ids: Optional[np.ndarray]) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
+    """``(ids, labels)`` blocks of the clusters' rows, in order."""
+    sizes = np.diff(starts).astype(np.int64)
+    labels = np.repeat(np.arange(len(sizes), dtype=np.uint64), sizes)
+    for lo in range(0, len(members), ROWS):
+        pos = members[lo:lo + ROWS].astype(np.uint64)
+        yield (pos if ids is None else ids[pos]), labels[lo:lo + ROWS]
+
+
+def write_clusters(path: str, ext: str, rows: Iterator[Tuple[np.ndarray, np.ndarray]]) -> int:
+    """Rows ``id``, ``cluster`` as TSV (with a header line) or Parquet; returns the row count."""
+    out = Atomic(path)
+    n = 0
+    try:
+        if ext == ".parquet":
+            pa, pq = _pyarrow()
+            schema = pa.schema([("id", pa.uint64()), ("cluster", pa.uint64())])
+            with pq.ParquetWriter(out.tmp, schema) as writer:
+                for ids, labels in rows:
+                    writer.write_table(pa.table([ids, labels], schema=schema))
+                    n += len(ids)
+        else:
+            with open(out.tmp, "wb") as f:
+                f.write(b"id\tcluster\n")
+                for ids, labels in rows:
+                    text = "".join(f"{a}\t{b}\n" for a, b in zip(ids.tolist(), labels.tolist()))
+                    f.write(text.encode("ascii"))
+                    n += len(ids)
+        out.commit()
+    finally:
+        out.discard()
+    return n
+
+
+class Bars:
+    """Progress of a job: a caller's function, or two tqdm bars (the whole
+    job, and the step under way) on stderr."""
+
+    def __init__(self, progress: Union[None, bool, Callable[..., Any]], desc: str):
+        self.callback: Optional[Callable[..., Any]] = None
+        self.overall: Any = None
+        self.step: Any = None
+        self.step_name = ""
+        self.desc = desc
+        if callable(progress):
+            self.callback = progress
+            return
+        show = progress if progress is not None else _isatty(sys.stderr)
+        if show:
+            self.tqdm = module("tqdm").tqdm
+
+    def __call__(self, done: int, total: int, step: str, step_done: int, step_total: int) -> None:
+        if self.callback is not None:
+            self.callback(done, total, step, step_done, step_total)
+            return
+        if not hasattr(self, "tqdm"):
+            return
+        if self.overall is None:
+            self.overall = self.tqdm(total=total, desc=self.desc, unit="item", unit_scale=True,
+                                     file=sys.stderr, position=0, leave=False, mininterval=0.2)
+            self.step = self.tqdm(total=step_total, desc=step, unit="item", unit_scale=True,
+                                  file=sys.stderr, position=1, leave=False, mininterval=0.2)
+            self.step_name = step
+        if total != self.overall.total:
+            self.overall.total = total
+        if step != self.step_name:
+            self.step.reset(total=step_total)
+            self.step.set_description_str(step, refresh=False)
+            self.step_name = step
+        self.overall.update(max(0, done - self.overall.n))
+        self.step.update(max(0, step_done - self.step.n))
+
+    def close(self) -> None:
+        for bar in (self.step, self.overall):
+            if bar is not None:
+                bar.close()
+        self.overall = self.step = None
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False

@@ -1,0 +1,494 @@
+//! The kernel of a batch job: the close pairs of one table, or of one part
+//! of it, with only that table in memory.
+//!
+//! For table `t`, every fingerprint is permuted and its item (permuted key
+//! and position) goes to one of `2^B` buckets by the top `B` bits of the key
+//! (`B` = the table's prefix, at most [`MAX_BUCKET_BITS`]); a first pass over
+//! the source counts the buckets, so the scatter writes each item once, in
+//! place. Each bucket is then sorted on the rest of the prefix bits, in
+//! cache, and each group of keys sharing the prefix is compared pair by pair.
+//! A pair within `k` is emitted only by the first table whose prefix it
+//! shares ([`Design::reports`]), so no pair comes twice and no global
+//! distinct is needed.
+//!
+//! Invariants: a group never spans buckets (`B` is at most the prefix);
+//! positions are below 2^32, so a pair packs into one `u64` as
+//! `lower << 32 | higher`, which sorts as the pairs do.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rayon::prelude::*;
+
+use super::source::{mix, Source};
+use super::Control;
+use crate::plan::{Design, Permutation};
+use crate::Result;
+
+/// The most bits the scatter buckets on: 2048 buckets keep the writes of a
+/// pass within what the CPU's write-combining can follow, and a bucket of a
+/// billion items (about 500,000 of them) sorts in the L2 and L3 caches.
+pub(crate) const MAX_BUCKET_BITS: u32 = 11;
+
+/// Bits of one local radix pass.
+const MAX_DIGIT: u32 = 10;
+
+/// Buckets below this many items are sorted by insertion.
+const INSERTION_MAX: usize = 48;
+
+/// Items of a task of the sort-and-scan step: enough to amortise a task,
+/// few enough to balance two threads.
+const TASK_ITEMS: usize = 1 << 16;
+
+/// One table of a design, as the kernel works on it.
+pub(crate) struct TableKernel<'d> {
+    design: &'d Design,
+    t: usize,
+    k: u32,
+    perm: &'d Permutation,
+    prefix: u32,
+    prefix_mask: u64,
+    bucket_bits: u32,
+}
+
+/// A pair of positions packed as `lower << 32 | higher`.
+pub(crate) type Pair = u64;
+
+#[inline]
+pub(crate) fn pack(a: u32, b: u32) -> Pair {
+    let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+    u64::from(lo) << 32 | u64::from(hi)
+}
+
+#[inline]
+pub(crate) fn unpack(p: Pair) -> (u32, u32) {
+    ((p >> 32) as u32, p as u32)
+}
+
+/// The work arrays of a part: permuted keys and positions, reused from table
+/// to table so that their pages are touched once.
+#[derive(Default)]
+pub(crate) struct Arena {
+    keys: Vec<u64>,
+    pos: Vec<u32>,
+}
+
+impl Arena {
+    fn ensure(&mut self, n: usize) {
+        if self.keys.len() < n {
+            // Freed first: the old and new arrays never coexist.
+            self.keys = Vec::new();
+            self.pos = Vec::new();
+            self.keys = crate::mem::vec_with_capacity(n);
+            self.pos = crate::mem::vec_with_capacity(n);
+            // SAFETY-free zeroing would touch every page twice; the scatter
+            // writes every slot of the part before any is read.
+            self.keys.resize(n, 0);
+            self.pos.resize(n, 0);
+        }
+    }
+}
+
+/// Items of each bucket of every table, and a digest of the source's values
+/// and their positions (a restarted job compares it): one read for all.
+pub(crate) fn histograms(design: &Design, source: &Source<'_>, control: &Control) -> Result<(Vec<Vec<u64>>, u64)> {
+    let kernels: Vec<TableKernel<'_>> = (0..design.tables().len()).map(|t| TableKernel::new(design, t, 0)).collect();
+    let totals: Vec<Vec<AtomicU64>> =
+        kernels.iter().map(|kt| (0..kt.buckets()).map(|_| AtomicU64::new(0)).collect()).collect();
+    let digest = AtomicU64::new(0);
+    let leading: Vec<Permutation> = kernels.iter().map(|kt| kt.perm.leading(kt.bucket_bits)).collect();
+    source.par_chunks(0..source.len(), |start, fps| {
+        control.check()?;
+        let mut sum = 0u64;
+        for (i, &fp) in fps.iter().enumerate() {
+            sum = sum.wrapping_add(mix(fp ^ mix(start + i as u64)));
+        }
+        digest.fetch_add(sum, Ordering::Relaxed);
+        for ((kt, total), lead) in kernels.iter().zip(&totals).zip(&leading) {
+            let mut counts = vec![0u32; kt.buckets()];
+            for &fp in fps {
+                counts[kt.bucket_of(lead.apply(fp))] += 1;
+            }
+            for (c, t) in counts.iter().zip(total) {
+                if *c > 0 {
+                    t.fetch_add(u64::from(*c), Ordering::Relaxed);
+                }
+            }
+        }
+        control.advance(fps.len() as u64);
+        Ok(())
+    })?;
+    let hist = totals.into_iter().map(|t| t.into_iter().map(AtomicU64::into_inner).collect()).collect();
+    Ok((hist, digest.into_inner() ^ source.len()))
+}
+
+/// Reads items `start..` of a spill file into keys and positions.
+pub(crate) type ReadSpill<'s> = &'s (dyn Fn(u64, &mut Vec<u64>, &mut Vec<u32>) -> Result<()> + Sync);
+
+/// Where the items of a part come from.
+pub(crate) enum Items<'s, 'a> {
+    /// Raw fingerprints: item `i` of the source is at position `i`.
+    Source(&'s Source<'a>),
+    /// Permuted keys and positions, read by `read(start, keys, pos)` in
+    /// chunks from a spill file holding `len` of them.
+    Spilled { len: u64, read: ReadSpill<'s> },
+}
+
+/// A raw pointer that threads write through at places they reserved.
+#[derive(Copy, Clone)]
+struct Shared<T>(*mut T);
+// SAFETY: only used for writes at disjoint indices, reserved with atomics.
+unsafe impl<T> Send for Shared<T> {}
+unsafe impl<T> Sync for Shared<T> {}
+
+impl<T> Shared<T> {
+    /// # Safety
+    /// `i` is in bounds of the allocation and no other thread accesses it.
+    #[inline]
+    unsafe fn write(self, i: usize, value: T) {
+        unsafe { self.0.add(i).write(value) }
+    }
+}
+
+impl<'d> TableKernel<'d> {
+    pub fn new(design: &'d Design, t: usize, k: u32) -> TableKernel<'d> {
+        let spec = &design.tables()[t];
+        TableKernel {
+            design,
+            t,
+            k,
+            perm: &spec.perm,
+            prefix: spec.prefix,
+            prefix_mask: spec.prefix_mask,
+            bucket_bits: spec.prefix.min(MAX_BUCKET_BITS),
+        }
+    }
+
+    pub fn buckets(&self) -> usize {
+        1 << self.bucket_bits
+    }
+
+    #[inline]
+    pub fn bucket_of(&self, key: u64) -> usize {
+        (key.checked_shr(64 - self.bucket_bits).unwrap_or(0)) as usize
+    }
+
+    #[inline]
+    pub fn permute(&self, fp: u64) -> u64 {
+        self.perm.apply(fp)
+    }
+
+    /// The close pairs among the items of buckets `range`, whose sizes are
+    /// `counts[range]`: scattered into `arena`, sorted, scanned; `emit` gets
+    /// each task's pairs.
+    pub fn run_part(
+        &self,
+        items: Items<'_, '_>,
+        counts: &[u64],
+        range: std::ops::Range<usize>,
+        arena: &mut Arena,
+        control: &Control,
+        emit: &(dyn Fn(Vec<Pair>) -> Result<()> + Sync),
+    ) -> Result<()> {
+        let mut starts = Vec::with_capacity(range.len() + 1);
+        let mut at = 0u64;
+        for &c in &counts[range.clone()] {
+            starts.push(at);
+            at += c;
+        }
+        starts.push(at);
+        let n = at as usize;
+        arena.ensure(n);
+        self.scatter(items, &starts, range.start, arena, control)?;
+        self.sort_and_scan(&starts, &mut arena.keys[..n], &mut arena.pos[..n], control, emit)
+    }
+
+    /// Writes every item of buckets `first..first + starts.len() - 1` to its
+    /// bucket's slots.
+    fn scatter(&self, items: Items<'_, '_>, starts: &[u64], first: usize, arena: &mut Arena, control: &Control) -> Result<()> {
+        let buckets = starts.len() - 1;
+        let cursors: Vec<AtomicU64> = starts[..buckets].iter().map(|&s| AtomicU64::new(s)).collect();
+        let keys = Shared(arena.keys.as_mut_ptr());
+        let pos = Shared(arena.pos.as_mut_ptr());
+        let place = |chunk_keys: &[u64], chunk_pos: &dyn Fn(usize) -> u32, local: &mut Vec<u32>, at: &mut Vec<u64>| {
+            local.clear();
+            local.resize(buckets, 0);
+            for &key in chunk_keys {
+                let b = self.bucket_of(key).wrapping_sub(first);
+                if b < buckets {
+                    local[b] += 1;
+                }
+            }
+            at.clear();
+            at.extend(local.iter().enumerate().map(|(b, &c)| if c > 0 { cursors[b].fetch_add(u64::from(c), Ordering::Relaxed) } else { 0 }));
+            for (i, &key) in chunk_keys.iter().enumerate() {
+                let b = self.bucket_of(key).wrapping_sub(first);
+                if b < buckets {
+                    let slot = at[b] as usize;
+                    at[b] += 1;
+                    // SAFETY: `slot` lies in the range this chunk reserved in
+                    // bucket `b` (starts[b] .. starts[b + 1], within the
+                    // arena's `n` slots); no other chunk writes it.
+                    unsafe {
+                        keys.write(slot, key);
+                        pos.write(slot, chunk_pos(i));
+                    }
+                }
+            }
+        };
+        match items {
+            Items::Source(source) => {
+                source.par_chunks(0..source.len(), |start, fps| {
+                    control.check()?;
+                    thread_local! {
+                        static BUF: std::cell::RefCell<(Vec<u64>, Vec<u32>, Vec<u64>)> = Default::default();
+                    }
+                    BUF.with_borrow_mut(|(permuted, local, at)| {
+                        permuted.clear();
+                        permuted.extend(fps.iter().map(|&fp| self.perm.apply(fp)));
+                        place(permuted, &|i| (start + i as u64) as u32, local, at);
+                    });
+                    control.advance(fps.len() as u64);
+                    Ok(())
+                })?;
+            }
+            Items::Spilled { len, read } => {
+                let chunks = len.div_ceil(super::source::CHUNK as u64);
+                (0..chunks).into_par_iter().try_for_each_init(
+                    || (Vec::new(), Vec::new(), Vec::new(), Vec::new()),
+                    |(k, p, local, at), c| {
+                        control.check()?;
+                        read(c * super::source::CHUNK as u64, k, p)?;
+                        place(k, &|i| p[i], local, at);
+                        control.advance(k.len() as u64);
+                        Ok(())
+                    },
+                )?;
+            }
+        }
+        debug_assert!(cursors.iter().zip(&starts[1..]).all(|(c, &e)| c.load(Ordering::Relaxed) == e));
+        Ok(())
+    }
+
+    /// Sorts each bucket on the prefix bits below the bucket bits and
+    /// compares the keys of each group sharing the prefix.
+    fn sort_and_scan(
+        &self,
+        starts: &[u64],
+        mut keys: &mut [u64],
+        mut pos: &mut [u32],
+        control: &Control,
+        emit: &(dyn Fn(Vec<Pair>) -> Result<()> + Sync),
+    ) -> Result<()> {
+        // Tasks of whole buckets, about TASK_ITEMS items each.
+        let mut tasks: Vec<(Vec<usize>, &mut [u64], &mut [u32])> = Vec::new();
+        let buckets = starts.len() - 1;
+        let mut b = 0;
+        while b < buckets {
+            let first = b;
+            while b < buckets && (b == first || starts[b + 1] - starts[first] <= TASK_ITEMS as u64) {
+                b += 1;
+            }
+            let len = (starts[b] - starts[first]) as usize;
+            let (k, rest_k) = std::mem::take(&mut keys).split_at_mut(len);
+            let (p, rest_p) = std::mem::take(&mut pos).split_at_mut(len);
+            keys = rest_k;
+            pos = rest_p;
+            let sizes = (first..b).map(|x| (starts[x + 1] - starts[x]) as usize).collect();
+            tasks.push((sizes, k, p));
+        }
+        tasks.into_par_iter().try_for_each_init(
+            || (Vec::new(), Vec::new()),
+            |(sk, sp), (sizes, keys, pos)| {
+                control.check()?;
+                let mut found = Vec::new();
+                let mut at = 0;
+                for size in sizes {
+                    let (k, p) = (&mut keys[at..at + size], &mut pos[at..at + size]);
+                    self.sort_bucket(k, p, sk, sp);
+                    self.scan(k, p, &mut found);
+                    at += size;
+                }
+                control.advance(at as u64);
+                if !found.is_empty() {
+                    emit(found)?;
+                }
+                Ok(())
+            },
+        )
+    }
+
+    /// Sorts one bucket's items on the prefix bits below the bucket bits.
+    fn sort_bucket(&self, keys: &mut [u64], pos: &mut [u32], sk: &mut Vec<u64>, sp: &mut Vec<u32>) {
+        let bits = self.prefix - self.bucket_bits;
+        if bits == 0 || keys.len() < 2 {
+            return;
+        }
+        let lowest = 64 - self.prefix;
+        if keys.len() <= INSERTION_MAX {
+            let mask = self.prefix_mask;
+            for i in 1..keys.len() {
+                let (k, p) = (keys[i], pos[i]);
+                let mut j = i;
+                while j > 0 && keys[j - 1] & mask > k & mask {
+                    keys[j] = keys[j - 1];
+                    pos[j] = pos[j - 1];
+                    j -= 1;
+                }
+                keys[j] = k;
+                pos[j] = p;
+            }
+            return;
+        }
+        let passes = bits.div_ceil(MAX_DIGIT);
+        let width = bits.div_ceil(passes);
+        sk.resize(keys.len(), 0);
+        sp.resize(keys.len(), 0);
+        let mut in_scratch = false;
+        let mut counts = [0u32; 1 << MAX_DIGIT];
+        for p in 0..passes {
+            let shift = lowest + p * width;
+            let w = width.min(self.prefix - self.bucket_bits - p * width);
+            let mask = (1u64 << w) - 1;
+            let (fk, fp, tk, tp): (&[u64], &[u32], &mut [u64], &mut [u32]) =
+                if in_scratch { (sk, sp, keys, pos) } else { (keys, pos, sk, sp) };
+            let counts = &mut counts[..1 << w];
+            counts.fill(0);
+            for &k in fk.iter() {
+                counts[((k >> shift) & mask) as usize] += 1;
+            }
+            if counts.iter().any(|&c| c as usize == fk.len()) {
+                continue; // one digit: nothing moves
+            }
+            let mut at = 0u32;
+            for c in counts.iter_mut() {
+                let here = *c;
+                *c = at;
+                at += here;
+            }
+            for (&k, &p) in fk.iter().zip(fp.iter()) {
+                let d = ((k >> shift) & mask) as usize;
+                let slot = counts[d] as usize;
+                tk[slot] = k;
+                tp[slot] = p;
+                counts[d] += 1;
+            }
+            in_scratch = !in_scratch;
+        }
+        if in_scratch {
+            keys.copy_from_slice(&sk[..keys.len()]);
+            pos.copy_from_slice(&sp[..keys.len()]);
+        }
+    }
+
+    /// Compares the keys of every group sharing the prefix in a sorted bucket.
+    fn scan(&self, keys: &[u64], pos: &[u32], found: &mut Vec<Pair>) {
+        let mask = self.prefix_mask;
+        let n = keys.len();
+        let mut i = 0;
+        while i + 1 < n {
+            if (keys[i] ^ keys[i + 1]) & mask != 0 {
+                i += 1;
+                continue;
+            }
+            let mut end = i + 2;
+            while end < n && (keys[i] ^ keys[end]) & mask == 0 {
+                end += 1;
+            }
+            self.group_pairs(&keys[i..end], &pos[i..end], found);
+            i = end;
+        }
+    }
+
+    #[inline]
+    fn group_pairs(&self, keys: &[u64], pos: &[u32], found: &mut Vec<Pair>) {
+        for a in 0..keys.len() {
+            let ka = keys[a];
+            for b in a + 1..keys.len() {
+                let x = ka ^ keys[b];
+                if x.count_ones() <= self.k && self.design.reports(self.t, x) {
+                    found.push(pack(pos[a], pos[b]));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan;
+    use proptest::prelude::*;
+    use std::sync::Mutex;
+
+    fn brute(fps: &[u64], k: u32) -> Vec<Pair> {
+        let mut out = Vec::new();
+        for i in 0..fps.len() {
+            for j in i + 1..fps.len() {
+                if (fps[i] ^ fps[j]).count_ones() <= k {
+                    out.push(pack(i as u32, j as u32));
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// Every table's pairs, each table in `parts` parts of its buckets.
+    fn kernel_pairs(fps: &[u64], design: &Design, k: u32, parts: usize) -> Vec<Pair> {
+        let source = Source::Memory(fps);
+        let control = Control::default();
+        let (hist, _) = histograms(design, &source, &control).unwrap();
+        let all = Mutex::new(Vec::new());
+        let mut arena = Arena::default();
+        for (t, counts) in hist.iter().enumerate() {
+            let kt = TableKernel::new(design, t, k);
+            let per = kt.buckets().div_ceil(parts);
+            for first in (0..kt.buckets()).step_by(per) {
+                let range = first..(first + per).min(kt.buckets());
+                kt.run_part(Items::Source(&source), counts, range, &mut arena, &control, &|p| {
+                    all.lock().unwrap().extend(p);
+                    Ok(())
+                })
+                .unwrap();
+            }
+        }
+        let mut all = all.into_inner().unwrap();
+        all.sort_unstable();
+        all
+    }
+
+    fn planted() -> impl Strategy<Value = Vec<u64>> {
+        crate::index::tests::planted(40, 400)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        #[test]
+        fn equals_brute_force(fps in planted(), k in 0u32..=8, extra in 1u32..3, parts in 1usize..4) {
+            let design = plan::Design::new(k, &[k + extra]).unwrap();
+            let got = kernel_pairs(&fps, &design, k, parts);
+            let expected = brute(&fps, k);
+            prop_assert!(got.windows(2).all(|w| w[0] < w[1]), "a pair twice");
+            prop_assert_eq!(got, expected);
+        }
+
+        #[test]
+        fn two_level_designs(fps in planted(), k in 1u32..=4) {
+            let design = plan::Design::new(k, &[k + 1, k + 2]).unwrap();
+            prop_assert_eq!(kernel_pairs(&fps, &design, k, 1), brute(&fps, k));
+        }
+    }
+
+    #[test]
+    fn large_buckets_and_extremes() {
+        // 5,000 items in few groups (long radix passes), and the extremes.
+        let mut fps: Vec<u64> = (0..5000u64).map(|i| (i % 7) << 60 | super::super::source::mix(i) >> 40).collect();
+        fps.extend([0, 1, 3, u64::MAX, u64::MAX - 1, 0, u64::MAX]);
+        for k in [0, 3, 6] {
+            let design = plan::plan(k, fps.len()).unwrap();
+            assert_eq!(kernel_pairs(&fps, &design, k, 1), brute(&fps, k), "k = {k}");
+            assert_eq!(kernel_pairs(&fps, &design, k, 3), brute(&fps, k), "k = {k}, 3 parts");
+        }
+    }
+}

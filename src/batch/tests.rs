@@ -1,0 +1,125 @@
+//! Batch jobs against brute force, in memory, in parts, spilled and resumed.
+
+use super::*;
+use crate::index::tests::planted;
+use crate::{ClusterMethod, Index};
+use proptest::prelude::*;
+
+fn brute(fps: &[u64], k: u32) -> Vec<[u64; 2]> {
+    let mut out = Vec::new();
+    for i in 0..fps.len() {
+        for j in i + 1..fps.len() {
+            if (fps[i] ^ fps[j]).count_ones() <= k {
+                out.push([i as u64, j as u64]);
+            }
+        }
+    }
+    out
+}
+
+/// Options that work each table in several parts: tiny memory, and read
+/// again or spilled as asked.
+fn small(k: u32, spill: Option<bool>) -> Options {
+    Options { memory_limit: 1 << 10, spill, ..Options::new(k) }
+}
+
+fn index_of(fps: &[u64], k: u32) -> Index {
+    let mut index = Index::new(k, None, None).unwrap();
+    index.add(fps, None).unwrap();
+    index
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    #[test]
+    fn find_all_equals_brute_force(fps in planted(30, 300), k in 0u32..=8, how in 0usize..3) {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = match how {
+            0 => Options::new(k),
+            1 => small(k, Some(false)),
+            _ => Options { temp_parent: Some(dir.path().to_path_buf()), ..small(k, Some(true)) },
+        };
+        let got = find_all(&Source::Memory(&fps), None, &opts, &Control::default()).unwrap();
+        prop_assert_eq!(got, brute(&fps, k));
+        prop_assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "temporary files removed");
+    }
+
+    #[test]
+    fn dedup_and_clusters_equal_the_index(fps in planted(30, 300), k in 0u32..=5, spill in any::<bool>(), min_size in 1usize..3) {
+        let opts = small(k, Some(spill));
+        let index = index_of(&fps, k);
+        let d = dedup(&Source::Memory(&fps), &opts, &Control::default()).unwrap();
+        let (is_new, matched) = index_of(&[], k).add_unique(&fps, None, None).unwrap();
+        prop_assert_eq!(&d.keep, &is_new);
+        for (&j, &m) in d.dropped.iter().zip(&d.matched) {
+            prop_assert_eq!(u64::from(m), matched[j as usize]);
+        }
+        for method in [ClusterMethod::Connected, ClusterMethod::Leader] {
+            let (members, starts) = clusters(&Source::Memory(&fps), method, min_size, &opts, &Control::default()).unwrap();
+            let got: Vec<Vec<u64>> = starts.windows(2).map(|w| members[w[0] as usize..w[1] as usize].iter().map(|&m| u64::from(m)).collect()).collect();
+            prop_assert_eq!(got, index.cluster(None, min_size, method).unwrap(), "{:?}", method);
+        }
+    }
+
+    #[test]
+    fn ids_map_the_pairs(fps in planted(20, 100), seed in any::<u64>(), k in 0u32..=4) {
+        let ids: Vec<u64> = (0..fps.len() as u64).map(|i| source::mix(i ^ seed)).collect();
+        let mut index = Index::new(k, None, None).unwrap();
+        index.add(&fps, Some(&ids)).unwrap();
+        let got = find_all(&Source::Memory(&fps), Some(&ids), &Options::new(k), &Control::default()).unwrap();
+        prop_assert_eq!(got, index.find_all(None).unwrap());
+    }
+}
+
+#[test]
+fn files_out_and_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut fps: Vec<u64> = (0..20_000u64).map(source::mix).collect();
+    for i in 0..2_000 {
+        fps.push(fps[i * 7] ^ (1 << (i % 64)) ^ (1 << ((i * 13) % 64)));
+    }
+    fps.extend([0, 0, u64::MAX, 1]);
+    let path = dir.path().join("fps.npy");
+    let mut bytes = npy::header("<u8", &[fps.len() as u64]);
+    bytes.extend_from_slice(bytemuck::cast_slice(&fps));
+    std::fs::write(&path, bytes).unwrap();
+    let source = Source::Files(NpyFiles::open(&[&path]).unwrap());
+    let expected = brute(&fps, 3);
+    let design = Arc::new(crate::plan::with_blocks(3, 5).unwrap());
+    let work = dir.path().join("work");
+    let opts = Options { design: Some(design), workdir: Some(work.clone()), ..small(3, None) };
+
+    // Cancelled at the fourth table, then resumed: the first three are kept.
+    let control = Control::default();
+    let result = std::thread::scope(|s| {
+        let job = s.spawn(|| find_all(&source, None, &opts, &control));
+        while !control.progress().step.starts_with("table 4") && !job.is_finished() {
+            std::thread::yield_now();
+        }
+        control.cancel();
+        job.join().unwrap()
+    });
+    assert!(matches!(result, Err(Error::Interrupted)), "{result:?}");
+    let done: Vec<String> = std::fs::read_dir(&work).unwrap().flatten().map(|e| e.file_name().into_string().unwrap()).filter(|n| n.ends_with(".done")).collect();
+    // Tables 1 to 3 at least are kept (more if the job outran the cancel).
+    assert!((3..10).contains(&done.len()), "{done:?}");
+    let out = dir.path().join("pairs.npy");
+    let control = Control::default();
+    let count = find_all_to_file(&source, None, &opts, &control, &out).unwrap();
+    assert_eq!(count, expected.len() as u64);
+    let written = std::fs::read(&out).unwrap();
+    let header = npy::header("<u8", &[count, 2]).len();
+    let pairs: &[u64] = bytemuck::cast_slice(&written[header..]);
+    assert_eq!(pairs, bytemuck::cast_slice::<[u64; 2], u64>(&expected));
+    assert!(!work.exists(), "the work directory is removed when done");
+}
+
+#[test]
+fn bad_ids() {
+    let fps = [1u64, 2, 3];
+    let err = find_all(&Source::Memory(&fps), Some(&[1, 2]), &Options::new(3), &Control::default()).unwrap_err();
+    assert!(err.to_string().contains("2 ids for 3"), "{err}");
+    let err = find_all(&Source::Memory(&fps), Some(&[5, 1, 5]), &Options::new(3), &Control::default()).unwrap_err();
+    assert!(err.to_string().contains("id 5 given twice"), "{err}");
+}

@@ -1,0 +1,290 @@
+//! Batch jobs (`rsimhash.batch`): the array functions behind the Python
+//! module, which resolves sources and writes other output formats.
+//!
+//! A job runs on a thread of its own while the calling thread, with the GIL
+//! released, waits for it; every tenth of a second that thread takes the
+//! GIL to check for Ctrl-C (signal handlers only run on the main thread)
+//! and to report progress, and a pending exception cancels the job.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+
+use super::convert::u64_array;
+use crate::batch::{self, Control, NpyFiles, Options, Source};
+use crate::index::ClusterMethod;
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(batch_find_all, m)?)?;
+    m.add_function(wrap_pyfunction!(batch_dedup, m)?)?;
+    m.add_function(wrap_pyfunction!(batch_clusters, m)?)?;
+    m.add_function(wrap_pyfunction!(batch_design, m)?)?;
+    Ok(())
+}
+
+/// How often the waiting thread looks at the job.
+const POLL: Duration = Duration::from_millis(100);
+
+/// Fingerprints (or ids): a 1-D uint64 array read in place, or `.npy` paths.
+enum Values<'py> {
+    Array(PyReadonlyArray1<'py, u64>),
+    Files(Vec<PathBuf>),
+}
+
+impl<'py> Values<'py> {
+    fn extract(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Values<'py>> {
+        if let Ok(paths) = obj.extract::<Vec<PathBuf>>() {
+            return Ok(Values::Files(paths));
+        }
+        let arr = u64_array(obj, name)?.readonly();
+        if arr.as_slice().is_err() {
+            return Err(PyValueError::new_err(format!(
+                "{name} must be contiguous; pass np.ascontiguousarray({name})"
+            )));
+        }
+        Ok(Values::Array(arr))
+    }
+
+    fn slice(&self) -> Option<&[u64]> {
+        match self {
+            Values::Array(a) => a.as_slice().ok(),
+            Values::Files(_) => None,
+        }
+    }
+}
+
+/// Job settings from keyword arguments.
+struct Settings {
+    opts: Options,
+    threads: Option<usize>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn settings(
+    k: i64,
+    memory_limit: i64,
+    workdir: Option<PathBuf>,
+    temp_parent: Option<PathBuf>,
+    threads: Option<i64>,
+    blocks: Option<i64>,
+    tables: Option<i64>,
+    spill: Option<bool>,
+) -> PyResult<Settings> {
+    let k = u32::try_from(k).ok().filter(|&k| k <= crate::plan::MAX_K).ok_or_else(|| {
+        PyValueError::new_err(format!("k must be from 0 to {}, got {k}", crate::plan::MAX_K))
+    })?;
+    if memory_limit <= 0 {
+        return Err(PyValueError::new_err(format!("memory_limit must be a positive number of bytes, got {memory_limit}")));
+    }
+    let threads = match threads {
+        None => None,
+        Some(n) if n >= 1 => Some(n as usize),
+        Some(n) => return Err(PyValueError::new_err(format!("threads must be at least 1 (or None for all cores), got {n}"))),
+    };
+    let count = |name: &str, v: Option<i64>| -> PyResult<Option<u32>> {
+        v.map(|v| u32::try_from(v).map_err(|_| PyValueError::new_err(format!("{name} must be a positive integer, got {v}"))))
+            .transpose()
+    };
+    let design = match (count("blocks", blocks)?, count("tables", tables)?) {
+        (None, None) => None,
+        (Some(b), None) => Some(crate::plan::with_blocks(k, b)?),
+        (None, Some(t)) => Some(crate::plan::with_tables(k, t as usize)?),
+        (Some(_), Some(_)) => return Err(PyValueError::new_err("give blocks or tables, not both")),
+    };
+    let opts = Options { design: design.map(Arc::new), memory_limit: memory_limit as u64, workdir, temp_parent, spill, ..Options::new(k) };
+    Ok(Settings { opts, threads })
+}
+
+/// Runs `job` on a thread of its own (see the module docs).
+fn run<T: Send>(py: Python<'_>, threads: Option<usize>, progress: Option<Py<PyAny>>, job: impl FnOnce(&Control) -> crate::Result<T> + Send) -> PyResult<T> {
+    let control = Control::default();
+    let (result, pending) = py.detach(|| {
+        std::thread::scope(|s| {
+            let (tx, rx) = mpsc::channel();
+            let control = &control;
+            s.spawn(move || {
+                let r = catch_unwind(AssertUnwindSafe(|| crate::parallel::install(threads, || job(control))));
+                let _ = tx.send(r);
+            });
+            let mut pending: Option<PyErr> = None;
+            loop {
+                match rx.recv_timeout(POLL) {
+                    Ok(r) => return (r, pending),
+                    Err(mpsc::RecvTimeoutError::Timeout) if pending.is_none() => {
+                        let seen = Python::attach(|py| -> PyResult<()> {
+                            py.check_signals()?;
+                            if let Some(cb) = &progress {
+                                let p = control.progress();
+                                cb.call1(py, (p.done, p.total, p.step, p.step_done, p.step_total))?;
+                            }
+                            Ok(())
+                        });
+                        if let Err(e) = seen {
+                            control.cancel();
+                            pending = Some(e);
+                        }
+                    }
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(mpsc::RecvTimeoutError::Disconnected) => unreachable!("the job thread sends before it ends"),
+                }
+            }
+        })
+    });
+    if let Some(e) = pending {
+        return Err(e);
+    }
+    match result {
+        Ok(Ok(Ok(value))) => Ok(value),
+        Ok(Ok(Err(e))) | Ok(Err(e)) => Err(e.into()),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(PyRuntimeError::new_err(format!("internal error in rsimhash (please report it): {what}")))
+        }
+    }
+}
+
+/// The values without the GIL: a slice or paths.
+enum Plain<'a> {
+    Slice(&'a [u64]),
+    Files(&'a [PathBuf]),
+}
+
+impl Values<'_> {
+    fn plain(&self) -> Plain<'_> {
+        match self {
+            Values::Array(a) => Plain::Slice(a.as_slice().unwrap_or(&[])),
+            Values::Files(paths) => Plain::Files(paths),
+        }
+    }
+}
+
+fn open<'a>(values: &Plain<'a>) -> crate::Result<Source<'a>> {
+    match *values {
+        Plain::Slice(s) => Ok(Source::Memory(s)),
+        Plain::Files(paths) => Ok(Source::Files(NpyFiles::open(paths)?)),
+    }
+}
+
+/// Every pair within k: a `(P, 2)` uint64 array, or the count written to `out` (a `.npy` path).
+#[pyfunction]
+#[pyo3(signature = (source, *, k, ids = None, out = None, memory_limit, workdir = None, temp_parent = None, threads = None, blocks = None, tables = None, spill = None, progress = None))]
+#[allow(clippy::too_many_arguments)]
+fn batch_find_all<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+    k: i64,
+    ids: Option<&Bound<'py, PyAny>>,
+    out: Option<PathBuf>,
+    memory_limit: i64,
+    workdir: Option<PathBuf>,
+    temp_parent: Option<PathBuf>,
+    threads: Option<i64>,
+    blocks: Option<i64>,
+    tables: Option<i64>,
+    spill: Option<bool>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let held = Values::extract(source, "source")?;
+    let values = held.plain();
+    let ids = ids.map(|i| Values::extract(i, "ids")).transpose()?;
+    let ids = match &ids {
+        None => None,
+        Some(v) => Some(v.slice().ok_or_else(|| PyTypeError::new_err("ids must be a uint64 array"))?),
+    };
+    let s = settings(k, memory_limit, workdir, temp_parent, threads, blocks, tables, spill)?;
+    let opts = &s.opts;
+    match out {
+        Some(path) => {
+            let count = run(py, s.threads, progress, |c| batch::find_all_to_file(&open(&values)?, ids, opts, c, &path))?;
+            Ok(count.into_pyobject(py)?.into_any())
+        }
+        None => {
+            let pairs = run(py, s.threads, progress, |c| batch::find_all(&open(&values)?, ids, opts, c))?;
+            let n = pairs.len();
+            let flat: Vec<u64> = bytemuck::allocation::cast_vec(pairs);
+            let arr: Bound<'py, PyArray2<u64>> = PyArray1::from_vec(py, flat)
+                .reshape([n, 2])
+                .map_err(|e| PyRuntimeError::new_err(format!("internal error in rsimhash: {e}")))?;
+            Ok(arr.into_any())
+        }
+    }
+}
+
+/// The keep mask of a dedup, and for each dropped item the earliest kept item within k:
+/// `(keep, dropped, matched)`.
+#[pyfunction]
+#[pyo3(signature = (source, *, k, memory_limit, workdir = None, temp_parent = None, threads = None, blocks = None, tables = None, spill = None, progress = None))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn batch_dedup<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+    k: i64,
+    memory_limit: i64,
+    workdir: Option<PathBuf>,
+    temp_parent: Option<PathBuf>,
+    threads: Option<i64>,
+    blocks: Option<i64>,
+    tables: Option<i64>,
+    spill: Option<bool>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<(Bound<'py, PyArray1<bool>>, Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u32>>)> {
+    let held = Values::extract(source, "source")?;
+    let values = held.plain();
+    let s = settings(k, memory_limit, workdir, temp_parent, threads, blocks, tables, spill)?;
+    let opts = &s.opts;
+    let d = run(py, s.threads, progress, |c| batch::dedup(&open(&values)?, opts, c))?;
+    Ok((PyArray1::from_vec(py, d.keep), PyArray1::from_vec(py, d.dropped), PyArray1::from_vec(py, d.matched)))
+}
+
+/// Clusters as `(members, starts)`: positions, cluster by cluster.
+#[pyfunction]
+#[pyo3(signature = (source, *, k, method = "connected", min_size = 2, memory_limit, workdir = None, temp_parent = None, threads = None, blocks = None, tables = None, spill = None, progress = None))]
+#[allow(clippy::too_many_arguments)]
+fn batch_clusters<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+    k: i64,
+    method: &str,
+    min_size: i64,
+    memory_limit: i64,
+    workdir: Option<PathBuf>,
+    temp_parent: Option<PathBuf>,
+    threads: Option<i64>,
+    blocks: Option<i64>,
+    tables: Option<i64>,
+    spill: Option<bool>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u64>>)> {
+    let method: ClusterMethod = method.parse()?;
+    if min_size < 1 {
+        return Err(PyValueError::new_err(format!("min_size must be at least 1, got {min_size}")));
+    }
+    let held = Values::extract(source, "source")?;
+    let values = held.plain();
+    let s = settings(k, memory_limit, workdir, temp_parent, threads, blocks, tables, spill)?;
+    let opts = &s.opts;
+    let (members, starts) = run(py, s.threads, progress, |c| batch::clusters(&open(&values)?, method, min_size as usize, opts, c))?;
+    Ok((PyArray1::from_vec(py, members), PyArray1::from_vec(py, starts)))
+}
+
+/// The design a job would use for `n` items: `(tables, description)`.
+#[pyfunction]
+#[pyo3(signature = (n, *, k, blocks = None, tables = None))]
+fn batch_design(n: u64, k: i64, blocks: Option<i64>, tables: Option<i64>) -> PyResult<(usize, String)> {
+    let s = settings(k, 1, None, None, None, blocks, tables, None)?;
+    let design = match s.opts.design {
+        Some(d) => d,
+        None => Arc::new(batch::choose_design(s.opts.k, n, false)?),
+    };
+    Ok((design.tables().len(), design.to_string()))
+}
