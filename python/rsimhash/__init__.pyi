@@ -4,6 +4,7 @@ from typing import Any, Union, overload
 import numpy as np
 import numpy.typing as npt
 
+from . import batch as batch
 from ._rsimhash import (
     Index as Index,
     SPEC_VERSION as SPEC_VERSION,
@@ -20,6 +21,7 @@ __all__ = [
     "SPEC_VERSION",
     "UNICODE_VERSION",
     "__version__",
+    "batch",
     "compute",
     "dedup",
     "fingerprint",

@@ -59,10 +59,12 @@ pub struct Budget {
 
 impl Budget {
     pub fn new(limit: u64) -> Budget {
-        let pair_bytes: u64 = (limit / 8).clamp(1 << 16, 1 << 31);
+        let pair_bytes: u64 = (limit / 8).clamp(1 << 12, 1 << 31);
         let overhead = (limit / 16).min(64 << 20);
         let arena = limit.saturating_sub(pair_bytes + overhead);
-        Budget { part_items: (arena / ITEM_BYTES).max(1 << 12), pair_bytes: pair_bytes as usize }
+        // A floor for limits too small to mean anything but "as many parts
+        // as there are buckets" (tests use them to force parts).
+        Budget { part_items: (arena / ITEM_BYTES).max(64), pair_bytes: pair_bytes as usize }
     }
 }
 

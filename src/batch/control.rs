@@ -75,6 +75,11 @@ impl Control {
         self.done.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// Counts `n` units done in the step only (a step outside the job's total).
+    pub(crate) fn advance_step(&self, n: u64) {
+        self.step_done.fetch_add(n, Ordering::Relaxed);
+    }
+
     /// Counts `n` units of the job as done without work (a table finished
     /// by an earlier run).
     pub(crate) fn skip(&self, n: u64) {

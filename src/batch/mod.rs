@@ -134,14 +134,14 @@ pub fn find_all_to_file(source: &Source<'_>, ids: Option<&[u64]>, opts: &Options
                 sorter.push(&mapped)
             })?;
             sorter.finish(|batch| {
-                control.advance(batch.len() as u64);
+                control.advance_step(batch.len() as u64);
                 writer.write(bytemuck::cast_slice(batch))
             })?;
         }
         _ => runs::merge(runs, |batch| {
             control.check()?;
             let mapped: Vec<[u64; 2]> = batch.iter().map(|&p| map_pair(p, ids)).collect();
-            control.advance(batch.len() as u64);
+            control.advance_step(batch.len() as u64);
             writer.write(bytemuck::cast_slice(&mapped))
         })?,
     }
@@ -297,7 +297,13 @@ fn pairs(source: &Source<'_>, opts: &Options, control: &Control, order: Order, k
             (parts, spill)
         })
         .collect();
-    let work = |(parts, spill): &(Vec<std::ops::Range<usize>>, bool)| if *spill { 3 * n } else { parts.len() as u64 * n + n };
+    let work = |(parts, spill): &(Vec<std::ops::Range<usize>>, bool)| {
+        if *spill {
+            parts.len().div_ceil(spill::MAX_FILES) as u64 * n + 2 * n
+        } else {
+            parts.len() as u64 * n + n
+        }
+    };
     control.set_total(n + plans.iter().map(work).sum::<u64>());
 
     let identity = format!(
@@ -310,7 +316,9 @@ fn pairs(source: &Source<'_>, opts: &Options, control: &Control, order: Order, k
         None => None,
     };
     if plans.iter().any(|(_, spill)| *spill) {
-        ensure_dir(&mut workdir, opts)?;
+        // A spilled table's items are on disk at once (12 bytes each), and
+        // every table's pairs stay until the end.
+        ensure_dir(&mut workdir, opts)?.check_room(ITEM_BYTES * n + (64 << 20))?;
     }
     let workdir = workdir;
     let mut arena = Arena::default();
@@ -332,17 +340,20 @@ fn pairs(source: &Source<'_>, opts: &Options, control: &Control, order: Order, k
         let name = |what: String| format!("table {} of {tables}{what}", t + 1);
         if *spill {
             let dir = workdir.as_ref().expect("made above for spilling jobs");
-            control.step(name(": spilling".into()), n);
-            let buffer = (budget.pair_bytes / parts.len()).clamp(1 << 12, 1 << 20);
-            let spilled = spill::write(&kt, t, source, parts, dir, buffer, control)?;
-            for (p, (range, path)) in parts.iter().zip(&spilled.files).enumerate() {
-                let len: u64 = hist[t][range.clone()].iter().sum();
-                control.step(name(format!(", part {} of {}", p + 1, parts.len())), 2 * len);
-                let file = std::fs::File::open(path).map_err(Error::io("open", path))?;
-                let read = |start: u64, k: &mut Vec<u64>, pos: &mut Vec<u32>| spill::read(&file, path, len, start, k, pos);
-                kt.run_part(Items::Spilled { len, read: &read }, &hist[t], range.clone(), &mut arena, control, &emit)?;
-                drop(file);
-                std::fs::remove_file(path).map_err(Error::io("remove", path))?;
+            for (g, group) in parts.chunks(spill::MAX_FILES).enumerate() {
+                let first = g * spill::MAX_FILES;
+                control.step(name(": spilling".into()), n);
+                let buffer = (budget.pair_bytes / group.len()).clamp(1 << 12, 1 << 20);
+                let spilled = spill::write(&kt, t, source, group, first, dir, buffer, control)?;
+                for (p, (range, path)) in group.iter().zip(&spilled.files).enumerate() {
+                    let len: u64 = hist[t][range.clone()].iter().sum();
+                    control.step(name(format!(", part {} of {}", first + p + 1, parts.len())), 2 * len);
+                    let file = std::fs::File::open(path).map_err(Error::io("open", path))?;
+                    let read = |start: u64, k: &mut Vec<u64>, pos: &mut Vec<u32>| spill::read(&file, path, len, start, k, pos);
+                    kt.run_part(Items::Spilled { len, read: &read }, &hist[t], range.clone(), &mut arena, control, &emit)?;
+                    drop(file);
+                    std::fs::remove_file(path).map_err(Error::io("remove", path))?;
+                }
             }
         } else {
             for (p, range) in parts.iter().enumerate() {

@@ -23,23 +23,31 @@ pub(crate) struct Spill {
     pub files: Vec<PathBuf>,
 }
 
-/// Writes the items of table `t` (`kt`) into one file per part of `parts`.
+/// Files written at once, well under the usual limit of 1024 open files;
+/// a table in more parts is spilled in several rounds.
+pub(crate) const MAX_FILES: usize = 256;
+
+/// Writes the items of table `t` (`kt`) in buckets `parts` into one file
+/// per part (`first` numbers the first); items of other buckets are skipped.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn write(
     kt: &TableKernel<'_>,
     t: usize,
     source: &Source<'_>,
     parts: &[Range<usize>],
+    first: usize,
     dir: &Workdir,
     buffer_bytes: usize,
     control: &Control,
 ) -> Result<Spill> {
-    let mut part_of = vec![0u32; kt.buckets()];
+    const NONE: u32 = u32::MAX;
+    let mut part_of = vec![NONE; kt.buckets()];
     for (p, range) in parts.iter().enumerate() {
         part_of[range.clone()].fill(p as u32);
     }
     let mut files = Vec::with_capacity(parts.len());
     let mut writers = Vec::with_capacity(parts.len());
-    for p in 0..parts.len() {
+    for p in first..first + parts.len() {
         let path = dir.file(&format!("t{t:03}-{p:04}.spill"));
         let file = File::create(&path).map_err(Error::io("create", &path))?;
         writers.push(Mutex::new(BufWriter::with_capacity(buffer_bytes, file)));
@@ -52,15 +60,22 @@ pub(crate) fn write(
         let mut counts = vec![0usize; parts.len() + 1];
         let keys: Vec<u64> = fps.iter().map(|&fp| kt.permute(fp)).collect();
         for &key in &keys {
-            counts[part_of[kt.bucket_of(key)] as usize + 1] += 1;
+            let p = part_of[kt.bucket_of(key)];
+            if p != NONE {
+                counts[p as usize + 1] += 1;
+            }
         }
         for p in 1..counts.len() {
             counts[p] += counts[p - 1];
         }
         let bounds = counts.clone();
-        let mut bytes = vec![0u8; keys.len() * RECORD];
+        let mut bytes = vec![0u8; counts[parts.len()] * RECORD];
         for (i, &key) in keys.iter().enumerate() {
-            let p = part_of[kt.bucket_of(key)] as usize;
+            let p = part_of[kt.bucket_of(key)];
+            if p == NONE {
+                continue;
+            }
+            let p = p as usize;
             let at = counts[p] * RECORD;
             counts[p] += 1;
             bytes[at..at + 8].copy_from_slice(&key.to_le_bytes());

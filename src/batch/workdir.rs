@@ -78,6 +78,28 @@ impl Workdir {
         self.path.join(name)
     }
 
+    /// Checks that the directory's filesystem has room for `bytes` more.
+    ///
+    /// # Errors
+    /// [`Error::Io`] (storage full) naming the directory, the bytes needed
+    /// and the bytes free, before anything is written.
+    pub fn check_room(&self, bytes: u64) -> Result<()> {
+        let Some(free) = free_bytes(&self.path) else { return Ok(()) };
+        if free >= bytes {
+            return Ok(());
+        }
+        let gb = |b: u64| b as f64 / 1e9;
+        let source = std::io::Error::new(
+            std::io::ErrorKind::StorageFull,
+            format!(
+                "the job needs {:.2} GB there and {:.2} GB are free; free some, or pass another workdir (or a larger memory_limit)",
+                gb(bytes),
+                gb(free)
+            ),
+        );
+        Err(Error::Io { path: self.path.display().to_string(), action: "spill to", source })
+    }
+
     /// The runs of table `t`, if a run before finished it and its files are there.
     pub fn done(&self, t: usize) -> Result<Option<Vec<RunFile>>> {
         let marker = self.file(&format!("t{t:03}.done"));
@@ -162,6 +184,28 @@ impl Drop for Workdir {
             let _ = fs::remove_dir_all(&self.path);
         }
     }
+}
+
+/// Bytes free for this user on the filesystem of `dir`, where known.
+#[cfg(unix)]
+fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: a valid C string and a buffer of the right type; read only on success.
+    let st = unsafe {
+        if libc::statvfs(path.as_ptr(), st.as_mut_ptr()) != 0 {
+            return None;
+        }
+        st.assume_init()
+    };
+    #[allow(clippy::unnecessary_cast)] // the field types differ between platforms
+    Some(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+#[cfg(not(unix))]
+fn free_bytes(_dir: &Path) -> Option<u64> {
+    None
 }
 
 fn is_ours(name: &str) -> bool {

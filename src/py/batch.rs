@@ -140,7 +140,14 @@ fn run<T: Send>(py: Python<'_>, threads: Option<usize>, progress: Option<Py<PyAn
         return Err(e);
     }
     match result {
-        Ok(Ok(Ok(value))) => Ok(value),
+        Ok(Ok(Ok(value))) => {
+            // The final count, so that a bar ends full however short the job.
+            if let Some(cb) = &progress {
+                let p = control.progress();
+                cb.call1(py, (p.done, p.total, p.step, p.step_done, p.step_total))?;
+            }
+            Ok(value)
+        }
         Ok(Ok(Err(e))) | Ok(Err(e)) => Err(e.into()),
         Err(panic) => {
             let what = panic

@@ -38,7 +38,7 @@ from __future__ import annotations
 import os
 import tempfile
 from contextlib import ExitStack
-from typing import Any, Callable, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
 
@@ -67,7 +67,7 @@ class _Job:
         self.temp_parent = parent_of(out)
         bars = Bars(progress, desc)
         stack.callback(bars.close)
-        self.kwargs = dict(k=int(k), memory_limit=self.limit, workdir=self.workdir, temp_parent=self.temp_parent,
+        self.kwargs: Dict[str, Any] = dict(k=int(k), memory_limit=self.limit, workdir=self.workdir, temp_parent=self.temp_parent,
                            threads=threads, blocks=blocks, tables=tables, spill=spill, progress=bars)
         self._spill_dir: Optional[str] = None
 
@@ -210,8 +210,38 @@ def _output(out: Any, allowed: Tuple[str, ...], job: str) -> Tuple[Optional[str]
     if out is None:
         return None, ""
     path = os.fspath(out)
-    _, ext = check_writable(path)
+    parent, ext = check_writable(path)
     if ext not in allowed:
         raise ValueError(f"out={path!r}: {job} writes {' or '.join(allowed)} files; name the file with one of "
                          "those extensions")
+    _remove_stale_temporaries(parent, os.path.basename(path))
     return path, ext
+
+
+def _remove_stale_temporaries(directory: str, name: str) -> None:
+    """Removes the hidden temporary files of ``name`` (``.NAME[.npy].PID[.N].tmp``
+    and the same under a second dot) that a killed job left: those whose
+    process is gone."""
+    for entry in os.listdir(directory):
+        if not entry.endswith(".tmp") or name not in entry:
+            continue
+        rest = entry.lstrip(".")
+        if not rest.startswith(name):
+            continue
+        numbers = [p for p in rest[len(name):].split(".") if p.isdigit()]
+        if not numbers or int(numbers[0]) == os.getpid() or _alive(int(numbers[0])):
+            continue
+        try:
+            os.remove(os.path.join(directory, entry))
+        except OSError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
