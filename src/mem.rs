@@ -15,6 +15,15 @@ pub(crate) fn vec_with_capacity<T>(n: usize) -> Vec<T> {
     v
 }
 
+/// `n` zeros, on huge pages if large. Fresh zeroed memory comes from the OS
+/// untouched: its pages are faulted in by whichever thread writes them
+/// first, not all by this one.
+pub(crate) fn zeroed<T: bytemuck::Zeroable + Clone>(n: usize) -> Vec<T> {
+    let v = vec![T::zeroed(); n];
+    advise_huge(&v);
+    v
+}
+
 #[cfg(target_os = "linux")]
 fn advise_huge<T>(v: &Vec<T>) {
     let bytes = v.capacity() * std::mem::size_of::<T>();

@@ -78,12 +78,8 @@ impl Arena {
             // Freed first: the old and new arrays never coexist.
             self.keys = Vec::new();
             self.pos = Vec::new();
-            self.keys = crate::mem::vec_with_capacity(n);
-            self.pos = crate::mem::vec_with_capacity(n);
-            // SAFETY-free zeroing would touch every page twice; the scatter
-            // writes every slot of the part before any is read.
-            self.keys.resize(n, 0);
-            self.pos.resize(n, 0);
+            self.keys = crate::mem::zeroed(n);
+            self.pos = crate::mem::zeroed(n);
         }
     }
 }
