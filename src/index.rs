@@ -312,29 +312,44 @@ impl Index {
         } else {
             all.extend(items);
         }
+        // The design for the new size is chosen before the run is built:
+        // a large first add builds its tables once, not once with the
+        // design of an empty index and again with its own.
+        if self.replan() {
+            all.extend(self.runs.drain(..).flat_map(|run| run.items()));
+            let layout = self.run_layout(all.len());
+            self.runs.push(Run::build(Arc::clone(&self.design), layout, all));
+            return;
+        }
         let layout = self.run_layout(all.len());
         self.runs.push(Run::build(Arc::clone(&self.design), layout, all));
         self.rebalance();
-        self.replan();
     }
 
     /// Chooses the design again once the size has doubled or fallen to a
-    /// quarter since it was chosen; a different design rebuilds every run
-    /// into one.
-    fn replan(&mut self) {
+    /// quarter since it was chosen; returns whether it changed (the runs
+    /// must then be rebuilt).
+    fn replan(&mut self) -> bool {
         if self.fixed || (self.live < 2 * self.planned_for.max(BUFFER_MAX) && self.live * 4 >= self.planned_for) {
-            return;
+            return false;
         }
         self.planned_for = self.live;
-        let Ok(design) = plan::plan_cached(self.k, self.live) else { return };
+        let Ok(design) = plan::plan_cached(self.k, self.live) else { return false };
         if design.levels() == self.design.levels() {
-            return;
+            return false;
         }
         self.design = design;
-        let items: Vec<(u64, u64)> = self.runs.drain(..).flat_map(|run| run.items()).collect();
-        if !items.is_empty() {
-            let layout = self.run_layout(items.len());
-            self.runs.push(Run::build(Arc::clone(&self.design), layout, items));
+        true
+    }
+
+    /// [`Self::replan`], and every run rebuilt into one when the design changed.
+    fn replan_runs(&mut self) {
+        if self.replan() {
+            let items: Vec<(u64, u64)> = self.runs.drain(..).flat_map(|run| run.items()).collect();
+            if !items.is_empty() {
+                let layout = self.run_layout(items.len());
+                self.runs.push(Run::build(Arc::clone(&self.design), layout, items));
+            }
         }
     }
 
@@ -405,7 +420,7 @@ impl Index {
         debug_assert_eq!(removed, gone.len());
         self.live -= removed;
         self.rebalance();
-        self.replan();
+        self.replan_runs();
         removed
     }
 

@@ -145,6 +145,74 @@ fn par_sort_from<T: Copy + Default + Send + Sync>(
     }
 }
 
+/// Bits of the first pass of [`sort_into`]: 2^11 buckets, the most whose
+/// writes the CPU still combines (see [`MAX_DIGIT`]).
+const FIRST_BITS: u32 = 11;
+
+/// `map(x)` for every `x` of `src`, sorted into `out`: one pass counts the
+/// top bits, a second scatters each value straight to its bucket, then each
+/// bucket (a few thousand values, in cache) is sorted on the next
+/// `bits - 11` bits and finished by insertion. Unlike [`sort_by_top_bits`]
+/// on the whole array, one pass goes through main memory and no scratch as
+/// large as the input is needed. `out` and `scratch` are reused buffers.
+pub(crate) fn sort_into(src: &[u64], map: impl Fn(u64) -> u64, out: &mut Vec<u64>, scratch: &mut Vec<u64>, bits: u32) {
+    let first = FIRST_BITS.min(bits).max(1);
+    let shift = 64 - first;
+    let mut starts = vec![0usize; (1 << first) + 1];
+    for &x in src {
+        starts[(map(x) >> shift) as usize + 1] += 1;
+    }
+    for b in 1..starts.len() {
+        starts[b] += starts[b - 1];
+    }
+    out.clear();
+    out.resize(src.len(), 0);
+    let mut at = starts.clone();
+    for &x in src {
+        let v = map(x);
+        let b = (v >> shift) as usize;
+        out[at[b]] = v;
+        at[b] += 1;
+    }
+    let rest = bits.min(64).saturating_sub(first);
+    let mut counts = [0u32; 1 << MAX_DIGIT];
+    for w in starts.windows(2) {
+        let bucket = &mut out[w[0]..w[1]];
+        let len = bucket.len();
+        if rest > 0 && len >= 32 {
+            // The bucket's values share their top bits: one counting pass
+            // on the next ones, as many as leave about one value to each
+            // count (more would cost more counts than values), then the
+            // insertion pass below completes the order.
+            let digit = rest.min(usize::BITS - len.leading_zeros()).min(MAX_DIGIT);
+            let shift = 64 - first - digit;
+            let mask = (1u64 << digit) - 1;
+            if scratch.len() < len {
+                scratch.resize(len, 0);
+            }
+            let tmp = &mut scratch[..len];
+            tmp.copy_from_slice(bucket);
+            let counts = &mut counts[..1 << digit];
+            counts.fill(0);
+            for &v in tmp.iter() {
+                counts[((v >> shift) & mask) as usize] += 1;
+            }
+            let mut at = 0u32;
+            for c in counts.iter_mut() {
+                let here = *c;
+                *c = at;
+                at += here;
+            }
+            for &v in tmp.iter() {
+                let d = ((v >> shift) & mask) as usize;
+                bucket[counts[d] as usize] = v;
+                counts[d] += 1;
+            }
+        }
+        insertion_pass(bucket, &|a: &u64, b: &u64| a.cmp(b));
+    }
+}
+
 /// Below this many items one thread sorts alone.
 const PARALLEL_MIN: usize = 1 << 20;
 
@@ -198,6 +266,19 @@ mod tests {
             expected.sort_unstable();
             par_sort_from(1000, &mut v, bits, |&x| x, |a, b| a.cmp(b));
             prop_assert_eq!(v, expected);
+        }
+
+        #[test]
+        fn sort_into_sorts_the_mapped_values(
+            v in prop::collection::vec(prop_oneof![any::<u64>(), 0u64..16, Just(u64::MAX)], 0..5000),
+            bits in 0u32..=64,
+            xor in any::<u64>(),
+        ) {
+            let mut expected: Vec<u64> = v.iter().map(|&x| x ^ xor).collect();
+            expected.sort_unstable();
+            let (mut out, mut scratch) = (vec![7; 3], Vec::new());
+            sort_into(&v, |x| x ^ xor, &mut out, &mut scratch, bits);
+            prop_assert_eq!(out, expected);
         }
 
         #[test]

@@ -61,12 +61,22 @@ impl Run {
         par_sort_by_top_bits(&mut items, bits, |p| p.0, |a, b| a.cmp(b));
         let (fps, starts, ids) = split_ids(&items);
         drop(items);
-        let rest: Vec<Table> = spec[1..]
-            .par_iter()
-            .map_init(Vec::new, |scratch, t| Table::build(&fps, &t.perm, t.prefix, layout, scratch))
-            .collect();
+        // Table 0 holds the fingerprints as they are: packed, it is encoded
+        // beside the other tables' builds rather than after them.
+        let (first, rest) = rayon::join(
+            || match layout {
+                Layout::Raw => None,
+                Layout::Packed(block_bytes) => Some(Table::Packed(Box::new(PackedTable::encode(&fps, block_bytes)))),
+            },
+            || -> Vec<Table> {
+                spec[1..]
+                    .par_iter()
+                    .map_init(Default::default, |buffers, t| Table::build(&fps, &t.perm, t.prefix, layout, buffers))
+                    .collect()
+            },
+        );
         let mut tables = Vec::with_capacity(spec.len());
-        tables.push(Table::new(fps, spec[0].prefix, layout));
+        tables.push(first.unwrap_or_else(|| Table::new(fps, spec[0].prefix, layout)));
         tables.extend(rest);
         let dead = vec![0; ids.len().div_ceil(64)];
         Run { design, tables, starts, ids, dead, dead_count: 0 }

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 use crate::packed::PackedTable;
 use crate::plan::Permutation;
-use crate::radix::{sort_bits, sort_by_top_bits};
+use crate::radix::sort_bits;
 
 /// How a run stores its tables.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -44,11 +44,27 @@ impl Table {
     }
 
     /// The table of distinct fingerprints `fps` under `perm`.
-    pub fn build(fps: &[u64], perm: &Permutation, prefix: u32, layout: Layout, scratch: &mut Vec<u64>) -> Table {
-        let raw = RawTable::build(fps, perm, prefix, scratch);
+    /// `buffers` are the sort's, reused from table to table: a packed
+    /// table's sorted keys only live until they are encoded, so their
+    /// buffer serves the next table, and its pages are faulted in once.
+    pub fn build(fps: &[u64], perm: &Permutation, prefix: u32, layout: Layout, buffers: &mut (Vec<u64>, Vec<u64>)) -> Table {
+        let (scratch, keys) = buffers;
         match layout {
-            Layout::Raw => Table::Raw(raw),
-            Layout::Packed(_) => Table::new(raw.keys, prefix, layout),
+            Layout::Raw => {
+                let mut sorted = RawTable::sorted_keys(fps, perm, prefix, scratch, Vec::new());
+                if sorted.capacity() > fps.len() {
+                    // The sort may leave the data in the scratch allocation:
+                    // keep the table's memory tight, hand the spare room back.
+                    sorted.shrink_to_fit();
+                }
+                Table::Raw(RawTable::from_sorted(sorted, prefix))
+            }
+            Layout::Packed(block_bytes) => {
+                let sorted = RawTable::sorted_keys(fps, perm, prefix, scratch, std::mem::take(keys));
+                let table = Table::Packed(Box::new(PackedTable::encode(&sorted, block_bytes)));
+                *keys = sorted;
+                table
+            }
         }
     }
 
@@ -138,17 +154,14 @@ impl RawTable {
 
     /// The table of distinct fingerprints `fps` under `perm`; `scratch` is
     /// the sort's buffer, reused from table to table.
-    pub fn build(fps: &[u64], perm: &Permutation, prefix: u32, scratch: &mut Vec<u64>) -> RawTable {
-        let mut keys = crate::mem::vec_with_capacity(fps.len());
-        keys.extend(fps.iter().map(|&f| perm.apply(f)));
-        let bits = sort_bits(keys.len(), prefix);
-        sort_by_top_bits(&mut keys, scratch, bits, |&k| k, |a, b| a.cmp(b));
-        if keys.capacity() > fps.len() {
-            // The sort may leave the data in the scratch allocation: keep the
-            // table's memory tight, hand the spare room back.
-            keys.shrink_to_fit();
+    /// The keys of the table of `fps` under `perm`, sorted, in `keys` (a
+    /// buffer to reuse, or a new one when empty).
+    pub fn sorted_keys(fps: &[u64], perm: &Permutation, prefix: u32, scratch: &mut Vec<u64>, mut keys: Vec<u64>) -> Vec<u64> {
+        if keys.capacity() < fps.len() {
+            keys = crate::mem::vec_with_capacity(fps.len());
         }
-        RawTable::from_sorted(keys, prefix)
+        crate::radix::sort_into(fps, |f| perm.apply(f), &mut keys, scratch, sort_bits(fps.len(), prefix));
+        keys
     }
 
     /// The slice of keys in `key`'s directory bucket.
