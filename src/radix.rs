@@ -165,15 +165,22 @@ pub(crate) fn sort_into(src: &[u64], map: impl Fn(u64) -> u64, out: &mut Vec<u64
     for b in 1..starts.len() {
         starts[b] += starts[b - 1];
     }
+    // Written straight into spare capacity: no pass zeroing it first.
     out.clear();
-    out.resize(src.len(), 0);
+    out.reserve(src.len());
+    let spare = &mut out.spare_capacity_mut()[..src.len()];
     let mut at = starts.clone();
     for &x in src {
         let v = map(x);
         let b = (v >> shift) as usize;
-        out[at[b]] = v;
+        spare[at[b]].write(v);
         at[b] += 1;
     }
+    debug_assert!(at.iter().zip(&starts[1..]).all(|(a, s)| a == s));
+    // SAFETY: bucket `b` was given slots starts[b]..starts[b + 1], which
+    // partition 0..src.len(), and each value was written to the next free
+    // slot of its bucket: every slot below src.len() is initialised.
+    unsafe { out.set_len(src.len()) };
     let rest = bits.min(64).saturating_sub(first);
     let mut counts = [0u32; 1 << MAX_DIGIT];
     for w in starts.windows(2) {
