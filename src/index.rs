@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use crate::batch::{Control, Source};
 use crate::cluster::UnionFind;
 use crate::plan::{self, Design, MAX_K};
 use crate::run::{probe_batch, Run};
@@ -39,6 +40,11 @@ pub const MAX_BATCH: usize = u32::MAX as usize;
 /// stays small enough to cost well under a microsecond.
 const BUFFER_MAX: usize = 1024;
 
+
+/// Batch jobs run for an index: in memory, as its answers must be.
+fn in_memory(k: u32) -> crate::batch::Options {
+    crate::batch::Options { memory_limit: u64::MAX, ..crate::batch::Options::new(k) }
+}
 
 /// How [`Index::cluster`] groups items.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -477,21 +483,26 @@ impl Index {
     /// first, sorted.
     pub fn find_all(&self, k: Option<u32>) -> Result<Vec<[u64; 2]>> {
         let k = self.op_k(k)?;
+        if self.kernel_is_faster() {
+            return self.find_all_by_kernel(k);
+        }
         let mut pairs: Vec<[u64; 2]> = Vec::new();
         let mut emit = |a: u64, b: u64| pairs.push([a.min(b), a.max(b)]);
         self.with_batch_runs(|runs| {
             for (r, run) in runs.iter().enumerate() {
                 run.id_pairs(k, &mut emit);
-                // Pairs with later runs: probe them with this run's fingerprints.
-                let later = &runs[r + 1..];
-                if later.is_empty() {
+                // Pairs with earlier runs: probe them with this run's
+                // fingerprints. Runs shrink from the oldest to the newest, so
+                // the smaller side is the one sorted and searched for.
+                let earlier = &runs[..r];
+                if earlier.is_empty() {
                     continue;
                 }
                 let fps = run.fps();
                 let live: Vec<usize> = (0..fps.len()).filter(|&i| run.first_id(i).is_some()).collect();
                 let queries: Vec<u64> = live.iter().map(|&i| fps[i]).collect();
-                for (o, pos, j, _) in probe_batch(later, &queries, k) {
-                    let b: Vec<u64> = later[o as usize].ids_of(j as usize).collect();
+                for (o, pos, j, _) in probe_batch(earlier, &queries, k) {
+                    let b: Vec<u64> = earlier[o as usize].ids_of(j as usize).collect();
                     for a in run.ids_of(live[pos as usize]) {
                         b.iter().for_each(|&b| emit(a, b));
                     }
@@ -503,6 +514,55 @@ impl Index {
         Ok(pairs)
     }
 
+    /// Whether the batch kernel, which reads every item once per table of
+    /// its own design, finds all pairs faster than the runs' tables: those
+    /// are scanned once each, but every run after the first is probed into
+    /// the runs before it, which costs a sort of its fingerprints per table
+    /// and a stream through (or a search in) each earlier run. The costs are
+    /// nanoseconds of one core, fitted to `find_all` at 10^7 items in runs of
+    /// several shapes (benches/README.md).
+    fn kernel_is_faster(&self) -> bool {
+        let tables = self.design.tables().len() as f64;
+        let mut runs: Vec<(f64, bool)> = self.runs.iter().map(|r| (r.live() as f64, r.is_raw())).collect();
+        if !self.buffer.is_empty() {
+            runs.push((self.buffer.len() as f64, true));
+        }
+        let mut own = 0.0;
+        for (j, &(queries, raw)) in runs.iter().enumerate() {
+            own += tables * queries * if raw { 1.6 } else { 2.2 };
+            if j == 0 {
+                continue;
+            }
+            own += tables * queries * 15.0;
+            for &(n, raw) in &runs[..j] {
+                own += tables
+                    * match (raw, queries * 40.0 >= n) {
+                        (true, _) => queries * 20.0,
+                        (false, true) => n * 4.2,
+                        (false, false) => queries * 500.0,
+                    };
+            }
+        }
+        let n = self.live as f64;
+        let kernel_tables = crate::batch::choose_design(self.k, self.live as u64, false).map_or(tables, |d| d.tables().len() as f64);
+        // The kernel's passes, its first (the histograms), and the items
+        // taken out of the runs and sorted by id.
+        n * (17.0 * kernel_tables + 20.0 + 50.0) < own
+    }
+
+    /// [`Self::find_all`] through the batch kernel.
+    fn find_all_by_kernel(&self, k: u32) -> Result<Vec<[u64; 2]>> {
+        let (fps, ids) = self.items_by_id();
+        crate::batch::find_all(&Source::Memory(&fps), Some(&ids), &in_memory(k), &Control::default())
+    }
+
+    /// Every live item's fingerprint and id, ordered by id.
+    fn items_by_id(&self) -> (Vec<u64>, Vec<u64>) {
+        let mut items = self.items();
+        items.par_sort_unstable_by_key(|&(_, id)| id);
+        items.into_iter().unzip()
+    }
+
     /// Clusters of stored ids, each sorted, ordered by their smallest id;
     /// clusters smaller than `min_size` are left out.
     pub fn cluster(&self, k: Option<u32>, min_size: usize, method: ClusterMethod) -> Result<Vec<Vec<u64>>> {
@@ -510,30 +570,21 @@ impl Index {
         if min_size < 1 {
             return Err(Error::invalid("min_size", "at least 1", min_size));
         }
-        let mut items = self.items();
-        items.par_sort_unstable_by_key(|&(_, id)| id);
-        let ids: Vec<u64> = items.iter().map(|&(_, id)| id).collect();
+        let (fps, ids) = self.items_by_id();
         let mut groups = UnionFind::new(ids.len());
-        let dense = |id: u64| ids.binary_search(&id).expect("a stored id");
         match method {
             ClusterMethod::Connected => {
+                let dense = |id: u64| ids.binary_search(&id).expect("a stored id");
                 for [a, b] in self.find_all(Some(k))? {
                     groups.union(dense(a), dense(b));
                 }
             }
             ClusterMethod::Leader => {
-                // Leaders are what add_unique keeps, over the items in id order.
-                let mut leaders = Index::new(k, None, None)?;
-                if self.fixed {
-                    leaders.design = Arc::clone(&self.design);
-                    leaders.fixed = true;
-                }
-                let fps: Vec<u64> = items.iter().map(|&(fp, _)| fp).collect();
-                let (is_new, matched) = leaders.add_unique(&fps, Some(&ids), Some(k))?;
-                for (i, new) in is_new.iter().enumerate() {
-                    if !new {
-                        groups.union(dense(matched[i]), i);
-                    }
+                // Leaders are what add_unique keeps over the items in id
+                // order: the batch kernel's dedup, on positions in that order.
+                let d = crate::batch::dedup(&Source::Memory(&fps), &in_memory(k), &Control::default())?;
+                for (&j, &m) in d.dropped.iter().zip(&d.matched) {
+                    groups.union(m as usize, j as usize);
                 }
             }
         }
@@ -658,6 +709,7 @@ pub(crate) mod tests {
             let items: Vec<(u64, u64)> = fps.iter().enumerate().map(|(i, &f)| (f, i as u64)).collect();
             prop_assert_eq!(index.len(), items.len());
             prop_assert_eq!(index.find_all(None).unwrap(), brute_pairs(&items, k));
+            prop_assert_eq!(index.find_all_by_kernel(k).unwrap(), brute_pairs(&items, k));
             for &q in fps.iter().take(20).chain([0, u64::MAX].iter()) {
                 let mut expected: Vec<(u64, u32)> = items.iter()
                     .map(|&(f, id)| (id, (f ^ q).count_ones()))
@@ -706,6 +758,8 @@ pub(crate) mod tests {
             items.retain(|(_, id)| !unique.contains(id));
             prop_assert_eq!(index.len(), items.len());
             prop_assert_eq!(index.find_all(None).unwrap(), brute_pairs(&items, k));
+            prop_assert_eq!(index.find_all_by_kernel(k).unwrap(), brute_pairs(&items, k));
+            prop_assert_eq!(index.find_all_by_kernel(k).unwrap(), brute_pairs(&items, k));
             // Ids are never reused; removed ids may be added again explicitly.
             let again: Vec<u64> = unique.iter().copied().collect();
             index.add(&vec![7; again.len()], Some(&again)).unwrap();
