@@ -18,6 +18,12 @@ memory (``VmHWM``) is its own:
 * ``--big 1e8 --big-limit 4GiB`` (out of core): ``find_all`` of the ``.npy``
   file with that memory limit, its pairs written to a ``.npy``: wall time,
   peak RSS, peak disk of the work directory, the time of each table.
+* ``--index`` (the Index where it does the same work): ``Index(k=3)``
+  (compressed, the default) add + find_all against ``batch.find_all`` at
+  10^6, alternating in one process; and compressed against
+  ``Index(k=3, compress=False)`` at 10^7, each round a fresh process (as a
+  script runs it, first touch of its memory included). Targets: at most
+  2 x batch.find_all at 10^6, at most 1.5 x the raw index at 10^7.
 * ``--huge 1e9``: the same with the default memory limit, after checking the
   free disk (8 GB input, spills, pairs); where the disk is short it runs the
   largest size that fits and says so. Target: under 20 minutes, peak RSS
@@ -27,6 +33,7 @@ Usage::
 
     python benches/bench_batch.py                   # 1e6 and 1e7 in memory, 1e8 at 4GiB
     python benches/bench_batch.py --huge 1e9 --sizes '' --big ''
+    python benches/bench_batch.py --index --sizes '' --big ''   # the Index targets
     python benches/bench_batch.py --quick           # small sizes, a minute
 """
 
@@ -217,6 +224,67 @@ def child_file(data: str, out: str, limit: Optional[str], workdir: str) -> Dict[
             "design": rsimhash._rsimhash.batch_design(int(os.path.getsize(data) // 8), k=3)[1]}
 
 
+def child_index_1m(n: int, seed: int, repeats: int) -> Dict[str, Any]:
+    """Index(k=3) add + find_all, compressed and raw, and batch.find_all, alternating."""
+    import numpy as np
+    import rsimhash
+
+    fps = np.random.default_rng(seed).integers(0, 2**64, size=n, dtype=np.uint64)
+    rsimhash.batch.find_all(fps[:1000], progress=False)
+    times: Dict[str, List[float]] = {"compressed": [], "raw": [], "batch": []}
+    for _ in range(repeats):
+        for name, compress in (("compressed", True), ("raw", False)):
+            t = time.perf_counter()
+            idx = rsimhash.Index(3, compress=compress)
+            idx.add(fps)
+            idx.find_all()
+            times[name].append(time.perf_counter() - t)
+            del idx
+        t = time.perf_counter()
+        rsimhash.batch.find_all(fps, progress=False)
+        times["batch"].append(time.perf_counter() - t)
+    return times
+
+
+def child_index_cold(n: int, seed: int, compress: bool) -> Dict[str, Any]:
+    """One Index(k=3) add + find_all in a fresh process."""
+    import numpy as np
+    import rsimhash
+
+    fps = np.random.default_rng(seed).integers(0, 2**64, size=n, dtype=np.uint64)
+    w = rsimhash.Index(3, compress=compress)
+    w.add(fps[:2000])
+    w.find_all()
+    t = time.perf_counter()
+    idx = rsimhash.Index(3, compress=compress)
+    idx.add(fps)
+    idx.find_all()
+    return {"seconds": time.perf_counter() - t, "design": idx.design}
+
+
+def index_step(args: argparse.Namespace, rows: List[str], record: Dict[str, Any]) -> None:
+    n1, n10 = (10**5, 10**6) if args.quick else (10**6, 10**7)
+    t = run_child("index_1m", n1, args.seed, max(args.repeats, 7))
+    med = {k: statistics.median(v) for k, v in t.items()}
+    ratio = med["compressed"] / med["batch"]
+    rows.append(f"| {n1:,} Index(k=3) add + find_all | compressed {med['compressed']:.3f} s, raw {med['raw']:.3f} s | "
+                f"batch.find_all {med['batch']:.3f} s | {ratio:.2f} x batch ({'met' if ratio <= 2 else 'MISSED'}: <= 2) | | | |")
+    cold: Dict[str, List[float]] = {"compressed": [], "raw": []}
+    design = ""
+    for _ in range(args.repeats):
+        for name in ("compressed", "raw"):
+            r = run_child("index_cold", n10, args.seed, name == "compressed")
+            cold[name].append(r["seconds"])
+            design = r["design"]
+    c, r_ = statistics.median(cold["compressed"]), statistics.median(cold["raw"])
+    pairs = sorted(a / b for a, b in zip(cold["compressed"], cold["raw"]))
+    rows.append(f"| {n10:,} Index(k=3) add + find_all, fresh processes | compressed {c:.3f} s "
+                f"(runs {min(cold['compressed']):.2f}-{max(cold['compressed']):.2f}) | raw {r_:.3f} s "
+                f"(runs {min(cold['raw']):.2f}-{max(cold['raw']):.2f}) | {c / r_:.2f} x raw, pairwise median "
+                f"{statistics.median(pairs):.2f} ({'met' if c / r_ <= 1.5 else 'MISSED'}: <= 1.5) | {design} | | |")
+    record["index"] = {"in_process": t, "cold": cold}
+
+
 def run_child(kind: str, *args: Any) -> Dict[str, Any]:
     code = (f"import sys, json; sys.path.insert(0, {HERE!r}); import bench_batch as b; "
             f"print(json.dumps(b.child_{kind}(*{args!r})))")
@@ -286,6 +354,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--big-limit", default="4GiB,512MiB",
                    help="memory limits of the out-of-core runs (default %(default)s)")
     p.add_argument("--huge", default="", help="sizes run with the default memory limit (e.g. 1e9)")
+    p.add_argument("--index", action="store_true", help="also the Index against batch.find_all and its raw tables")
     p.add_argument("--data-dir", default=os.environ.get("RSIMHASH_BENCH_DATA", "/tmp/rsimhash-bench"))
     p.add_argument("--seed", type=int, default=2026)
     p.add_argument("--quick", action="store_true", help="1e5 and 1e6 in memory, 3e6 out of core")
@@ -300,6 +369,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     record: Dict[str, Any] = {"machine": machine_info(rsimhash, np), "date": time.strftime("%Y-%m-%d %H:%M")}
     for n in parse_sizes(args.sizes):
         in_memory(n, args, rows, record)
+    if args.index:
+        index_step(args, rows, record)
     for n in parse_sizes(args.big):
         for limit in args.big_limit.split(","):
             from_file(n, limit, args, rows, record, f"memory_limit={limit}")

@@ -13,21 +13,31 @@ only (the first N good records; reading stops there).
 ``--method connected`` (default) gives connected components of the
 within-K graph; ``leader`` gives, in input order, groups around the first
 record of each that nothing before it matched.
+
+Inputs whose in-memory index would not fit ``--memory-limit`` go through
+the batch engine: fingerprints and ids are spilled to ``--workdir`` as they
+are read and the clusters found one table at a time; the output is the same.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any, List
+from typing import Any, Iterator, List, Tuple
 
 import numpy as np
 
 from .pipeline import fingerprints_of, prefetch
 from .options import (
-    add_distance, add_input, add_run, add_text, bad_lines_part, make_index, open_source, positive_int,
+    add_distance, add_input, add_memory, add_run, add_text, bad_lines_part, make_index, memory_limit, open_source,
+    positive_int,
 )
 from .outputs import Outputs
 from .progress import Progress, count
+from .spill import Fingerprints, Ids, Workspace, engine_part
+
+# Bytes a record costs on the in-memory path: its fingerprint, its id as a
+# Python object, its share of the Index and of the cluster lists.
+IN_MEMORY_BYTES = 256
 
 HELP = "cluster near-duplicates: TSV id, hash, cluster (the original simhash job)"
 DESCRIPTION = """\
@@ -57,36 +67,69 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", choices=("connected", "leader"), default="connected",
                    help="connected: components of the within-K graph; leader: in input order each "
                         "record joins the first leader within K or becomes one. Default: %(default)s")
+    add_memory(p)
     add_run(p)
 
 
 def run(args: argparse.Namespace) -> int:
     index = make_index(args.distance, args.blocks)
-    ids: List[Any] = []
-    parts: List[np.ndarray] = []
+    limit = memory_limit(args)
     with open_source(args, limit=args.sample, formats=("json", "hash", "parquet")) as source, \
-            Outputs() as outs:
+            Outputs() as outs, Workspace(args.workdir, args.output) as workspace:
         out = outs.open(args.output)
         progress = Progress("cluster", source.total, args.quiet)
-        for chunk in prefetch(source.chunks()):
-            fps = fingerprints_of(chunk, args.mode, args.width, args.threads)
-            index.add(fps)  # ids 0, 1, 2, ...: input positions
-            parts.append(fps)
-            ids.extend(chunk.ids)
-            progress.update(source.position(), source.records)
-        fps = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
-        clusters = index.cluster(min_size=1 if args.all else 2, method=args.method)
-        out.write(b"id\thash\tcluster\n")
-        values = fps.tolist()
-        members = 0
-        for number, cluster in enumerate(clusters):
-            rows = [f"{ids[m]}\t{values[m]}\t{number}\n" for m in cluster.tolist()]
-            members += len(rows)
-            out.write("".join(rows).encode("utf-8"))
+        cap = limit // IN_MEMORY_BYTES
+        store, ids = Fingerprints(cap, workspace), Ids(cap, workspace)
+        try:
+            for chunk in prefetch(source.chunks()):
+                store.add(fingerprints_of(chunk, args.mode, args.width, args.threads))
+                ids.extend(chunk.ids)
+                progress.update(source.position(), source.records)
+            fps = store.finish()
+            ids.finish()
+            min_size = 1 if args.all else 2
+            if isinstance(fps, str):
+                progress.close()
+                values: Any = np.load(fps, mmap_mode="r")
+                groups = _clusters_batch(fps, args, min_size, limit, workspace)
+            else:
+                values = fps
+                index.add(fps)  # ids 0, 1, 2, ...: input positions
+                groups = iter([(c, m) for c, m in enumerate(index.cluster(min_size=min_size, method=args.method))])
+            out.write(b"id\thash\tcluster\n")
+            clusters = members = 0
+            for number, block in groups:
+                positions = block.tolist()
+                hashes = np.asarray(values[block]).tolist() if len(block) else []
+                text = ids.text(positions)
+                out.write("".join(f"{i}\t{h}\t{number}\n" for i, h in zip(text, hashes)).encode("utf-8"))
+                members += len(positions)
+                clusters = number + 1
+        finally:
+            store.close()
+            ids.close()
         what = "clusters" if args.all else "clusters of two or more"
         progress.summary("cluster", [
             count(source.records, "record") + " read",
-            f"{len(clusters):,} {what} holding {count(members, 'record')}",
+            f"{clusters:,} {what} holding {count(members, 'record')}",
             bad_lines_part(source),
-        ], source.nbytes)
+        ] + ([engine_part(workspace)] if store.spilled else []), source.nbytes)
     return 0
+
+
+def _clusters_batch(path: str, args: argparse.Namespace, min_size: int, limit: int,
+                    workspace: Workspace) -> Iterator[Tuple[int, np.ndarray]]:
+    """``(cluster number, member positions)`` of the spilled fingerprints at
+    ``path``, by the batch engine, a cluster at a time (members of a cluster
+    together, so that each block of output rows stays small)."""
+    from .. import batch
+
+    found: Any = batch.clusters(path, args.distance, method=args.method, min_size=min_size, memory_limit=limit,
+                                workdir=workspace.path, threads=args.threads, blocks=args.blocks,
+                                progress=False if args.quiet else None)
+    positions, labels = found
+    if not len(labels):
+        return
+    cuts: List[int] = (np.flatnonzero(np.diff(labels)) + 1).tolist()
+    for number, (lo, hi) in enumerate(zip([0] + cuts, cuts + [len(labels)])):
+        yield number, positions[lo:hi]

@@ -13,7 +13,10 @@ one row per removed record, in input order, naming the earliest kept record
 within K bits of it and their distance in bits.
 
 Memory: the index (a few tens of bytes per kept record) plus, with
-``--removed``, each kept record's id; never the input.
+``--removed``, each kept record's id; never the input. An input whose index
+would not fit ``--memory-limit`` (estimated from its size and its first
+chunk) goes through the batch engine in two passes instead (see
+``dedup_batch.py``), with the same output.
 """
 
 from __future__ import annotations
@@ -21,16 +24,25 @@ from __future__ import annotations
 import argparse
 from array import array
 from bisect import bisect_left
-from typing import Any, List
+from itertools import chain
+from typing import Any, Iterator, List, Optional
 
 import numpy as np
 
 from .._optional import module
-from .inputs import Chunk
+from .inputs import Chunk, Source
 from .pipeline import fingerprints_of, prefetch
-from .options import add_distance, add_input, add_run, add_text, bad_lines_part, make_index, open_source
+from .options import (
+    add_distance, add_input, add_memory, add_run, add_text, bad_lines_part, make_index, memory_limit, open_source,
+)
 from .outputs import Output, Outputs
 from .progress import Progress, count
+from .spill import Workspace, copy_stdin
+
+# Bytes a record costs on the in-memory path when it is kept: its share of
+# the Index, and with --removed its position, fingerprint and id.
+IN_MEMORY_BYTES = 128
+ID_BYTES = 96
 
 HELP = "write the input minus its near-duplicates (the main job)"
 DESCRIPTION = """\
@@ -53,6 +65,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "record and the kept record it is a near-duplicate of")
     add_text(p)
     add_distance(p)
+    add_memory(p)
     add_run(p)
 
 
@@ -77,45 +90,77 @@ class _Kept:
 
 def run(args: argparse.Namespace) -> int:
     index = make_index(args.distance, args.blocks)
-    with open_source(args, need_ids=args.removed is not None, full_rows=True) as source, Outputs() as outs:
-        out = outs.open(args.output)
-        removed = outs.open(args.removed) if args.removed is not None else None
-        if removed is not None:
-            removed.write(b"id\tduplicate_of\tdistance\n")
-        parquet = _ParquetSink(out, source.schema()) if source.format == "parquet" else None
-        kept = _Kept() if removed is not None else None
-        progress = Progress("dedup", source.total, args.quiet)
-        position = n_removed = 0
-        header_written = False
-        for chunk in prefetch(source.chunks()):
-            if source.header is not None and not header_written:
-                out.write(source.header)
-                header_written = True
-            fps = fingerprints_of(chunk, args.mode, args.width, args.threads)
-            n = len(fps)
-            positions = np.arange(position, position + n, dtype=np.uint64)
-            is_new, matched = index.add_unique(fps, ids=positions)
-            if parquet is not None:
-                parquet.write(chunk, is_new)
-            else:
-                _write_kept(out, chunk, is_new)
-            if kept is not None and removed is not None:
-                new = np.flatnonzero(is_new)
-                kept.add(positions[new], fps[new], [chunk.ids[j] for j in new.tolist()])
-                _write_removed(removed, chunk, fps, np.flatnonzero(~is_new), matched, kept)
-            n_removed += n - int(np.count_nonzero(is_new))
-            position += n
-            progress.update(source.position(), source.records)
+    limit = memory_limit(args)
+    explicit = args.memory_limit is not None or args.workdir is not None
+    need_ids = args.removed is not None
+    with Workspace(args.workdir, args.output) as workspace:
+        path = args.input
+        if args.input == "-" and explicit:
+            # Read twice: stdin is copied first (its size is not known ahead).
+            path = copy_stdin(workspace)
+        with open_source(args, need_ids=need_ids, full_rows=True, path=path) as source, Outputs() as outs:
+            out = outs.open(args.output)
+            removed = outs.open(args.removed) if args.removed is not None else None
+            if removed is not None:
+                removed.write(b"id\tduplicate_of\tdistance\n")
+            chunks = prefetch(source.chunks())
+            first = next(chunks, None)
+            rest = chain([first], chunks) if first is not None else chunks
+            per_record = IN_MEMORY_BYTES + (ID_BYTES if need_ids else 0)
+            if path != "-" and (path != args.input or _estimated_records(source) * per_record > limit):
+                from .dedup_batch import dedup_batch
+
+                return dedup_batch(args, source, rest, out, removed, limit, workspace, path)
+            return _in_memory(args, index, source, rest, out, removed)
+
+
+def _estimated_records(source: Source) -> int:
+    """Records of the whole input, from what its first chunk held."""
+    if source.format == "parquet":
+        return int(source.rows())
+    read = source.position()
+    if not source.total or not read:
+        return source.records
+    return int(source.total * source.records / read)
+
+
+def _in_memory(args: argparse.Namespace, index: Any, source: Source, chunks: Iterator[Chunk], out: Output,
+               removed: Optional[Output]) -> int:
+    """The dedup through an ``Index`` of the kept records, in one pass."""
+    parquet = _ParquetSink(out, source.schema()) if source.format == "parquet" else None
+    kept = _Kept() if removed is not None else None
+    progress = Progress("dedup", source.total, args.quiet)
+    position = n_removed = 0
+    header_written = False
+    for chunk in chunks:
         if source.header is not None and not header_written:
             out.write(source.header)
+            header_written = True
+        fps = fingerprints_of(chunk, args.mode, args.width, args.threads)
+        n = len(fps)
+        positions = np.arange(position, position + n, dtype=np.uint64)
+        is_new, matched = index.add_unique(fps, ids=positions)
         if parquet is not None:
-            parquet.close()
-        progress.summary("dedup", [
-            count(source.records, "record") + " read",
-            f"{n_removed:,} removed as near-duplicates (within {args.distance} bits)",
-            f"{source.records - n_removed:,} kept",
-            bad_lines_part(source),
-        ], source.nbytes)
+            parquet.write(chunk, is_new)
+        else:
+            _write_kept(out, chunk, is_new)
+        if kept is not None and removed is not None:
+            new = np.flatnonzero(is_new)
+            kept.add(positions[new], fps[new], [chunk.ids[j] for j in new.tolist()])
+            _write_removed(removed, chunk, fps, np.flatnonzero(~is_new), matched, kept)
+        n_removed += n - int(np.count_nonzero(is_new))
+        position += n
+        progress.update(source.position(), source.records)
+    if source.header is not None and not header_written:
+        out.write(source.header)
+    if parquet is not None:
+        parquet.close()
+    progress.summary("dedup", [
+        count(source.records, "record") + " read",
+        f"{n_removed:,} removed as near-duplicates (within {args.distance} bits)",
+        f"{source.records - n_removed:,} kept",
+        bad_lines_part(source),
+    ], source.nbytes)
     return 0
 
 

@@ -65,15 +65,18 @@ class BadLines:
     one line saying that further ones are counted but not shown.
     """
 
-    def __init__(self, skip: bool, limit: int = 20):
+    def __init__(self, skip: bool, limit: int = 20, quiet: bool = False):
         self.skip = skip
         self.limit = limit
+        self.quiet = quiet  # a second reading: the first has reported them
         self.count = 0
 
     def __call__(self, error: InputError) -> None:
         if not self.skip:
             raise error
         self.count += 1
+        if self.quiet:
+            return
         if self.count <= self.limit:
             _warn(f"{error} (line skipped)")
         elif self.count == self.limit + 1:

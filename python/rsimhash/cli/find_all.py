@@ -7,20 +7,32 @@ within K bits, smaller value first, lines sorted by ``a`` then ``b``. A value
 given more than once also pairs with itself, once: ``[x, x]``. (The
 original treats its input as a set of values; so does this, apart from that
 self-pair.)
+
+Inputs whose in-memory index would not fit ``--memory-limit`` go through
+the batch engine instead: the fingerprints are spilled to a ``.npy`` file
+in ``--workdir``, their distinct values kept (a batch dedup at distance 0),
+and the pairs found one table at a time, within the limit.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import List
+from typing import Any, Dict
 
 import numpy as np
 
 from .inputs import FORMATS
 from .pipeline import fingerprints_of, prefetch
-from .options import add_distance, add_input, add_run, add_text, bad_lines_part, make_index, open_source
+from .options import (
+    add_distance, add_input, add_memory, add_run, add_text, bad_lines_part, make_index, memory_limit, open_source,
+)
 from .outputs import Outputs
 from .progress import Progress, count
+from .spill import Fingerprints, Workspace, engine_part
+
+# Bytes a fingerprint costs on the in-memory path: the array, np.unique's
+# copies and an Index of the distinct values (about 100 bytes an item).
+IN_MEMORY_BYTES = 128
 
 HELP = "all pairs of fingerprints within K bits, one JSON [a, b] per line"
 DESCRIPTION = """\
@@ -39,33 +51,78 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the pairs, one JSON array per line; - writes stdout. Default: %(default)s")
     add_distance(p, what="fingerprints of a pair")
     add_text(p, ids=False)
+    add_memory(p)
     add_run(p)
 
 
 def run(args: argparse.Namespace) -> int:
     index = make_index(args.distance, args.blocks)
-    parts: List[np.ndarray] = []
-    with open_source(args, need_ids=False, formats=FORMATS) as source, Outputs() as outs:
+    limit = memory_limit(args)
+    with open_source(args, need_ids=False, formats=FORMATS) as source, Outputs() as outs, \
+            Workspace(args.workdir, args.output) as workspace:
         out = outs.open(args.output)
         progress = Progress("find-all", source.total, args.quiet)
-        for chunk in prefetch(source.chunks()):
-            parts.append(fingerprints_of(chunk, args.mode, args.width, args.threads))
-            progress.update(source.position(), source.records)
-        fps = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
-        values, counts = np.unique(fps, return_counts=True)
-        index.add(values)  # ids are positions in the sorted distinct values
-        pairs = values[index.find_all()]  # so each row is (smaller, larger) and rows are sorted
-        twice = values[counts > 1]
-        if len(twice):
-            pairs = np.concatenate([pairs, np.stack([twice, twice], axis=1)])
-            pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+        store = Fingerprints(limit // IN_MEMORY_BYTES, workspace)
+        try:
+            for chunk in prefetch(source.chunks()):
+                store.add(fingerprints_of(chunk, args.mode, args.width, args.threads))
+                progress.update(source.position(), source.records)
+            fps = store.finish()
+        finally:
+            store.close()
+        if isinstance(fps, str):
+            progress.close()
+            pairs, distinct = _pairs_batch(fps, args, limit, workspace)
+        else:
+            values, counts = np.unique(fps, return_counts=True)
+            distinct = len(values)
+            index.add(values)  # ids are positions in the sorted distinct values
+            pairs = values[index.find_all()]  # so each row is (smaller, larger) and rows are sorted
+            pairs = _with_self_pairs(pairs, values[counts > 1])
         step = 1 << 16
         for lo in range(0, len(pairs), step):
             block = pairs[lo:lo + step].tolist()
             out.write("".join(f"[{a}, {b}]\n" for a, b in block).encode("ascii"))
         progress.summary("find-all", [
-            count(source.records, "fingerprint") + f" read ({len(values):,} distinct)",
+            count(source.records, "fingerprint") + f" read ({distinct:,} distinct)",
             count(len(pairs), "pair") + f" within {args.distance} bits",
             bad_lines_part(source),
-        ], source.nbytes)
+        ] + ([engine_part(workspace)] if store.spilled else []), source.nbytes)
     return 0
+
+
+def _with_self_pairs(pairs: np.ndarray, twice: np.ndarray) -> np.ndarray:
+    """``pairs`` (sorted) and ``[x, x]`` for each value given more than once, sorted."""
+    if not len(twice):
+        return pairs
+    pairs = np.concatenate([pairs, np.stack([twice, twice], axis=1)])
+    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+
+
+def _pairs_batch(path: str, args: argparse.Namespace, limit: int, workspace: Workspace) -> "tuple[np.ndarray, int]":
+    """The pairs of values of the spilled fingerprints at ``path``, by the
+    batch engine: the distinct values are the items a dedup at distance 0
+    keeps, and the values it drops are those given more than once."""
+    from .. import batch
+
+    jobs: Dict[str, Any] = dict(memory_limit=limit, workdir=workspace.path, threads=args.threads,
+                                progress=False if args.quiet else None)
+    keep = batch.dedup(path, 0, **jobs)
+    fps = np.load(path, mmap_mode="r")
+    distinct_path = workspace.file("distinct", ".npy")
+    distinct = np.lib.format.open_memmap(distinct_path, mode="w+", dtype=np.uint64, shape=(int(keep.sum()),))
+    at, dropped = 0, []
+    for lo in range(0, len(fps), 1 << 22):
+        block, kept = np.asarray(fps[lo:lo + (1 << 22)]), keep[lo:lo + (1 << 22)]
+        distinct[at:at + int(kept.sum())] = block[kept]
+        at += int(kept.sum())
+        dropped.append(np.unique(block[~kept]))
+    distinct.flush()
+    twice = np.unique(np.concatenate(dropped)) if dropped else np.empty(0, np.uint64)
+    del fps
+    found: Any = batch.find_all(distinct_path, args.distance, blocks=args.blocks, **jobs)
+    values = np.sort(np.asarray(distinct)[found], axis=1) if len(found) else np.empty((0, 2), np.uint64)
+    n = len(distinct)
+    del distinct
+    values = values[np.lexsort((values[:, 1], values[:, 0]))]
+    return _with_self_pairs(values, twice), n

@@ -220,6 +220,10 @@ class Source:
         """The Arrow schema of a Parquet input."""
         return self._parquet.schema_arrow
 
+    def rows(self) -> int:
+        """The rows of a Parquet input, from its metadata."""
+        return int(self._parquet.metadata.num_rows)
+
     def position(self) -> int:
         """Bytes consumed from the file (compressed, when it is): for a progress bar."""
         if self._raw is not None and self.path != "-":

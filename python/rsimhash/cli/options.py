@@ -92,6 +92,35 @@ def add_run(p: argparse.ArgumentParser, skip: bool = True) -> None:
                    help="read the input in chunks of about this many MB. Default: %(default)s")
 
 
+def memory_size(text: str) -> int:
+    from ..batch import parse_memory
+
+    try:
+        return parse_memory(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a size in bytes or such as 8GiB, 500MB or 2g (at least 1KiB), got {text!r}") from None
+
+
+def add_memory(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--memory-limit", type=memory_size, metavar="SIZE", default=None,
+                   help="memory the command may use, in bytes or as 8GiB, 500MB, 2g. An input whose "
+                        "in-memory index would not fit goes through the batch engine instead, which works one "
+                        "table at a time and spills to --workdir beyond the limit. Default: 60%% of the "
+                        "memory available")
+    p.add_argument("--workdir", metavar="DIR", default=None,
+                   help="directory for spill files of inputs that do not fit in memory (about 8 bytes a "
+                        "record, and 12 a record more while a table spills). Default: a temporary directory "
+                        "beside the output, else the system's; removed at the end")
+
+
+def memory_limit(args: argparse.Namespace) -> int:
+    """``--memory-limit`` in bytes, or 60 % of the memory available now."""
+    from ..batch._sources import memory_limit as default
+
+    return default(args.memory_limit)
+
+
 def make_index(k: int, blocks: Optional[int]) -> Any:
     """``Index(k, blocks=blocks)``, or a ``UsageError`` naming the flags."""
     from .. import Index
@@ -106,17 +135,21 @@ def make_index(k: int, blocks: Optional[int]) -> Any:
 
 
 def open_source(args: argparse.Namespace, *, need_ids: bool = True, limit: Optional[int] = None,
-                full_rows: bool = False, formats: "tuple[str, ...]" = FORMATS) -> Source:
-    """The command's ``--input`` as a ``Source`` configured from its flags."""
+                full_rows: bool = False, formats: "tuple[str, ...]" = FORMATS, path: Optional[str] = None,
+                quiet_bad_lines: bool = False) -> Source:
+    """The command's ``--input`` as a ``Source`` configured from its flags;
+    ``path`` reads another file the same way (a copy of stdin), and
+    ``quiet_bad_lines`` skips bad lines without reporting them again."""
     fmt = guess_format(args.input, getattr(args, "format", "auto"))
     if fmt not in formats:
         raise UsageError(f"--format {fmt} cannot be used here; use one of {', '.join(formats)}")
     return Source(
-        args.input, fmt,
+        args.input if path is None else path, fmt,
         text_column=getattr(args, "text_column", "text"),
         id_column=getattr(args, "id_column", None),
         need_ids=need_ids,
-        bad=BadLines(getattr(args, "skip_bad_lines", False)),
+        bad=BadLines(getattr(args, "skip_bad_lines", False), limit=0 if quiet_bad_lines else 20,
+                     quiet=quiet_bad_lines),
         limit=limit,
         full_rows=full_rows,
         chunk_bytes=max(1, int(args.chunk_mb * (1 << 20))),

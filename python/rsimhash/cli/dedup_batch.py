@@ -1,0 +1,100 @@
+"""``rsimhash dedup`` through the batch engine, for inputs whose index would
+not fit in memory: two passes over the input.
+
+1. The records are read and fingerprinted; the fingerprints go to a
+   ``.npy`` spill file in the work directory (8 bytes a record), and, for
+   ``--removed``, the ids to an ids file.
+2. ``rsimhash.batch.dedup`` gives the keep mask and, for each removed
+   record, the earliest kept record within K bits: the answer of
+   ``Index.add_unique`` over the records in order, found one table at a
+   time within the memory limit.
+3. The input is read again (stdin from its copy in the work directory) and
+   the kept records are written exactly as the one-pass path writes them;
+   bad lines skipped in the first pass are skipped again, silently.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Iterator, Optional
+
+import numpy as np
+
+from .inputs import Chunk, Source
+from .options import bad_lines_part, open_source
+from .outputs import Output
+from .pipeline import fingerprints_of, prefetch
+from .progress import Progress, count
+from .spill import Fingerprints, Ids, Workspace, engine_part
+
+
+def dedup_batch(args: argparse.Namespace, source: Source, chunks: Iterator[Chunk], out: Output,
+                removed: Optional[Output], limit: int, workspace: Workspace, path: str) -> int:
+    from .. import batch
+    from .dedup import _ParquetSink, _write_kept
+
+    # Pass 1: fingerprints (and ids) to spill files.
+    progress = Progress("dedup", source.total, args.quiet)
+    store = Fingerprints(0, workspace)
+    ids = Ids(0, workspace) if removed is not None else None
+    try:
+        for chunk in chunks:
+            store.add(fingerprints_of(chunk, args.mode, args.width, args.threads))
+            if ids is not None:
+                ids.extend(chunk.ids)
+            progress.update(source.position(), source.records)
+        fps_source = store.finish()
+    finally:
+        store.close()
+    if ids is not None:
+        ids.finish()
+    progress.close()
+    keep, matched = batch.dedup(fps_source, args.distance, return_matched=True, blocks=args.blocks,
+                                memory_limit=limit, workdir=workspace.path, threads=args.threads,
+                                progress=False if args.quiet else None)
+    fps: Any = np.load(fps_source, mmap_mode="r") if isinstance(fps_source, str) else fps_source
+
+    # Pass 2: the kept records, as read.
+    n_removed = int(len(keep) - np.count_nonzero(keep))
+    again_progress = Progress("dedup: writing", source.total, args.quiet)
+    with open_source(args, need_ids=False, full_rows=True, path=path, quiet_bad_lines=True) as again:
+        parquet = _ParquetSink(out, again.schema()) if again.format == "parquet" else None
+        position = 0
+        header_written = False
+        for chunk in prefetch(again.chunks()):
+            if again.header is not None and not header_written:
+                out.write(again.header)
+                header_written = True
+            n = len(chunk)
+            is_new = keep[position:position + n]
+            if parquet is not None:
+                parquet.write(chunk, is_new)
+            else:
+                _write_kept(out, chunk, is_new)
+            if removed is not None and ids is not None:
+                gone = np.flatnonzero(~is_new) + position
+                if len(gone):
+                    others = matched[gone]
+                    bits = np.bitwise_count(np.asarray(fps[gone]) ^ np.asarray(fps[others])) \
+                        if hasattr(np, "bitwise_count") else [bin(int(a) ^ int(b)).count("1")
+                                                              for a, b in zip(fps[gone], fps[others])]
+                    names, other_names = ids.text(gone.tolist()), ids.text(others.tolist())
+                    removed.write("".join(f"{a}\t{b}\t{int(d)}\n" for a, b, d in zip(names, other_names, bits))
+                                  .encode("utf-8"))
+            position += n
+            again_progress.update(again.position(), again.records)
+        if again.header is not None and not header_written:
+            out.write(again.header)
+        if parquet is not None:
+            parquet.close()
+    if ids is not None:
+        ids.close()
+    again_progress.close()
+    progress.summary("dedup", [
+        count(source.records, "record") + " read",
+        f"{n_removed:,} removed as near-duplicates (within {args.distance} bits)",
+        f"{source.records - n_removed:,} kept",
+        bad_lines_part(source),
+        engine_part(workspace),
+    ], source.nbytes)
+    return 0

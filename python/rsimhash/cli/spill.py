@@ -1,0 +1,252 @@
+"""What the commands keep on disk when their input would not fit in memory.
+
+``Workspace`` is the work directory (``--workdir``, else a temporary one
+beside the output, else the system's): everything in it is removed when the
+command ends, its own directory too when it made it. ``Fingerprints`` holds
+the fingerprints read so far in memory until they pass a share of the
+memory limit, then in a ``.npy`` file that the batch engine reads a chunk at
+a time. ``Ids`` does the same for record ids (their text, as the outputs
+write them, with an offsets array for random access).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from typing import Any, List, Optional, Sequence
+
+import numpy as np
+
+from .errors import CliError
+
+NPY_HEADER = 128  # bytes: a 1-D uint64 header padded to 128 holds any length
+
+
+class WorkdirError(CliError):
+    """A work directory that cannot be made or written."""
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"--workdir {path}: {reason}")
+
+
+class Workspace:
+    """The command's work directory, made on first use."""
+
+    def __init__(self, workdir: Optional[str], output: Optional[str]):
+        self.given = workdir
+        self.near = None if output in (None, "-") else os.path.dirname(os.path.abspath(output or "."))
+        self._path: Optional[str] = None
+        self._made = False
+        self._files: List[str] = []
+        if workdir is not None:
+            self.path  # a --workdir that cannot be written is an error before any work
+
+    @property
+    def path(self) -> str:
+        if self._path is None:
+            if self.given is not None:
+                try:
+                    os.makedirs(self.given, exist_ok=True)
+                    probe = tempfile.NamedTemporaryFile(dir=self.given, prefix=".rsimhash-probe-")
+                    probe.close()
+                except OSError as e:
+                    raise WorkdirError(self.given, f"cannot be written ({e.strerror or e})") from None
+                self._path = self.given
+            else:
+                try:
+                    self._path = tempfile.mkdtemp(prefix=".rsimhash-work-", dir=self.near)
+                except OSError:
+                    self._path = tempfile.mkdtemp(prefix="rsimhash-work-")
+                self._made = True
+        return self._path
+
+    def spilled(self) -> int:
+        """Bytes in the command's own files now."""
+        total = 0
+        for f in self._files:
+            try:
+                total += os.path.getsize(f)
+            except OSError:
+                pass
+        return total
+
+    def file(self, name: str, suffix: str = "") -> str:
+        """A path for a file of the command's own, removed at the end."""
+        path = os.path.join(self.path, f"{name}-{os.getpid()}{suffix}")
+        self._files.append(path)
+        return path
+
+    def __enter__(self) -> "Workspace":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._path is None:
+            return
+        if self._made:
+            shutil.rmtree(self._path, ignore_errors=True)
+            return
+        for f in self._files:
+            try:
+                os.remove(f)
+            except OSError:
+                pass
+
+
+class Fingerprints:
+    """Fingerprints in input order: arrays in memory up to ``cap`` of them,
+    then all of them in a ``.npy`` file of the workspace."""
+
+    def __init__(self, cap: int, workspace: Workspace):
+        self.cap = cap
+        self.workspace = workspace
+        self.parts: List[np.ndarray] = []
+        self.count = 0
+        self.path: Optional[str] = None
+        self._file: Any = None
+
+    @property
+    def spilled(self) -> bool:
+        return self.path is not None
+
+    def add(self, fps: np.ndarray) -> None:
+        self.count += len(fps)
+        if self._file is None and self.count > self.cap:
+            self.path = self.workspace.file("fingerprints", ".npy")
+            self._file = open(self.path, "wb")
+            self._file.write(_header(0))
+            for part in self.parts:
+                self._write(part)
+            self.parts = []
+        if self._file is not None:
+            self._write(fps)
+        else:
+            self.parts.append(fps)
+
+    def _write(self, fps: np.ndarray) -> None:
+        try:
+            self._file.write(np.ascontiguousarray(fps, dtype="<u8").tobytes())
+        except OSError as e:
+            raise WorkdirError(self.workspace.path, f"cannot be written ({e.strerror or e})") from None
+
+    def finish(self) -> "np.ndarray | str":
+        """The fingerprints: an array, or the path of the complete ``.npy`` file."""
+        if self._file is None:
+            return np.concatenate(self.parts) if self.parts else np.empty(0, dtype=np.uint64)
+        self._file.seek(0)
+        self._file.write(_header(self.count))
+        self._file.close()
+        self._file = None
+        return self.path  # type: ignore[return-value]
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+def _header(n: int) -> bytes:
+    dict_ = f"{{'descr': '<u8', 'fortran_order': False, 'shape': ({n},), }}"
+    head = b"\x93NUMPY\x01\x00" + (NPY_HEADER - 10).to_bytes(2, "little")
+    return head + dict_.encode("ascii").ljust(NPY_HEADER - 11) + b"\n"
+
+
+class Ids:
+    """Record ids as text, in input order: a list in memory up to ``cap`` of
+    them, then a file with an offsets array (``.npy``) beside it."""
+
+    def __init__(self, cap: int, workspace: Workspace):
+        self.cap = cap
+        self.workspace = workspace
+        self.memory: List[Any] = []
+        self.count = 0
+        self._text: Any = None
+        self._offsets: List[int] = []
+        self._at = 0
+        self._mm: Any = None
+        self._starts: Optional[np.ndarray] = None
+
+    def extend(self, ids: Sequence[Any]) -> None:
+        self.count += len(ids)
+        if self._text is None and self.count > self.cap:
+            path = self.workspace.file("ids")
+            self._text = open(path, "wb")
+            self._path = path
+            pending, self.memory = self.memory, []
+            self._write(pending)
+        if self._text is not None:
+            self._write(ids)
+        else:
+            self.memory.extend(ids)
+
+    def _write(self, ids: Sequence[Any]) -> None:
+        data = [str(i).encode("utf-8", "surrogatepass") for i in ids]
+        for d in data:
+            self._offsets.append(self._at)
+            self._at += len(d)
+        try:
+            self._text.write(b"".join(data))
+        except OSError as e:
+            raise WorkdirError(self.workspace.path, f"cannot be written ({e.strerror or e})") from None
+        if len(self._offsets) > 1 << 20:
+            self._flush_offsets()
+
+    def _flush_offsets(self) -> None:
+        if not hasattr(self, "_offsets_file"):
+            self._offsets_path = self.workspace.file("id-offsets")
+            self._offsets_file = open(self._offsets_path, "wb")
+        self._offsets_file.write(np.asarray(self._offsets, dtype="<u8").tobytes())
+        self._offsets = []
+
+    def finish(self) -> None:
+        """Ready for ``text``: the files are closed and mapped."""
+        if self._text is None:
+            return
+        self._text.close()
+        self._offsets.append(self._at)
+        self._flush_offsets()
+        self._offsets_file.close()
+        self._starts = np.fromfile(self._offsets_path, dtype="<u8")
+        self._mm = np.memmap(self._path, dtype=np.uint8, mode="r") if self._at else np.empty(0, np.uint8)
+
+    def text(self, positions: Sequence[int]) -> List[str]:
+        """The ids of these records, as text."""
+        if self._starts is None:
+            return [str(self.memory[p]) for p in positions]
+        out = []
+        for p in positions:
+            lo, hi = int(self._starts[p]), int(self._starts[p + 1])
+            out.append(bytes(self._mm[lo:hi]).decode("utf-8", "surrogatepass"))
+        return out
+
+    def close(self) -> None:
+        for f in (self._text, getattr(self, "_offsets_file", None)):
+            if f is not None and not f.closed:
+                f.close()
+        self._mm = None
+
+
+def engine_part(workspace: Workspace) -> str:
+    """The summary's note that the batch engine ran, and what it spilled."""
+    size = workspace.spilled()
+    amount = next(f"{size / 10 ** p:,.1f} {unit}" for p, unit in ((9, "GB"), (6, "MB"), (3, "kB"), (0, "B"))
+                  if size >= 10 ** p or p == 0)
+    return f"batch engine ({amount} spilled to {workspace.path})"
+
+
+def copy_stdin(workspace: Workspace) -> str:
+    """Standard input copied into the workspace, to be read twice."""
+    path = workspace.file("stdin")
+    src = open(os.dup(sys.stdin.fileno()), "rb", buffering=0)
+    try:
+        with open(path, "wb") as out:
+            while True:
+                block = src.read(8 << 20)
+                if not block:
+                    break
+                out.write(block)
+    except OSError as e:
+        raise WorkdirError(workspace.path, f"cannot hold a copy of stdin ({e.strerror or e})") from None
+    finally:
+        src.close()
+    return path
