@@ -556,6 +556,18 @@ impl Index {
         crate::batch::find_all(&Source::Memory(&fps), Some(&ids), &in_memory(k), &Control::default())
     }
 
+    /// Pairs of live ids that share a fingerprint (in runs; the buffer is small).
+    fn copy_pairs(&self) -> u64 {
+        let mut pairs = 0u64;
+        for run in &self.runs {
+            for i in run.shared_fps() {
+                let c = run.ids_of(i).count() as u64;
+                pairs += c * c.saturating_sub(1) / 2;
+            }
+        }
+        pairs
+    }
+
     /// Every live item's fingerprint and id, ordered by id.
     fn items_by_id(&self) -> (Vec<u64>, Vec<u64>) {
         let mut items = self.items();
@@ -571,6 +583,12 @@ impl Index {
             return Err(Error::invalid("min_size", "at least 1", min_size));
         }
         let (fps, ids) = self.items_by_id();
+        if method == ClusterMethod::Connected && self.copy_pairs() > self.live as u64 {
+            // Many ids on one fingerprint: find_all would list every pair of
+            // them; the batch kernel joins each to the first instead.
+            let (members, starts) = crate::batch::clusters(&Source::Memory(&fps), method, min_size, &in_memory(k), &Control::default())?;
+            return Ok(starts.windows(2).map(|w| members[w[0] as usize..w[1] as usize].iter().map(|&m| ids[m as usize]).collect()).collect());
+        }
         let mut groups = UnionFind::new(ids.len());
         match method {
             ClusterMethod::Connected => {
@@ -800,6 +818,30 @@ pub(crate) mod tests {
                 pairs.sort_unstable();
                 assert_eq!(pairs, brute_pairs(&items, k), "{layout:?}, k = {k}");
             }
+        }
+    }
+
+    /// Clusters of an index where one fingerprint carries thousands of ids
+    /// (the batch kernel's path), against a union-find over brute force.
+    #[test]
+    fn clusters_of_many_copies() {
+        let mut fps: Vec<u64> = (0..1000u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+        fps.extend(std::iter::repeat_n(fps[10], 3000));
+        fps.extend(std::iter::repeat_n(fps[20] ^ 0b11, 500));
+        fps.push(fps[10] ^ 1 << 40);
+        let items: Vec<(u64, u64)> = fps.iter().enumerate().map(|(i, &f)| (f, 5 * i as u64)).collect();
+        let ids: Vec<u64> = items.iter().map(|p| p.1).collect();
+        for layout in [Layout::Raw, Layout::DEFAULT] {
+            let mut index = Index::new(3, None, None).unwrap();
+            index.set_layout(layout).unwrap();
+            index.add(&fps, Some(&ids)).unwrap();
+            assert!(index.copy_pairs() > index.len() as u64, "the test takes the kernel's path");
+            let mut uf = UnionFind::new(fps.len());
+            for [a, b] in brute_pairs(&items, 3) {
+                uf.union((a / 5) as usize, (b / 5) as usize);
+            }
+            let expected: Vec<Vec<u64>> = uf.groups(2).into_iter().map(|g| g.into_iter().map(|i| ids[i]).collect()).collect();
+            assert_eq!(index.cluster(None, 2, ClusterMethod::Connected).unwrap(), expected, "{layout:?}");
         }
     }
 

@@ -48,6 +48,9 @@ pub(crate) struct TableKernel<'d> {
     prefix: u32,
     prefix_mask: u64,
     bucket_bits: u32,
+    /// Copies of a fingerprint collapsed onto their first (see
+    /// [`Self::collapsed_pairs`]): for dedup and clusters, not find_all.
+    collapse: bool,
 }
 
 /// A pair of positions packed as `lower << 32 | higher`.
@@ -87,7 +90,7 @@ impl Arena {
 /// Items of each bucket of every table, and a digest of the source's values
 /// and their positions (a restarted job compares it): one read for all.
 pub(crate) fn histograms(design: &Design, source: &Source<'_>, control: &Control) -> Result<(Vec<Vec<u64>>, u64)> {
-    let kernels: Vec<TableKernel<'_>> = (0..design.tables().len()).map(|t| TableKernel::new(design, t, 0)).collect();
+    let kernels: Vec<TableKernel<'_>> = (0..design.tables().len()).map(|t| TableKernel::new(design, t, 0, false)).collect();
     let totals: Vec<Vec<AtomicU64>> =
         kernels.iter().map(|kt| (0..kt.buckets()).map(|_| AtomicU64::new(0)).collect()).collect();
     let digest = AtomicU64::new(0);
@@ -146,7 +149,7 @@ impl<T> Shared<T> {
 }
 
 impl<'d> TableKernel<'d> {
-    pub fn new(design: &'d Design, t: usize, k: u32) -> TableKernel<'d> {
+    pub fn new(design: &'d Design, t: usize, k: u32, collapse: bool) -> TableKernel<'d> {
         let spec = &design.tables()[t];
         TableKernel {
             design,
@@ -156,6 +159,7 @@ impl<'d> TableKernel<'d> {
             prefix: spec.prefix,
             prefix_mask: spec.prefix_mask,
             bucket_bits: spec.prefix.min(MAX_BUCKET_BITS),
+            collapse,
         }
     }
 
@@ -377,7 +381,7 @@ impl<'d> TableKernel<'d> {
     }
 
     /// Compares the keys of every group sharing the prefix in a sorted bucket.
-    fn scan(&self, keys: &[u64], pos: &[u32], found: &mut Vec<Pair>) {
+    fn scan(&self, keys: &mut [u64], pos: &mut [u32], found: &mut Vec<Pair>) {
         let mask = self.prefix_mask;
         let n = keys.len();
         let mut i = 0;
@@ -390,8 +394,50 @@ impl<'d> TableKernel<'d> {
             while end < n && (keys[i] ^ keys[end]) & mask == 0 {
                 end += 1;
             }
-            self.group_pairs(&keys[i..end], &pos[i..end], found);
+            if self.collapse {
+                self.collapsed_pairs(&mut keys[i..end], &mut pos[i..end], found);
+            } else {
+                self.group_pairs(&keys[i..end], &pos[i..end], found);
+            }
             i = end;
+        }
+    }
+
+    /// The pairs of a group that dedup and clusters need, with copies of a
+    /// fingerprint (identical keys) collapsed onto the first of them, `r`:
+    /// `r` pairs with each other copy (in table 0 only, where distance 0 is
+    /// reported), and where two fingerprints are close, the first copy of
+    /// each pairs with every copy of the other. A thousand copies of one page
+    /// then make a thousand pairs, not half a million. Every item still
+    /// pairs with the first copy of each fingerprint within `k`, and only
+    /// first copies are ever kept by a dedup, so its answer is unchanged;
+    /// clusters are unchanged as each copy joins its first.
+    fn collapsed_pairs(&self, keys: &mut [u64], pos: &mut [u32], found: &mut Vec<Pair>) {
+        let mut items: Vec<(u64, u32)> = keys.iter().copied().zip(pos.iter().copied()).collect();
+        items.sort_unstable();
+        for (slot, &(k, p)) in items.iter().enumerate() {
+            keys[slot] = k;
+            pos[slot] = p;
+        }
+        // Runs of copies: `starts[r]..starts[r + 1]`, first copy first.
+        let mut starts: Vec<usize> = (0..keys.len()).filter(|&i| i == 0 || keys[i] != keys[i - 1]).collect();
+        starts.push(keys.len());
+        let copies_pair = self.design.reports(self.t, 0);
+        for w in starts.windows(2) {
+            if copies_pair {
+                pos[w[0] + 1..w[1]].iter().for_each(|&q| found.push(pack(pos[w[0]], q)));
+            }
+        }
+        for (a, wa) in starts.windows(2).enumerate() {
+            for wb in starts.windows(2).skip(a + 1) {
+                let x = keys[wa[0]] ^ keys[wb[0]];
+                if x.count_ones() <= self.k && self.design.reports(self.t, x) {
+                    let (ra, rb) = (pos[wa[0]], pos[wb[0]]);
+                    found.push(pack(ra, rb));
+                    pos[wb[0] + 1..wb[1]].iter().for_each(|&q| found.push(pack(ra, q)));
+                    pos[wa[0] + 1..wa[1]].iter().for_each(|&q| found.push(pack(rb, q)));
+                }
+            }
         }
     }
 
@@ -437,7 +483,7 @@ mod tests {
         let all = Mutex::new(Vec::new());
         let mut arena = Arena::default();
         for (t, counts) in hist.iter().enumerate() {
-            let kt = TableKernel::new(design, t, k);
+            let kt = TableKernel::new(design, t, k, false);
             let per = kt.buckets().div_ceil(parts);
             for first in (0..kt.buckets()).step_by(per) {
                 let range = first..(first + per).min(kt.buckets());

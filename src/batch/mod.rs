@@ -78,13 +78,27 @@ impl Options {
     }
 }
 
-/// In which order a job's pairs are kept.
+/// What a job makes of its pairs.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum Order {
-    /// `lower << 32 | higher`: the order of [`find_all`]'s answer.
-    Lower,
-    /// `higher << 32 | lower`: each item after all pairs of the items before it.
-    Higher,
+enum Job {
+    FindAll,
+    Dedup,
+    Clusters,
+}
+
+impl Job {
+    /// Pairs are kept as `higher << 32 | lower` for a dedup (each item
+    /// after all pairs of the items before it), else `lower << 32 | higher`
+    /// (the order of [`find_all`]'s answer).
+    fn by_higher(self) -> bool {
+        self == Job::Dedup
+    }
+
+    /// Whether copies of a fingerprint may be collapsed onto their first:
+    /// every pair is needed for [`find_all`], not for the others.
+    fn collapses(self) -> bool {
+        self != Job::FindAll
+    }
 }
 
 /// Every unordered pair of distinct items within `k`, as `[a, b]` with
@@ -97,7 +111,7 @@ enum Order {
 /// directory cannot be read or written; [`Error::Interrupted`] when cancelled.
 pub fn find_all(source: &Source<'_>, ids: Option<&[u64]>, opts: &Options, control: &Control) -> Result<Vec<[u64; 2]>> {
     check_ids(source, ids, opts)?;
-    let job = pairs(source, opts, control, Order::Lower, "find_all")?;
+    let job = pairs(source, opts, control, Job::FindAll)?;
     let mut out = Vec::with_capacity(job.count() as usize);
     let runs = job.runs;
     runs::merge(runs, |batch| {
@@ -116,7 +130,7 @@ pub fn find_all(source: &Source<'_>, ids: Option<&[u64]>, opts: &Options, contro
 /// returns `P`. The pairs are never all in memory.
 pub fn find_all_to_file(source: &Source<'_>, ids: Option<&[u64]>, opts: &Options, control: &Control, out: &Path) -> Result<u64> {
     check_ids(source, ids, opts)?;
-    let job = pairs(source, opts, control, Order::Lower, "find_all")?;
+    let job = pairs(source, opts, control, Job::FindAll)?;
     let count = job.count();
     let mut writer = npy::NpyWriter::create(out, "<u8", &[count, 2], 8)?;
     control.step("writing the pairs".into(), count);
@@ -154,7 +168,7 @@ pub fn find_all_to_file(source: &Source<'_>, ids: Option<&[u64]>, opts: &Options
 /// answers for the items in order: an item is dropped when an item kept
 /// before it is within `k`.
 pub fn dedup(source: &Source<'_>, opts: &Options, control: &Control) -> Result<Dedup> {
-    let job = pairs(source, opts, control, Order::Higher, "dedup")?;
+    let job = pairs(source, opts, control, Job::Dedup)?;
     let mut sweep = graph::DedupSweep::new(source.len() as usize);
     let runs = job.runs;
     runs::merge(runs, |batch| sweep.feed(batch))?;
@@ -177,7 +191,7 @@ pub fn clusters(source: &Source<'_>, method: ClusterMethod, min_size: usize, opt
     let roots = match method {
         ClusterMethod::Leader => graph::leader_roots(&dedup(source, opts, control)?),
         ClusterMethod::Connected => {
-            let job = pairs(source, opts, control, Order::Lower, "clusters")?;
+            let job = pairs(source, opts, control, Job::Clusters)?;
             let mut components = graph::Components::new(source.len() as usize);
             let runs = job.runs;
             for run in runs {
@@ -252,7 +266,7 @@ fn check_ids(source: &Source<'_>, ids: Option<&[u64]>, opts: &Options) -> Result
     }
 }
 
-/// The pairs of a job, as sorted runs of packed pairs in `order`.
+/// The pairs of a job, as sorted runs of packed pairs in its order.
 struct Pairs {
     runs: Vec<Run<Pair>>,
     workdir: Option<Workdir>,
@@ -265,7 +279,7 @@ impl Pairs {
 }
 
 /// Runs every table of the job and returns its pairs.
-fn pairs(source: &Source<'_>, opts: &Options, control: &Control, order: Order, kind: &str) -> Result<Pairs> {
+fn pairs(source: &Source<'_>, opts: &Options, control: &Control, job: Job) -> Result<Pairs> {
     let n = source.len();
     if n > MAX_ITEMS {
         return Err(Error::bad_input(
@@ -307,7 +321,7 @@ fn pairs(source: &Source<'_>, opts: &Options, control: &Control, order: Order, k
     control.set_total(n + plans.iter().map(work).sum::<u64>());
 
     let identity = format!(
-        "rsimhash batch job, version 1\nkind {kind}\norder {order:?}\nk {}\ndesign {:?}\nitems {n}\ndigest {digest:016x}\n",
+        "rsimhash batch job, version 1\njob {job:?}\nk {}\ndesign {:?}\nitems {n}\ndigest {digest:016x}\n",
         opts.k,
         design.levels()
     );
@@ -333,8 +347,8 @@ fn pairs(source: &Source<'_>, opts: &Options, control: &Control, order: Order, k
             }
             w.clear_table(t)?;
         }
-        let kt = TableKernel::new(&design, t, opts.k);
-        let found = TablePairs::new(t, order, budget.pair_bytes);
+        let kt = TableKernel::new(&design, t, opts.k, job.collapses());
+        let found = TablePairs::new(t, job.by_higher(), budget.pair_bytes);
         let emit = |p: Vec<Pair>| found.add(p, &workdir);
         let (parts, spill) = plan;
         let name = |what: String| format!("table {} of {tables}{what}", t + 1);
@@ -391,18 +405,18 @@ fn ensure_dir<'w>(workdir: &'w mut Option<Workdir>, opts: &Options) -> Result<&'
 /// sorted into run files when they pass the budget.
 struct TablePairs {
     t: usize,
-    order: Order,
+    by_higher: bool,
     budget: usize,
     state: Mutex<(Vec<Pair>, Vec<Run<Pair>>)>,
 }
 
 impl TablePairs {
-    fn new(t: usize, order: Order, budget: usize) -> TablePairs {
-        TablePairs { t, order, budget: budget / 8, state: Mutex::new((Vec::new(), Vec::new())) }
+    fn new(t: usize, by_higher: bool, budget: usize) -> TablePairs {
+        TablePairs { t, by_higher, budget: budget / 8, state: Mutex::new((Vec::new(), Vec::new())) }
     }
 
     fn add(&self, mut pairs: Vec<Pair>, workdir: &Option<Workdir>) -> Result<()> {
-        if self.order == Order::Higher {
+        if self.by_higher {
             pairs.iter_mut().for_each(|p| *p = p.rotate_left(32));
         }
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());

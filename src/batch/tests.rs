@@ -123,3 +123,32 @@ fn bad_ids() {
     let err = find_all(&Source::Memory(&fps), Some(&[5, 1, 5]), &Options::new(3), &Control::default()).unwrap_err();
     assert!(err.to_string().contains("id 5 given twice"), "{err}");
 }
+
+#[test]
+fn copies_collapse_onto_their_first() {
+    // 5,000 copies of a, then of b (2 bits from a), among random others.
+    let (a, b) = (0x0123_4567_89ab_cdefu64, 0x0123_4567_89ab_cdefu64 ^ 0b101);
+    let mut fps: Vec<u64> = (0..5_000u64).map(source::mix).collect();
+    fps.extend(std::iter::repeat_n(a, 5_000));
+    fps.extend((0..2_000u64).map(|i| source::mix(i + 99)));
+    fps.extend(std::iter::repeat_n(b, 5_000));
+    let opts = Options::new(3);
+    // A dedup needs each copy's pair with the first copy of each close
+    // fingerprint, not all 5 * 10^7 pairs of copies.
+    let job = pairs(&Source::Memory(&fps), &opts, &Control::default(), Job::Dedup).unwrap();
+    assert!(job.count() < 30_000, "{} pairs", job.count());
+    let d = dedup(&Source::Memory(&fps), &opts, &Control::default()).unwrap();
+    let (is_new, matched) = index_of(&[], 3).add_unique(&fps, None, None).unwrap();
+    assert_eq!(d.keep, is_new);
+    for (&j, &m) in d.dropped.iter().zip(&d.matched) {
+        assert_eq!(u64::from(m), matched[j as usize]);
+    }
+    // Clusters, against the index on fewer copies (it lists all their pairs).
+    let small: Vec<u64> = fps.iter().copied().enumerate().filter(|(i, _)| i % 10 == 0).map(|(_, f)| f).collect();
+    let index = index_of(&small, 3);
+    for method in [ClusterMethod::Connected, ClusterMethod::Leader] {
+        let (members, starts) = clusters(&Source::Memory(&small), method, 2, &opts, &Control::default()).unwrap();
+        let got: Vec<Vec<u64>> = starts.windows(2).map(|w| members[w[0] as usize..w[1] as usize].iter().map(|&m| u64::from(m)).collect()).collect();
+        assert_eq!(got, index.cluster(None, 2, method).unwrap(), "{method:?}");
+    }
+}
