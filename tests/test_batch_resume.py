@@ -49,8 +49,11 @@ def reference(source, tmp_path_factory):
 
 
 def start(code: str, **env) -> subprocess.Popen:
+    # SIGINT back to its default: a test run started in the background by a
+    # shell has it ignored, and a child would then never see Ctrl-C.
     return subprocess.Popen([sys.executable, "-c", code], env={**os.environ, **env},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def job_code(source: str, out: str, **extra) -> str:
@@ -132,7 +135,12 @@ def test_ctrl_c_stops_the_job_and_cleans_up(source, tmp_path):
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
     t = time.monotonic()
-    out, err = proc.communicate(timeout=60)
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:  # never left running, whatever the test's outcome
+            proc.kill()
+            proc.communicate()
     assert time.monotonic() - t < 5, "Ctrl-C is answered within a poll or a chunk"
     assert "interrupted" in out, err
     assert os.listdir(tmp) == [], "the temporary work directory is removed"

@@ -174,8 +174,11 @@ def test_ctrl_c_leaves_no_output(tmp_path):
     signal = pytest.importorskip("signal")
     out = tmp_path / "out.jsonl"
     out.write_bytes(OLD)
+    # SIGINT back to its default: a test run started in the background by a
+    # shell has it ignored, and the child would then never see Ctrl-C.
     proc = subprocess.Popen([sys.executable, "-m", "rsimhash.cli", "dedup", "-i", "-", "-o", out, "--chunk-mb", "0.001"],
-                            stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdin=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stdin is not None and proc.stderr is not None
     proc.stdin.write(jsonl())
     proc.stdin.flush()
