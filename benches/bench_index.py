@@ -238,6 +238,8 @@ def index_class(fake: bool):
 
 def new_index(fake: bool, k: int = K):
     try:
+        if os.environ.get("RSIMHASH_BENCH_RAW") and not fake:
+            return index_class(fake)(k=k, compress=False)
         return index_class(fake)(k=k)
     except UNAVAILABLE as e:
         raise NotAvailable(na_reason(e)) from e
@@ -846,11 +848,15 @@ def main(argv=None) -> int:
                          "5 add_unique")
     ap.add_argument("--seed", type=int, default=0, help="data seed")
     ap.add_argument("--batch", type=int, default=100_000, help="add_unique batch size")
+    ap.add_argument("--raw", action="store_true",
+                    help="Index(compress=False) instead of the default compressed tables")
     ap.add_argument("--scale", type=float, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--fake", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--_child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--_n", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.raw:
+        os.environ["RSIMHASH_BENCH_RAW"] = "1"  # the step subprocesses inherit it
 
     if args._child == "build10m":
         print("CHILD_JSON " + json.dumps(child_build10m(args._n, args.seed, args.fake)),
