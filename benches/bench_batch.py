@@ -54,6 +54,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from bench_fingerprint import machine_busy_seconds, machine_info  # noqa: E402
+from bench_index import flip_bits  # noqa: E402
 
 BLOCK = 10_000_000  # planted pairs stay within a block of this many items
 TARGET_SORT_RATIO = 6.0
@@ -93,16 +94,7 @@ def make_data(data_dir: str, n: int, seed: int) -> str:
         originals = np.flatnonzero(~is_dst)
         before = np.searchsorted(originals, dst)
         src = originals[(rng.random(len(dst)) * before).astype(np.int64)]
-        flips = np.zeros(len(dst), dtype=np.uint64)
-        nflip = rng.integers(1, 4, size=len(dst))
-        for j in range(3):
-            rows = np.flatnonzero(nflip > j)
-            while len(rows):
-                bit = np.left_shift(np.uint64(1), rng.integers(0, 64, size=len(rows)).astype(np.uint64))
-                free = (flips[rows] & bit) == 0
-                flips[rows[free]] |= bit[free]
-                rows = rows[~free]
-        block[dst] = block[src] ^ flips
+        block[dst] = flip_bits(rng, block[src], rng.integers(1, 4, size=len(dst)))
         arr[lo:lo + m] = block
         planted.append(np.stack([src + lo, dst + lo], axis=1).astype(np.uint64))
     arr.flush()

@@ -1,7 +1,7 @@
 """Type stubs of the compiled core, ``rsimhash._rsimhash``."""
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Union, final
 
 import numpy as np
@@ -74,57 +74,30 @@ def hamming_arrays(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64]) -> npt.
     """Popcount of ``a ^ b`` over two equal-length 1-D ``uint64`` arrays."""
 
 _Values = Union[npt.NDArray[np.uint64], Sequence[Union[str, "os.PathLike[str]"]]]
-_Progress = Union[Callable[[int, int, str, int, int], Any], None]
+
+# Every batch job takes, as keywords: k (int), memory_limit (bytes), and
+# optionally workdir, temp_parent, threads, blocks or tables, spill and
+# progress (a function of (done, total, step, step_done, step_total)).
+# ``rsimhash.batch`` is the documented entry point.
 
 def batch_find_all(
     source: _Values,
     *,
-    k: int,
     ids: Union[npt.NDArray[np.uint64], None] = None,
     out: Union[str, "os.PathLike[str]", None] = None,
-    memory_limit: int,
-    workdir: Union[str, "os.PathLike[str]", None] = None,
-    temp_parent: Union[str, "os.PathLike[str]", None] = None,
-    threads: Union[int, None] = None,
-    blocks: Union[int, None] = None,
-    tables: Union[int, None] = None,
-    spill: Union[bool, None] = None,
-    progress: _Progress = None,
+    **job: Any,
 ) -> Any:
     """Every pair within ``k`` of a batch source (an array or ``.npy`` paths): a
-    ``(P, 2)`` ``uint64`` array, or the count written to ``out`` (a ``.npy`` path).
-    ``rsimhash.batch.find_all`` is the documented entry point."""
+    ``(P, 2)`` ``uint64`` array, or the count written to ``out`` (a ``.npy`` path)."""
 
 def batch_dedup(
-    source: _Values,
-    *,
-    k: int,
-    memory_limit: int,
-    workdir: Union[str, "os.PathLike[str]", None] = None,
-    temp_parent: Union[str, "os.PathLike[str]", None] = None,
-    threads: Union[int, None] = None,
-    blocks: Union[int, None] = None,
-    tables: Union[int, None] = None,
-    spill: Union[bool, None] = None,
-    progress: _Progress = None,
+    source: _Values, **job: Any
 ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
     """``(keep, dropped, matched)``: the keep mask, the dropped positions and the
     earliest kept position within ``k`` of each (see ``rsimhash.batch.dedup``)."""
 
 def batch_clusters(
-    source: _Values,
-    *,
-    k: int,
-    method: str = "connected",
-    min_size: int = 2,
-    memory_limit: int,
-    workdir: Union[str, "os.PathLike[str]", None] = None,
-    temp_parent: Union[str, "os.PathLike[str]", None] = None,
-    threads: Union[int, None] = None,
-    blocks: Union[int, None] = None,
-    tables: Union[int, None] = None,
-    spill: Union[bool, None] = None,
-    progress: _Progress = None,
+    source: _Values, *, method: str = "connected", min_size: int = 2, **job: Any
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint64]]:
     """``(members, starts)``: positions of each cluster's members, cluster ``c``
     being ``members[starts[c]:starts[c + 1]]`` (see ``rsimhash.batch.clusters``)."""

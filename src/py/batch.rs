@@ -15,6 +15,7 @@ use std::time::Duration;
 use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 use super::convert::u64_array;
 use crate::batch::{self, Control, NpyFiles, Options, Source};
@@ -59,46 +60,67 @@ impl<'py> Values<'py> {
     }
 }
 
-/// Job settings from keyword arguments.
+/// Job settings from the keyword arguments every job takes: `k`,
+/// `memory_limit` (bytes), and optionally `workdir`, `temp_parent`,
+/// `threads`, `blocks` or `tables`, `spill` and `progress`.
 struct Settings {
     opts: Options,
     threads: Option<usize>,
+    progress: Option<Py<PyAny>>,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn settings(
-    k: i64,
-    memory_limit: i64,
-    workdir: Option<PathBuf>,
-    temp_parent: Option<PathBuf>,
-    threads: Option<i64>,
-    blocks: Option<i64>,
-    tables: Option<i64>,
-    spill: Option<bool>,
-) -> PyResult<Settings> {
-    let k = u32::try_from(k).ok().filter(|&k| k <= crate::plan::MAX_K).ok_or_else(|| {
-        PyValueError::new_err(format!("k must be from 0 to {}, got {k}", crate::plan::MAX_K))
-    })?;
-    if memory_limit <= 0 {
-        return Err(PyValueError::new_err(format!("memory_limit must be a positive number of bytes, got {memory_limit}")));
+const SETTINGS: [&str; 9] = ["k", "memory_limit", "workdir", "temp_parent", "threads", "blocks", "tables", "spill", "progress"];
+
+impl Settings {
+    fn extract(job: Option<&Bound<'_, PyDict>>) -> PyResult<Settings> {
+        let get = |key: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
+            Ok(match job {
+                Some(d) => d.get_item(key)?.filter(|v| !v.is_none()),
+                None => None,
+            })
+        };
+        if let Some(d) = job {
+            if let Some(key) = d.keys().iter().find(|k| !SETTINGS.iter().any(|s| k.eq(s).unwrap_or(false))) {
+                return Err(PyTypeError::new_err(format!("unexpected keyword argument {key}")));
+            }
+        }
+        let required = |key: &str| get(key)?.ok_or_else(|| PyTypeError::new_err(format!("missing keyword argument {key}")));
+        let k: i64 = required("k")?.extract()?;
+        let memory_limit: i64 = required("memory_limit")?.extract()?;
+        let int = |key: &str| -> PyResult<Option<i64>> { get(key)?.map(|v| v.extract()).transpose() };
+        let path = |key: &str| -> PyResult<Option<PathBuf>> { get(key)?.map(|v| v.extract()).transpose() };
+        let k = u32::try_from(k).ok().filter(|&k| k <= crate::plan::MAX_K).ok_or_else(|| {
+            PyValueError::new_err(format!("k must be from 0 to {}, got {k}", crate::plan::MAX_K))
+        })?;
+        if memory_limit <= 0 {
+            return Err(PyValueError::new_err(format!("memory_limit must be a positive number of bytes, got {memory_limit}")));
+        }
+        let threads = match int("threads")? {
+            None => None,
+            Some(n) if n >= 1 => Some(n as usize),
+            Some(n) => return Err(PyValueError::new_err(format!("threads must be at least 1 (or None for all cores), got {n}"))),
+        };
+        let count = |name: &str| -> PyResult<Option<u32>> {
+            int(name)?
+                .map(|v| u32::try_from(v).map_err(|_| PyValueError::new_err(format!("{name} must be a positive integer, got {v}"))))
+                .transpose()
+        };
+        let design = match (count("blocks")?, count("tables")?) {
+            (None, None) => None,
+            (Some(b), None) => Some(crate::plan::with_blocks(k, b)?),
+            (None, Some(t)) => Some(crate::plan::with_tables(k, t as usize)?),
+            (Some(_), Some(_)) => return Err(PyValueError::new_err("give blocks or tables, not both")),
+        };
+        let opts = Options {
+            design: design.map(Arc::new),
+            memory_limit: memory_limit as u64,
+            workdir: path("workdir")?,
+            temp_parent: path("temp_parent")?,
+            spill: get("spill")?.map(|v| v.extract()).transpose()?,
+            ..Options::new(k)
+        };
+        Ok(Settings { opts, threads, progress: get("progress")?.map(Bound::unbind) })
     }
-    let threads = match threads {
-        None => None,
-        Some(n) if n >= 1 => Some(n as usize),
-        Some(n) => return Err(PyValueError::new_err(format!("threads must be at least 1 (or None for all cores), got {n}"))),
-    };
-    let count = |name: &str, v: Option<i64>| -> PyResult<Option<u32>> {
-        v.map(|v| u32::try_from(v).map_err(|_| PyValueError::new_err(format!("{name} must be a positive integer, got {v}"))))
-            .transpose()
-    };
-    let design = match (count("blocks", blocks)?, count("tables", tables)?) {
-        (None, None) => None,
-        (Some(b), None) => Some(crate::plan::with_blocks(k, b)?),
-        (None, Some(t)) => Some(crate::plan::with_tables(k, t as usize)?),
-        (Some(_), Some(_)) => return Err(PyValueError::new_err("give blocks or tables, not both")),
-    };
-    let opts = Options { design: design.map(Arc::new), memory_limit: memory_limit as u64, workdir, temp_parent, spill, ..Options::new(k) };
-    Ok(Settings { opts, threads })
 }
 
 /// Runs `job` on a thread of its own (see the module docs).
@@ -149,14 +171,7 @@ fn run<T: Send>(py: Python<'_>, threads: Option<usize>, progress: Option<Py<PyAn
             Ok(value)
         }
         Ok(Ok(Err(e))) | Ok(Err(e)) => Err(e.into()),
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(PyRuntimeError::new_err(format!("internal error in rsimhash (please report it): {what}")))
-        }
+        Err(panic) => Err(super::detach::panic_error(panic)),
     }
 }
 
@@ -184,22 +199,13 @@ fn open<'a>(values: &Plain<'a>) -> crate::Result<Source<'a>> {
 
 /// Every pair within k: a `(P, 2)` uint64 array, or the count written to `out` (a `.npy` path).
 #[pyfunction]
-#[pyo3(signature = (source, *, k, ids = None, out = None, memory_limit, workdir = None, temp_parent = None, threads = None, blocks = None, tables = None, spill = None, progress = None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (source, *, ids = None, out = None, **job))]
 fn batch_find_all<'py>(
     py: Python<'py>,
     source: &Bound<'py, PyAny>,
-    k: i64,
     ids: Option<&Bound<'py, PyAny>>,
     out: Option<PathBuf>,
-    memory_limit: i64,
-    workdir: Option<PathBuf>,
-    temp_parent: Option<PathBuf>,
-    threads: Option<i64>,
-    blocks: Option<i64>,
-    tables: Option<i64>,
-    spill: Option<bool>,
-    progress: Option<Py<PyAny>>,
+    job: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let held = Values::extract(source, "source")?;
     let values = held.plain();
@@ -208,15 +214,15 @@ fn batch_find_all<'py>(
         None => None,
         Some(v) => Some(v.slice().ok_or_else(|| PyTypeError::new_err("ids must be a uint64 array"))?),
     };
-    let s = settings(k, memory_limit, workdir, temp_parent, threads, blocks, tables, spill)?;
+    let s = Settings::extract(job)?;
     let opts = &s.opts;
     match out {
         Some(path) => {
-            let count = run(py, s.threads, progress, |c| batch::find_all_to_file(&open(&values)?, ids, opts, c, &path))?;
+            let count = run(py, s.threads, s.progress, |c| batch::find_all_to_file(&open(&values)?, ids, opts, c, &path))?;
             Ok(count.into_pyobject(py)?.into_any())
         }
         None => {
-            let pairs = run(py, s.threads, progress, |c| batch::find_all(&open(&values)?, ids, opts, c))?;
+            let pairs = run(py, s.threads, s.progress, |c| batch::find_all(&open(&values)?, ids, opts, c))?;
             let n = pairs.len();
             let flat: Vec<u64> = bytemuck::allocation::cast_vec(pairs);
             let arr: Bound<'py, PyArray2<u64>> = PyArray1::from_vec(py, flat)
@@ -230,47 +236,30 @@ fn batch_find_all<'py>(
 /// The keep mask of a dedup, and for each dropped item the earliest kept item within k:
 /// `(keep, dropped, matched)`.
 #[pyfunction]
-#[pyo3(signature = (source, *, k, memory_limit, workdir = None, temp_parent = None, threads = None, blocks = None, tables = None, spill = None, progress = None))]
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+#[pyo3(signature = (source, **job))]
+#[allow(clippy::type_complexity)]
 fn batch_dedup<'py>(
     py: Python<'py>,
     source: &Bound<'py, PyAny>,
-    k: i64,
-    memory_limit: i64,
-    workdir: Option<PathBuf>,
-    temp_parent: Option<PathBuf>,
-    threads: Option<i64>,
-    blocks: Option<i64>,
-    tables: Option<i64>,
-    spill: Option<bool>,
-    progress: Option<Py<PyAny>>,
+    job: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<(Bound<'py, PyArray1<bool>>, Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u32>>)> {
     let held = Values::extract(source, "source")?;
     let values = held.plain();
-    let s = settings(k, memory_limit, workdir, temp_parent, threads, blocks, tables, spill)?;
+    let s = Settings::extract(job)?;
     let opts = &s.opts;
-    let d = run(py, s.threads, progress, |c| batch::dedup(&open(&values)?, opts, c))?;
+    let d = run(py, s.threads, s.progress, |c| batch::dedup(&open(&values)?, opts, c))?;
     Ok((PyArray1::from_vec(py, d.keep), PyArray1::from_vec(py, d.dropped), PyArray1::from_vec(py, d.matched)))
 }
 
 /// Clusters as `(members, starts)`: positions, cluster by cluster.
 #[pyfunction]
-#[pyo3(signature = (source, *, k, method = "connected", min_size = 2, memory_limit, workdir = None, temp_parent = None, threads = None, blocks = None, tables = None, spill = None, progress = None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (source, *, method = "connected", min_size = 2, **job))]
 fn batch_clusters<'py>(
     py: Python<'py>,
     source: &Bound<'py, PyAny>,
-    k: i64,
     method: &str,
     min_size: i64,
-    memory_limit: i64,
-    workdir: Option<PathBuf>,
-    temp_parent: Option<PathBuf>,
-    threads: Option<i64>,
-    blocks: Option<i64>,
-    tables: Option<i64>,
-    spill: Option<bool>,
-    progress: Option<Py<PyAny>>,
+    job: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u64>>)> {
     let method: ClusterMethod = method.parse()?;
     if min_size < 1 {
@@ -278,17 +267,22 @@ fn batch_clusters<'py>(
     }
     let held = Values::extract(source, "source")?;
     let values = held.plain();
-    let s = settings(k, memory_limit, workdir, temp_parent, threads, blocks, tables, spill)?;
+    let s = Settings::extract(job)?;
     let opts = &s.opts;
-    let (members, starts) = run(py, s.threads, progress, |c| batch::clusters(&open(&values)?, method, min_size as usize, opts, c))?;
+    let (members, starts) = run(py, s.threads, s.progress, |c| batch::clusters(&open(&values)?, method, min_size as usize, opts, c))?;
     Ok((PyArray1::from_vec(py, members), PyArray1::from_vec(py, starts)))
 }
 
 /// The design a job would use for `n` items: `(tables, description)`.
 #[pyfunction]
 #[pyo3(signature = (n, *, k, blocks = None, tables = None))]
-fn batch_design(n: u64, k: i64, blocks: Option<i64>, tables: Option<i64>) -> PyResult<(usize, String)> {
-    let s = settings(k, 1, None, None, None, blocks, tables, None)?;
+fn batch_design(py: Python<'_>, n: u64, k: i64, blocks: Option<i64>, tables: Option<i64>) -> PyResult<(usize, String)> {
+    let job = PyDict::new(py);
+    job.set_item("k", k)?;
+    job.set_item("memory_limit", 1)?;
+    job.set_item("blocks", blocks)?;
+    job.set_item("tables", tables)?;
+    let s = Settings::extract(Some(&job))?;
     let design = match s.opts.design {
         Some(d) => d,
         None => Arc::new(batch::choose_design(s.opts.k, n, false)?),

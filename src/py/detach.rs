@@ -22,15 +22,16 @@ where
     match result {
         Ok(Ok(Ok(value))) => Ok(value),
         Ok(Ok(Err(e))) | Ok(Err(e)) => Err(e.into()),
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(PyRuntimeError::new_err(format!(
-                "internal error in rsimhash (please report it): {what}"
-            )))
-        }
+        Err(panic) => Err(panic_error(panic)),
     }
+}
+
+/// A panic as the `RuntimeError` users see (see [`run`]).
+pub(crate) fn panic_error(panic: Box<dyn std::any::Any + Send>) -> PyErr {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    PyRuntimeError::new_err(format!("internal error in rsimhash (please report it): {what}"))
 }

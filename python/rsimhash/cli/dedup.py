@@ -127,23 +127,16 @@ def _estimated_records(source: Source) -> int:
 def _in_memory(args: argparse.Namespace, index: Any, source: Source, chunks: Iterator[Chunk], out: Output,
                removed: Optional[Output]) -> int:
     """The dedup through an ``Index`` of the kept records, in one pass."""
-    parquet = _ParquetSink(out, source.schema()) if source.format == "parquet" else None
+    writer = KeptWriter(out, source)
     kept = _Kept() if removed is not None else None
     progress = Progress("dedup", source.total, args.quiet)
     position = n_removed = 0
-    header_written = False
     for chunk in chunks:
-        if source.header is not None and not header_written:
-            out.write(source.header)
-            header_written = True
         fps = fingerprints_of(chunk, args.mode, args.width, args.threads)
         n = len(fps)
         positions = np.arange(position, position + n, dtype=np.uint64)
         is_new, matched = index.add_unique(fps, ids=positions)
-        if parquet is not None:
-            parquet.write(chunk, is_new)
-        else:
-            _write_kept(out, chunk, is_new)
+        writer.write(chunk, is_new)
         if kept is not None and removed is not None:
             new = np.flatnonzero(is_new)
             kept.add(positions[new], fps[new], [chunk.ids[j] for j in new.tolist()])
@@ -151,17 +144,48 @@ def _in_memory(args: argparse.Namespace, index: Any, source: Source, chunks: Ite
         n_removed += n - int(np.count_nonzero(is_new))
         position += n
         progress.update(source.position(), source.records)
-    if source.header is not None and not header_written:
-        out.write(source.header)
-    if parquet is not None:
-        parquet.close()
+    writer.close()
+    summary(progress, args, source, n_removed, [])
+    return 0
+
+
+def summary(progress: Progress, args: argparse.Namespace, source: Source, n_removed: int, more: List[str]) -> None:
+    """The run's summary line."""
     progress.summary("dedup", [
         count(source.records, "record") + " read",
         f"{n_removed:,} removed as near-duplicates (within {args.distance} bits)",
         f"{source.records - n_removed:,} kept",
         bad_lines_part(source),
-    ], source.nbytes)
-    return 0
+    ] + more, source.nbytes)
+
+
+class KeptWriter:
+    """The kept records of the chunks given in order, as read: a hash TSV's
+    header first (also when no record is kept), Parquet rows for a Parquet
+    input, else each kept line byte for byte."""
+
+    def __init__(self, out: Output, source: Source):
+        self.out = out
+        self.source = source
+        self.parquet = _ParquetSink(out, source.schema()) if source.format == "parquet" else None
+        self.header_written = False
+
+    def _header(self) -> None:
+        if self.source.header is not None and not self.header_written:
+            self.out.write(self.source.header)
+            self.header_written = True
+
+    def write(self, chunk: Chunk, is_new: np.ndarray) -> None:
+        self._header()
+        if self.parquet is not None:
+            self.parquet.write(chunk, is_new)
+        else:
+            _write_kept(self.out, chunk, is_new)
+
+    def close(self) -> None:
+        self._header()
+        if self.parquet is not None:
+            self.parquet.close()
 
 
 def _write_kept(out: Output, chunk: Chunk, is_new: np.ndarray) -> None:

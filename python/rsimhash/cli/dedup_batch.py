@@ -21,17 +21,17 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from .inputs import Chunk, Source
-from .options import bad_lines_part, open_source
+from .options import open_source
 from .outputs import Output
 from .pipeline import fingerprints_of, prefetch
-from .progress import Progress, count
+from .progress import Progress
 from .spill import Fingerprints, Ids, Workspace, engine_part
 
 
 def dedup_batch(args: argparse.Namespace, source: Source, chunks: Iterator[Chunk], out: Output,
                 removed: Optional[Output], limit: int, workspace: Workspace, path: str) -> int:
     from .. import batch
-    from .dedup import _ParquetSink, _write_kept
+    from .dedup import KeptWriter, summary
 
     # Pass 1: fingerprints (and ids) to spill files.
     progress = Progress("dedup", source.total, args.quiet)
@@ -58,19 +58,12 @@ def dedup_batch(args: argparse.Namespace, source: Source, chunks: Iterator[Chunk
     n_removed = int(len(keep) - np.count_nonzero(keep))
     again_progress = Progress("dedup: writing", source.total, args.quiet)
     with open_source(args, need_ids=False, full_rows=True, path=path, quiet_bad_lines=True) as again:
-        parquet = _ParquetSink(out, again.schema()) if again.format == "parquet" else None
+        writer = KeptWriter(out, again)
         position = 0
-        header_written = False
         for chunk in prefetch(again.chunks()):
-            if again.header is not None and not header_written:
-                out.write(again.header)
-                header_written = True
             n = len(chunk)
             is_new = keep[position:position + n]
-            if parquet is not None:
-                parquet.write(chunk, is_new)
-            else:
-                _write_kept(out, chunk, is_new)
+            writer.write(chunk, is_new)
             if removed is not None and ids is not None:
                 gone = np.flatnonzero(~is_new) + position
                 if len(gone):
@@ -83,18 +76,9 @@ def dedup_batch(args: argparse.Namespace, source: Source, chunks: Iterator[Chunk
                                   .encode("utf-8"))
             position += n
             again_progress.update(again.position(), again.records)
-        if again.header is not None and not header_written:
-            out.write(again.header)
-        if parquet is not None:
-            parquet.close()
+        writer.close()
     if ids is not None:
         ids.close()
     again_progress.close()
-    progress.summary("dedup", [
-        count(source.records, "record") + " read",
-        f"{n_removed:,} removed as near-duplicates (within {args.distance} bits)",
-        f"{source.records - n_removed:,} kept",
-        bad_lines_part(source),
-        engine_part(workspace),
-    ], source.nbytes)
+    summary(progress, args, source, n_removed, [engine_part(workspace)])
     return 0
