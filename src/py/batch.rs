@@ -251,6 +251,9 @@ fn batch_dedup<'py>(
     Ok((PyArray1::from_vec(py, d.keep), PyArray1::from_vec(py, d.dropped), PyArray1::from_vec(py, d.matched)))
 }
 
+/// Members and starts of clusters.
+type Clusters<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u64>>);
+
 /// Clusters as `(members, starts)`: positions, cluster by cluster.
 #[pyfunction]
 #[pyo3(signature = (source, *, method = "connected", min_size = 2, **job))]
@@ -260,7 +263,7 @@ fn batch_clusters<'py>(
     method: &str,
     min_size: i64,
     job: Option<&Bound<'py, PyDict>>,
-) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u64>>)> {
+) -> PyResult<Clusters<'py>> {
     let method: ClusterMethod = method.parse()?;
     if min_size < 1 {
         return Err(PyValueError::new_err(format!("min_size must be at least 1, got {min_size}")));
