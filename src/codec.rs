@@ -317,8 +317,11 @@ impl Header {
     /// starting at bit `pos[i]`.
     pub fn new(keys: &[u64], pos: &[u32], rank: u32) -> Header {
         let mut marker = Marker::new(keys.first().copied().unwrap_or(0), rank, keys.len());
-        for i in 1..keys.len() {
-            marker.offer(i - 1, keys[i - 1], pos[i - 1], keys[i]);
+        // Only the keys where the marker acts are offered.
+        let mut i = marker.wait;
+        while i < keys.len().saturating_sub(1) {
+            marker.offer(i, keys[i], pos[i], keys[i + 1]);
+            i = (i + 1).max(marker.wait);
         }
         marker.header
     }
@@ -339,27 +342,49 @@ impl Header {
 pub struct Marker {
     pub header: Header,
     next: usize,
+    /// `from[m]` = `(m + 1) * count / (MARKS + 1)`: where window `m` starts
+    /// (`from[MARKS]` = `count`), worked out once a block.
+    from: [usize; MARKS + 1],
+    /// The first key index at which `offer` can do anything: it returns at
+    /// once for keys before it, nearly all of them.
+    wait: usize,
 }
 
 impl Marker {
     pub fn new(first: u64, rank: u32, count: usize) -> Marker {
-        Marker { header: Header { first, rank, count: count as u32, marks: [Mark::default(); MARKS] }, next: 0 }
+        let from = std::array::from_fn(|m| (m + 1) * count / (MARKS + 1));
+        let header = Header { first, rank, count: count as u32, marks: [Mark::default(); MARKS] };
+        let mut marker = Marker { header, next: 0, from, wait: 0 };
+        marker.wait = marker.wait_from();
+        marker
+    }
+
+    /// Where `offer` next acts: mark `next`'s window (never at key 0), or
+    /// the start of the window after it, whichever comes first.
+    fn wait_from(&self) -> usize {
+        match self.next {
+            m if m < MARKS => self.from[m].max(1).min(self.from[m + 1]),
+            _ => usize::MAX,
+        }
     }
 
     /// Key `i` of the block is `key`, followed by `next`; the code of `next`
     /// starts at bit `pos`.
     #[inline]
     pub fn offer(&mut self, i: usize, key: u64, pos: u32, next: u64) {
-        let count = self.header.count as usize;
+        if i < self.wait {
+            return;
+        }
         // Windows end where the next one starts: a mark missed is left empty.
-        while self.next < MARKS && i >= (self.next + 2) * count / (MARKS + 1) {
+        while self.next < MARKS && i >= self.from[self.next + 1] {
             self.next += 1;
         }
         let m = self.next;
-        if m < MARKS && i >= ((m + 1) * count / (MARKS + 1)).max(1) && (key ^ next) >> 32 != 0 && pos <= u32::from(u16::MAX) {
+        if m < MARKS && i >= self.from[m].max(1) && (key ^ next) >> 32 != 0 && pos <= u32::from(u16::MAX) {
             self.header.marks[m] = Mark { top: (key >> 32) as u32, pos: pos as u16, index: i as u16 };
             self.next += 1;
         }
+        self.wait = self.wait_from();
     }
 }
 
@@ -406,23 +431,26 @@ pub fn encode_counted(keys: &[u64], code: &Code, counts: &[u64; SYMBOLS], block_
         let block_start = i;
         pos.clear();
         pos.push(64);
+        let mut prev = keys[i];
         i += 1;
-        while i < n {
-            let h = symbol(keys[i - 1], keys[i]);
-            let cost = costs[h as usize];
+        for &key in &keys[i..] {
+            // Keys ascend, so h is below 64 (the mask tells the compiler).
+            let h = symbol(prev, key) as usize & (SYMBOLS - 1);
+            let cost = costs[h];
             if used + cost > capacity {
                 break;
             }
-            debug_assert!(lengths[h as usize] > 0, "no code for h = {h}");
-            let (len, low) = (lengths[h as usize], keys[i] & low_mask(h));
+            debug_assert!(lengths[h] > 0, "no code for h = {h}");
+            let (len, low) = (lengths[h], key & low_mask(h as u32));
             if cost <= 57 {
-                w.put(codes[h as usize] | low << len, cost);
+                w.put(codes[h] | low << len, cost);
             } else {
-                w.put(codes[h as usize] | (low & low_mask(32)) << len, len + 32);
-                w.put(low >> 32, h - 32);
+                w.put(codes[h] | (low & low_mask(32)) << len, len + 32);
+                w.put(low >> 32, h as u32 - 32);
             }
             used += cost;
             pos.push(64 + used);
+            prev = key;
             i += 1;
         }
         w.finish();
@@ -700,10 +728,32 @@ mod tests {
         ]
     }
 
+    /// Marks by the rule as the Marker docs state it, one key at a time.
+    fn marks_by_definition(keys: &[u64], pos: &[u32]) -> [Mark; MARKS] {
+        let (count, mut marks, mut next) = (keys.len(), [Mark::default(); MARKS], 0);
+        for i in 0..count.saturating_sub(1) {
+            while next < MARKS && i >= (next + 2) * count / (MARKS + 1) {
+                next += 1;
+            }
+            if next < MARKS && i >= ((next + 1) * count / (MARKS + 1)).max(1) && (keys[i] ^ keys[i + 1]) >> 32 != 0 && pos[i] <= u32::from(u16::MAX) {
+                marks[next] = Mark { top: (keys[i] >> 32) as u32, pos: pos[i] as u16, index: i as u16 };
+                next += 1;
+            }
+        }
+        marks
+    }
+
     proptest! {
         #[test]
         fn blocks_round_trip(keys in keys(), block_bytes in prop_oneof![Just(16usize), Just(17), Just(64), Just(1024), 16usize..200]) {
             round_trip(&keys, block_bytes);
+        }
+
+        #[test]
+        fn marks_follow_their_rule(keys in keys(), step in prop_oneof![Just(1u32), 1u32..5000]) {
+            let pos: Vec<u32> = (0..keys.len() as u32).map(|i| 64 + i * step).collect();
+            let header = Header::new(&keys, &pos, 0);
+            prop_assert_eq!(header.marks, marks_by_definition(&keys, &pos));
         }
 
         /// Arbitrary bytes never make the decoder read out of bounds or panic,
