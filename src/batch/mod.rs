@@ -298,7 +298,8 @@ fn pairs(source: &Source<'_>, opts: &Options, control: &Control, job: Job) -> Re
     let tables = design.tables().len();
     control.set_total(n);
     control.step("reading the fingerprints".into(), n);
-    let (hist, digest) = kernel::histograms(&design, source, control)?;
+    let bucket_bits = kernel::bucket_bits(n, budget.part_items);
+    let (hist, digest) = kernel::histograms(&design, bucket_bits, source, control)?;
 
     // Parts and spills of every table, and the job's total work.
     let in_memory = matches!(source, Source::Memory(_));
@@ -347,7 +348,7 @@ fn pairs(source: &Source<'_>, opts: &Options, control: &Control, job: Job) -> Re
             }
             w.clear_table(t)?;
         }
-        let kt = TableKernel::new(&design, t, opts.k, job.collapses());
+        let kt = TableKernel::new(&design, t, opts.k, job.collapses(), bucket_bits);
         let found = TablePairs::new(t, job.by_higher(), budget.pair_bytes);
         let emit = |p: Vec<Pair>| found.add(p, &workdir);
         let (parts, spill) = plan;
