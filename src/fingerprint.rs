@@ -98,27 +98,64 @@ pub struct Fingerprinter {
     shingling: Shingling,
     tokens: Tokens,
     tally: Tally,
+    /// A shingle set, and the radix sort's buffer for it.
+    hashes: Vec<u64>,
+    scratch: Vec<u64>,
 }
 
 impl Fingerprinter {
     pub fn new(shingling: Shingling) -> Self {
-        Fingerprinter { shingling, tokens: Tokens::default(), tally: Tally::default() }
+        Fingerprinter { shingling, tokens: Tokens::default(), tally: Tally::default(), hashes: Vec::new(), scratch: Vec::new() }
     }
 
     /// The SPEC v1 fingerprint of `text`.
     pub fn fingerprint(&mut self, text: &str) -> u64 {
         self.tokens.fill(text);
-        let (width, tally) = (self.shingling.width, &mut self.tally);
-        match self.shingling.mode {
-            Mode::Words => shingle::words(&self.tokens.stream, self.tokens.count, width, tally),
-            Mode::Chars => shingle::chars(self.tokens.text(), width, tally),
-        }
-        tally.finish()
+        features(&self.tokens, self.shingling, &mut self.tally);
+        self.tally.finish()
+    }
+
+    /// The shingle set of `text` under `set`: its distinct feature hashes
+    /// (SPEC v1 shingles of that mode and width), ascending, in a buffer
+    /// of the fingerprinter's. Verified near-duplicates compare these sets
+    /// ([`crate::similar`]).
+    pub fn shingle_set(&mut self, text: &str, set: Shingling) -> &[u64] {
+        self.tokens.fill(text);
+        self.set_of(set)
+    }
+
+    /// [`Self::fingerprint`] and [`Self::shingle_set`] of one text, which is
+    /// tokenized once (both modes start from the same tokens).
+    pub fn fingerprint_and_set(&mut self, text: &str, set: Shingling) -> (u64, &[u64]) {
+        self.tokens.fill(text);
+        features(&self.tokens, self.shingling, &mut self.tally);
+        let fp = self.tally.finish();
+        (fp, self.set_of(set))
+    }
+
+    fn set_of(&mut self, set: Shingling) -> &[u64] {
+        let out = &mut self.hashes;
+        out.clear();
+        features(&self.tokens, set, out);
+        // Feature hashes are uniform: one radix pass on the top bits (two
+        // more than the count's, at most 11) leaves little for insertion.
+        let bits = (usize::BITS - out.len().leading_zeros() + 2).min(11);
+        crate::radix::sort_by_top_bits(out, &mut self.scratch, bits, |&h| h, u64::cmp);
+        out.dedup();
+        out
     }
 
     /// Number of tokens of the last text fingerprinted.
     pub fn last_token_count(&self) -> usize {
         self.tokens.count
+    }
+}
+
+/// Feeds the feature hashes of tokenized text under `s` to `sink`.
+fn features(tokens: &Tokens, s: Shingling, sink: &mut impl shingle::Sink) {
+    match s.mode {
+        Mode::Words => shingle::words(&tokens.stream, tokens.count, s.width, sink),
+        Mode::Chars => shingle::chars(tokens.text(), s.width, sink),
     }
 }
 

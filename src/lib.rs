@@ -8,6 +8,8 @@
 //! - [`fingerprints`]: many texts at once on rayon threads.
 //! - [`hamming`]: the distance between two fingerprints.
 //! - [`container`]: the checksummed file that index files are stored in.
+//! - [`similar`]: verified near-duplicates, candidates confirmed by the
+//!   exact similarity of shingle sets.
 //!
 //! Fingerprints are stored in users' files, so what version 1 computes never
 //! changes: `tests/data/vectors_v1.json` pins it.
@@ -29,6 +31,7 @@ mod run;
 mod table;
 pub mod unicode;
 mod shingle;
+pub mod similar;
 mod tokenize;
 mod vote;
 

@@ -57,6 +57,13 @@ impl Control {
         }
     }
 
+    /// Starts a job of `total` units from nothing: a phase of a larger job
+    /// that runs others (a batch job inside verified near-duplicates).
+    pub(crate) fn restart(&self, total: u64) {
+        self.done.store(0, Ordering::Relaxed);
+        self.total.store(total, Ordering::Relaxed);
+    }
+
     /// Sets the work of the whole job.
     pub(crate) fn set_total(&self, total: u64) {
         self.total.store(total, Ordering::Relaxed);

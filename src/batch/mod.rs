@@ -19,7 +19,7 @@
 
 mod budget;
 mod control;
-mod graph;
+pub(crate) mod graph;
 mod kernel;
 pub mod npy;
 mod runs;
@@ -84,6 +84,8 @@ enum Job {
     FindAll,
     Dedup,
     Clusters,
+    /// Every pair, by its later item: candidates for a pass in order.
+    Candidates,
 }
 
 impl Job {
@@ -91,13 +93,13 @@ impl Job {
     /// after all pairs of the items before it), else `lower << 32 | higher`
     /// (the order of [`find_all`]'s answer).
     fn by_higher(self) -> bool {
-        self == Job::Dedup
+        matches!(self, Job::Dedup | Job::Candidates)
     }
 
     /// Whether copies of a fingerprint may be collapsed onto their first:
     /// every pair is needed for [`find_all`], not for the others.
     fn collapses(self) -> bool {
-        self != Job::FindAll
+        matches!(self, Job::Dedup | Job::Clusters)
     }
 }
 
@@ -159,6 +161,40 @@ pub fn find_all_to_file(source: &Source<'_>, ids: Option<&[u64]>, opts: &Options
             writer.write(bytemuck::cast_slice(&mapped))
         })?,
     }
+    writer.finish()?;
+    finish(job.workdir)?;
+    Ok(count)
+}
+
+/// Every pair within `k` as the candidates of a second pass over the items
+/// in order (verified near-duplicates, [`crate::similar::StreamVerifier`]):
+/// written to `pairs_out` as a 1-D uint64 `.npy` array of `higher << 32 |
+/// lower`, ascending, so that each item's pairs with earlier items come
+/// together and in item order; and to `last_out` a uint32 `.npy` array
+/// giving for each item the last later item it pairs with (0 for none).
+/// Both go through temporary files renamed into place. Returns the number
+/// of pairs.
+///
+/// # Errors
+/// As [`find_all`].
+pub fn candidates_to_files(source: &Source<'_>, opts: &Options, control: &Control, pairs_out: &Path, last_out: &Path) -> Result<u64> {
+    let job = pairs(source, opts, control, Job::Candidates)?;
+    let count = job.count();
+    let mut last = vec![0u32; source.len() as usize];
+    let mut writer = npy::NpyWriter::create(pairs_out, "<u8", &[count], 8)?;
+    control.step("writing the candidates".into(), count);
+    runs::merge(job.runs, |batch| {
+        control.check()?;
+        for &p in batch {
+            let (hi, lo) = ((p >> 32) as u32, p as u32 as usize);
+            last[lo] = last[lo].max(hi);
+        }
+        control.advance_step(batch.len() as u64);
+        writer.write_u64s(batch)
+    })?;
+    writer.finish()?;
+    let mut writer = npy::NpyWriter::create(last_out, "<u4", &[last.len() as u64], 4)?;
+    writer.write(bytemuck::cast_slice(&last))?;
     writer.finish()?;
     finish(job.workdir)?;
     Ok(count)
@@ -278,8 +314,28 @@ impl Pairs {
     }
 }
 
+/// Every pair within `k`, given to `each` as `lower << 32 | higher`
+/// position pairs in batches as the tables find them: each pair once, in no
+/// particular order, none kept. For work that consumes the pairs as they
+/// come (verified near-duplicates check each candidate at once); there is
+/// nothing to resume, so `opts.workdir` only takes spills.
+///
+/// # Errors
+/// As [`find_all`], and whatever `each` returns.
+pub fn for_each_pair(source: &Source<'_>, opts: &Options, control: &Control, each: &(dyn Fn(Vec<u64>) -> Result<()> + Sync)) -> Result<()> {
+    let opts = Options { workdir: None, temp_parent: opts.temp_parent.clone().or_else(|| opts.workdir.clone()), ..opts.clone() };
+    let job = run_tables(source, &opts, control, Job::FindAll, Some(each))?;
+    finish(job.workdir)
+}
+
 /// Runs every table of the job and returns its pairs.
 fn pairs(source: &Source<'_>, opts: &Options, control: &Control, job: Job) -> Result<Pairs> {
+    run_tables(source, opts, control, job, None)
+}
+
+/// Runs every table of the job: its pairs are kept in sorted runs, or
+/// handed to `stream` as they come (then none are kept).
+fn run_tables(source: &Source<'_>, opts: &Options, control: &Control, job: Job, stream: Option<&(dyn Fn(Vec<u64>) -> Result<()> + Sync)>) -> Result<Pairs> {
     let n = source.len();
     if n > MAX_ITEMS {
         return Err(Error::bad_input(
@@ -350,7 +406,10 @@ fn pairs(source: &Source<'_>, opts: &Options, control: &Control, job: Job) -> Re
         }
         let kt = TableKernel::new(&design, t, opts.k, job.collapses(), bucket_bits);
         let found = TablePairs::new(t, job.by_higher(), budget.pair_bytes);
-        let emit = |p: Vec<Pair>| found.add(p, &workdir);
+        let emit = |p: Vec<Pair>| match stream {
+            Some(each) => each(p),
+            None => found.add(p, &workdir),
+        };
         let (parts, spill) = plan;
         let name = |what: String| format!("table {} of {tables}{what}", t + 1);
         if *spill {

@@ -45,6 +45,36 @@ proptest! {
         prop_assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "temporary files removed");
     }
 
+    /// Candidates for a pass in order: every pair by its later item, and
+    /// each item's last later partner, in memory, in parts or spilled.
+    #[test]
+    fn candidates_by_later_item(fps in planted(30, 300), k in 0u32..=8, how in 0usize..3) {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = match how {
+            0 => Options::new(k),
+            1 => small(k, Some(false)),
+            _ => Options { temp_parent: Some(dir.path().to_path_buf()), ..small(k, Some(true)) },
+        };
+        let (p, l) = (dir.path().join("pairs.npy"), dir.path().join("last.npy"));
+        let count = candidates_to_files(&Source::Memory(&fps), &opts, &Control::default(), &p, &l).unwrap();
+        let mut expected: Vec<u64> = brute(&fps, k).iter().map(|&[a, b]| b << 32 | a).collect();
+        expected.sort_unstable();
+        let mut last = vec![0u32; fps.len()];
+        for &[a, b] in &brute(&fps, k) {
+            last[a as usize] = last[a as usize].max(b as u32);
+        }
+        // The arrays end the files, after their headers.
+        let pairs_bytes = std::fs::read(&p).unwrap();
+        let body = &pairs_bytes[pairs_bytes.len() - expected.len() * 8..];
+        prop_assert_eq!(count as usize, expected.len());
+        prop_assert_eq!(bytemuck::cast_slice::<u8, u64>(body).to_vec(), expected);
+        let last_bytes = std::fs::read(&l).unwrap();
+        let body = &last_bytes[last_bytes.len() - fps.len() * 4..];
+        let got_last: Vec<u32> = body.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+        prop_assert_eq!(got_last, last);
+        prop_assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "only the two outputs left");
+    }
+
     #[test]
     fn dedup_and_clusters_equal_the_index(fps in planted(30, 300), k in 0u32..=5, spill in any::<bool>(), min_size in 1usize..3) {
         let opts = small(k, Some(spill));

@@ -1,0 +1,264 @@
+//! Documents gathered in memory a chunk at a time, then every verified pair
+//! among them, and the dedup and clusters those pairs make.
+
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+
+use super::{Similar, Verified, Verifier};
+use crate::batch::{self, ClusterMethod, Control, Dedup, Source};
+use crate::fingerprint::Fingerprinter;
+use crate::{Error, Result};
+
+/// Documents for verified near-duplicates: each one's candidate fingerprint
+/// and its shingle set, made from one tokenization as the document is added.
+/// About 8 bytes a distinct shingle are held until the pairs are found.
+pub struct Corpus {
+    opts: Similar,
+    fps: Vec<u64>,
+    sets: Vec<Vec<u64>>,
+    set_values: usize,
+}
+
+impl Corpus {
+    pub fn new(opts: Similar) -> Corpus {
+        Corpus { opts, fps: Vec::new(), sets: Vec::new(), set_values: 0 }
+    }
+
+    pub fn opts(&self) -> &Similar {
+        &self.opts
+    }
+
+    pub fn len(&self) -> usize {
+        self.fps.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fps.is_empty()
+    }
+
+    /// Bytes held by the fingerprints and sets.
+    pub fn bytes(&self) -> usize {
+        self.fps.len() * 8 + self.sets.len() * std::mem::size_of::<Vec<u64>>() + self.set_values * 8
+    }
+
+    /// Adds `texts` (UTF-8), on all threads.
+    ///
+    /// # Errors
+    /// [`Error::InvalidUtf8`] naming the first text of this call that is
+    /// not UTF-8 (by its position in `texts`), nothing added;
+    /// [`Error::InvalidParameter`] past 2^32 - 2 documents;
+    /// [`Error::Interrupted`] when `control` is cancelled.
+    pub fn add_utf8<T: AsRef<[u8]> + Sync>(&mut self, texts: &[T], control: &Control) -> Result<()> {
+        if (self.len() + texts.len()) as u64 > batch::MAX_ITEMS {
+            return Err(Error::invalid("texts", "at most 2**32-2 texts (split the corpus)", self.len() + texts.len()));
+        }
+        let opts = self.opts;
+        let made = texts
+            .par_iter()
+            .enumerate()
+            .with_min_len(16)
+            .map_init(
+                || Fingerprinter::new(opts.candidates.shingling),
+                |f, (index, bytes)| {
+                    let text = std::str::from_utf8(bytes.as_ref()).map_err(|e| Error::InvalidUtf8 { index, valid_up_to: e.valid_up_to() })?;
+                    let (fp, set) = f.fingerprint_and_set(text, opts.sets);
+                    let set = set.to_vec();
+                    if index % 1024 == 0 {
+                        control.check()?;
+                    }
+                    control.advance(1);
+                    Ok((fp, set))
+                },
+            )
+            .collect::<Result<Vec<(u64, Vec<u64>)>>>()?;
+        self.fps.reserve(made.len());
+        self.sets.reserve(made.len());
+        for (fp, set) in made {
+            self.set_values += set.len();
+            self.fps.push(fp);
+            self.sets.push(set);
+        }
+        Ok(())
+    }
+
+    /// Every pair of documents (positions in the order added) whose sets are
+    /// at least the threshold alike among the candidates: the batch kernel
+    /// finds the pairs of fingerprints within `k` table by table, and each
+    /// candidate is checked as soon as a table finds it, on the kernel's
+    /// threads ([`Verifier`]); candidates are never stored.
+    ///
+    /// # Errors
+    /// [`Error::Interrupted`] when `control` is cancelled.
+    pub fn pairs(&self, control: &Control) -> Result<Verified> {
+        let verifier = Verifier::new(&self.sets, &self.opts);
+        let found = Mutex::new(Vec::new());
+        let job = batch::Options { memory_limit: u64::MAX, ..batch::Options::new(self.opts.candidates.k) };
+        batch::for_each_pair(&Source::Memory(&self.fps), &job, control, &|pairs| {
+            let kept: Vec<(u64, f32)> = pairs.iter().filter_map(|&p| verifier.check((p >> 32) as u32, p as u32).map(|s| (p, s))).collect();
+            found.lock().unwrap_or_else(|e| e.into_inner()).extend(kept);
+            Ok(())
+        })?;
+        let mut found = found.into_inner().unwrap_or_else(|e| e.into_inner());
+        found.par_sort_unstable_by_key(|&(p, _)| p);
+        let (pairs, similarity) = found.into_iter().map(|(p, s)| ([p >> 32, p & u64::from(u32::MAX)], s)).unzip();
+        Ok(Verified { pairs, similarity })
+    }
+
+    /// The keep mask of a dedup in the order added (a document is dropped
+    /// when its set is at least the threshold alike a kept earlier one's,
+    /// among the candidates), with the similarity to the earliest kept
+    /// match of each dropped one.
+    ///
+    /// # Errors
+    /// As [`Self::pairs`].
+    pub fn dedup(&self, control: &Control) -> Result<(Dedup, Vec<f32>)> {
+        Ok(dedup_of(self.len(), &self.pairs(control)?))
+    }
+
+    /// Clusters as [`batch::clusters`] makes them, of the verified pairs.
+    ///
+    /// # Errors
+    /// As [`Self::pairs`], and [`Error::InvalidParameter`] for a `min_size` of 0.
+    pub fn clusters(&self, method: ClusterMethod, min_size: usize, control: &Control) -> Result<(Vec<u32>, Vec<u64>)> {
+        if min_size < 1 {
+            return Err(Error::invalid("min_size", "at least 1", min_size));
+        }
+        let roots = match method {
+            ClusterMethod::Leader => batch::graph::leader_roots(&self.dedup(control)?.0),
+            ClusterMethod::Connected => {
+                let mut components = batch::graph::Components::new(self.len());
+                let packed: Vec<u64> = self.pairs(control)?.pairs.iter().map(|&[a, b]| a << 32 | b).collect();
+                components.feed(&packed)?;
+                components.roots()
+            }
+        };
+        Ok(batch::graph::clusters(roots, min_size))
+    }
+}
+
+/// The dedup of `n` documents from their verified pairs: the batch dedup's
+/// sweep over the pairs by their later document, and the similarity of
+/// each dropped document to the kept one it matched.
+pub fn dedup_of(n: usize, found: &Verified) -> (Dedup, Vec<f32>) {
+    let mut by_higher: Vec<u64> = found.pairs.iter().map(|&[a, b]| b << 32 | a).collect();
+    by_higher.sort_unstable();
+    let mut sweep = batch::graph::DedupSweep::new(n);
+    sweep.feed(&by_higher).expect("a sweep in memory does not fail");
+    let d = sweep.finish();
+    let sims = d
+        .dropped
+        .iter()
+        .zip(&d.matched)
+        .map(|(&j, &i)| {
+            let at = found.pairs.binary_search(&[u64::from(i), u64::from(j)]).expect("a dropped document matched a verified pair");
+            found.similarity[at]
+        })
+        .collect();
+    (d, sims)
+}
+
+/// Every pair of `texts` (by position) whose shingle sets are at least
+/// `opts.threshold` alike, among the candidates ([`Corpus`] of the texts).
+///
+/// # Errors
+/// [`Error::InvalidUtf8`] naming the first text that is not UTF-8;
+/// [`Error::Interrupted`] when `control` is cancelled.
+pub fn similar_pairs_utf8<T: AsRef<[u8]> + Sync>(texts: &[T], opts: &Similar, control: &Control) -> Result<Verified> {
+    let mut corpus = Corpus::new(*opts);
+    control.restart(texts.len() as u64);
+    control.step("fingerprints and shingle sets".into(), texts.len() as u64);
+    corpus.add_utf8(texts, control)?;
+    // Finding and checking the candidates: a batch job with its own progress.
+    control.restart(0);
+    corpus.pairs(control)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::similar::{similarity, Candidates, Measure};
+    use crate::{Mode, Shingling};
+
+    fn texts() -> Vec<String> {
+        let base: Vec<String> = (0..40).map(|i| format!("story {i} tells of the {} river and the {} hills near town {i}", i % 5, i % 3)).collect();
+        let mut texts = base.clone();
+        for (i, t) in base.iter().enumerate().take(20) {
+            texts.push(format!("{t} again"));
+            texts.push(t.clone());
+            if i % 4 == 0 {
+                texts.push(String::new());
+            }
+        }
+        texts
+    }
+
+    /// Every verified pair is a candidate with its exact similarity, and
+    /// every candidate at or above the threshold is verified; the dedup and
+    /// clusters follow from those pairs.
+    #[test]
+    fn verified_pairs_are_the_similar_candidates() {
+        let texts = texts();
+        let sets = Shingling::new(Mode::Words, Some(2)).unwrap();
+        let candidates = Candidates { shingling: Shingling::new(Mode::Chars, Some(3)).unwrap(), k: 12 };
+        let fps = crate::fingerprint::fingerprints(&texts, candidates.shingling);
+        let mut f = Fingerprinter::new(sets);
+        let all: Vec<Vec<u64>> = texts.iter().map(|t| f.shingle_set(t, sets).to_vec()).collect();
+        for measure in [Measure::Jaccard, Measure::Containment] {
+            for threshold in [0.3, 0.6, 0.9, 1.0] {
+                let opts = Similar::new(threshold, measure, sets, candidates).unwrap();
+                let got = similar_pairs_utf8(&texts, &opts, &Control::default()).unwrap();
+                let mut expected = Verified::default();
+                for a in 0..texts.len() {
+                    for b in a + 1..texts.len() {
+                        let s = similarity(&all[a], &all[b], measure);
+                        if crate::hamming(fps[a], fps[b]) <= candidates.k && s >= threshold {
+                            expected.pairs.push([a as u64, b as u64]);
+                            expected.similarity.push(s as f32);
+                        }
+                    }
+                }
+                assert!(!expected.pairs.is_empty());
+                assert_eq!(got, expected, "{measure} at {threshold}");
+
+                // The dedup: each document against the kept ones before it.
+                let (d, sims) = dedup_of(texts.len(), &got);
+                let mut keep = vec![true; texts.len()];
+                for j in 0..texts.len() {
+                    if let Some(i) = (0..j).find(|&i| keep[i] && got.pairs.contains(&[i as u64, j as u64])) {
+                        keep[j] = false;
+                        let at = d.dropped.iter().position(|&x| x as usize == j).unwrap();
+                        assert_eq!(d.matched[at] as usize, i);
+                        assert_eq!(sims[at], similarity(&all[i], &all[j], measure) as f32);
+                    }
+                }
+                assert_eq!(d.keep, keep);
+            }
+        }
+    }
+
+    #[test]
+    fn chunks_add_up_to_the_whole() {
+        let texts = texts();
+        let opts = Similar::new(0.5, Measure::Jaccard, Shingling::default(), Candidates::auto(0.5).unwrap()).unwrap();
+        let mut corpus = Corpus::new(opts);
+        let control = Control::default();
+        for chunk in texts.chunks(7) {
+            corpus.add_utf8(chunk, &control).unwrap();
+        }
+        assert_eq!(corpus.len(), texts.len());
+        assert_eq!(corpus.pairs(&control).unwrap(), similar_pairs_utf8(&texts, &opts, &control).unwrap());
+        let (members, starts) = corpus.clusters(ClusterMethod::Connected, 2, &control).unwrap();
+        assert_eq!(*starts.last().unwrap() as usize, members.len());
+        assert!(corpus.clusters(ClusterMethod::Leader, 0, &control).is_err());
+    }
+
+    #[test]
+    fn bad_utf8_is_named() {
+        let opts = Similar::new(0.9, Measure::Jaccard, Shingling::default(), Candidates::auto(0.9).unwrap()).unwrap();
+        let mut corpus = Corpus::new(opts);
+        let texts: [&[u8]; 3] = [b"fine", b"also fine", b"\xff bad"];
+        assert!(matches!(corpus.add_utf8(&texts, &Control::default()), Err(Error::InvalidUtf8 { index: 2, .. })));
+        assert!(corpus.is_empty());
+    }
+}

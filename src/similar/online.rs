@@ -1,0 +1,219 @@
+//! Verified dedup as documents stream by, in one pass: each chunk's
+//! candidates are looked up among the kept documents (an [`Index`] of
+//! their fingerprints) and among the chunk's own, checked against the sets
+//! of the kept ones, and the documents of the chunk that stay are added.
+//! Memory holds the kept documents' fingerprints and sets, never the
+//! dropped ones' or the input.
+
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+
+use super::overlap::{alike_within, Buckets};
+use super::Similar;
+use crate::batch::{self, Control, Source};
+use crate::fingerprint::Fingerprinter;
+use crate::{Error, Index, Result};
+
+/// A kept document's set and buckets.
+struct Kept {
+    set: Vec<u64>,
+    buckets: Buckets,
+}
+
+impl Kept {
+    fn new(set: Vec<u64>) -> Kept {
+        Kept { buckets: Buckets::of(&set), set }
+    }
+
+    fn alike(&self, other: &Kept, opts: &Similar) -> Option<f32> {
+        let may_reach = |need| self.buckets.may_share(&other.buckets, &self.set, &other.set, need);
+        alike_within(&self.set, &other.set, opts, may_reach).map(|s| s as f32)
+    }
+}
+
+/// What became of a chunk's documents.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ChunkDedup {
+    /// One flag per document: kept.
+    pub keep: Vec<bool>,
+    /// For each document, the earliest kept document (a position over the
+    /// whole stream) whose set it is alike, or itself when kept.
+    pub matched: Vec<u64>,
+    /// The similarity to `matched` (1 when kept).
+    pub similarity: Vec<f32>,
+}
+
+/// The dedup of a stream of documents by verified near-duplicates: a
+/// document is dropped when its set is at least the threshold alike the set
+/// of a document kept before it, among the candidates; the answer of
+/// [`super::Corpus::dedup`] over the same documents in order.
+pub struct OnlineDedup {
+    opts: Similar,
+    index: Index,
+    /// Sets of kept documents, by the id the index gives them.
+    kept: Vec<Kept>,
+    /// Stream positions of the kept documents, by the same id.
+    positions: Vec<u64>,
+    seen: u64,
+    set_values: usize,
+}
+
+impl OnlineDedup {
+    /// # Errors
+    /// As [`Index::new`] for the candidates' `k`.
+    pub fn new(opts: Similar) -> Result<OnlineDedup> {
+        let index = Index::new(opts.candidates.k, None, None)?;
+        Ok(OnlineDedup { opts, index, kept: Vec::new(), positions: Vec::new(), seen: 0, set_values: 0 })
+    }
+
+    /// Documents seen so far.
+    pub fn seen(&self) -> u64 {
+        self.seen
+    }
+
+    /// Bytes held: the kept documents' sets and buckets, and the index.
+    pub fn bytes(&self) -> usize {
+        self.set_values * 8 + self.kept.len() * (std::mem::size_of::<Kept>() + 8) + self.index.bytes()
+    }
+
+    /// The next documents of the stream (UTF-8): which stay, and what each
+    /// dropped one matched.
+    ///
+    /// # Errors
+    /// [`Error::InvalidUtf8`] naming a text by its place in `texts` (the
+    /// chunk is then not taken); [`Error::InvalidParameter`] past 2^32 - 2
+    /// kept documents; [`Error::Interrupted`] when `control` is cancelled.
+    pub fn add_utf8<T: AsRef<[u8]> + Sync>(&mut self, texts: &[T], control: &Control) -> Result<ChunkDedup> {
+        let opts = self.opts;
+        let made: Vec<(u64, Kept)> = texts
+            .par_iter()
+            .enumerate()
+            .with_min_len(16)
+            .map_init(
+                || Fingerprinter::new(opts.candidates.shingling),
+                |f, (index, bytes)| {
+                    let text = std::str::from_utf8(bytes.as_ref()).map_err(|e| Error::InvalidUtf8 { index, valid_up_to: e.valid_up_to() })?;
+                    let (fp, set) = f.fingerprint_and_set(text, opts.sets);
+                    Ok((fp, Kept::new(set.to_vec())))
+                },
+            )
+            .collect::<Result<_>>()?;
+        control.check()?;
+        let fps: Vec<u64> = made.iter().map(|m| m.0).collect();
+        let n = fps.len();
+
+        // The earliest alike kept document of an earlier chunk, for each.
+        let hits = self.index.query_batch(&fps, None)?;
+        let mut starts = vec![0usize; n + 1];
+        for &q in &hits.positions {
+            starts[q as usize + 1] += 1;
+        }
+        for q in 0..n {
+            starts[q + 1] += starts[q];
+        }
+        let earlier: Vec<Option<(u64, f32)>> = (0..n)
+            .into_par_iter()
+            .map(|q| {
+                let mut ids = hits.ids[starts[q]..starts[q + 1]].to_vec();
+                ids.sort_unstable();
+                ids.into_iter().find_map(|id| self.kept[id as usize].alike(&made[q].1, &opts).map(|s| (self.positions[id as usize], s)))
+            })
+            .collect();
+
+        // Alike pairs inside the chunk, by later document.
+        let inside = Mutex::new(Vec::new());
+        let job = batch::Options { memory_limit: u64::MAX, ..batch::Options::new(opts.candidates.k) };
+        batch::for_each_pair(&Source::Memory(&fps), &job, &Control::default(), &|pairs| {
+            let found: Vec<(u64, f32)> = pairs
+                .iter()
+                .filter_map(|&p| {
+                    let (a, b) = ((p >> 32) as usize, p as u32 as usize);
+                    made[a].1.alike(&made[b].1, &opts).map(|s| ((b as u64) << 32 | a as u64, s))
+                })
+                .collect();
+            inside.lock().unwrap_or_else(|e| e.into_inner()).extend(found);
+            Ok(())
+        })?;
+        let mut inside = inside.into_inner().unwrap_or_else(|e| e.into_inner());
+        inside.sort_unstable_by_key(|&(p, _)| p);
+
+        // In order: a document goes when an earlier chunk's kept document or
+        // a kept one before it in the chunk is alike.
+        let mut out = ChunkDedup { keep: vec![true; n], matched: vec![0; n], similarity: vec![1.0; n] };
+        let mut at = 0;
+        for (j, &before) in earlier.iter().enumerate() {
+            let pos = self.seen + j as u64;
+            let mut found = before;
+            while at < inside.len() && (inside[at].0 >> 32) as usize == j {
+                let (i, s) = (inside[at].0 as u32 as usize, inside[at].1);
+                if found.is_none() && out.keep[i] {
+                    found = Some((self.seen + i as u64, s));
+                }
+                at += 1;
+            }
+            match found {
+                Some((m, s)) => {
+                    out.keep[j] = false;
+                    out.matched[j] = m;
+                    out.similarity[j] = s;
+                }
+                None => out.matched[j] = pos,
+            }
+        }
+        let kept_fps: Vec<u64> = (0..n).filter(|&j| out.keep[j]).map(|j| fps[j]).collect();
+        let first_id = self.kept.len() as u64;
+        let ids: Vec<u64> = (first_id..first_id + kept_fps.len() as u64).collect();
+        self.index.add(&kept_fps, Some(&ids))?;
+        for (j, (_, k)) in made.into_iter().enumerate() {
+            if out.keep[j] {
+                self.set_values += k.set.len();
+                self.kept.push(k);
+                self.positions.push(self.seen + j as u64);
+            }
+        }
+        self.seen += n as u64;
+        control.advance(n as u64);
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::similar::{Candidates, Corpus, Measure};
+    use crate::{Mode, Shingling};
+
+    /// In chunks of any size, the stream keeps what the corpus in memory
+    /// keeps, with the same matches and similarities.
+    #[test]
+    fn streamed_dedup_equals_the_corpus() {
+        let base: Vec<String> = (0..50).map(|i| format!("note {i} on the {} hill and {} farms of {}", i % 6, i % 4, i % 5)).collect();
+        let texts: Vec<String> = base.iter().chain(base.iter().take(25)).enumerate().map(|(i, t)| if i % 4 == 0 { format!("{t} again") } else { t.clone() }).collect();
+        for (threshold, measure) in [(0.4, Measure::Jaccard), (0.7, Measure::Jaccard), (0.6, Measure::Containment), (1.0, Measure::Jaccard)] {
+            let candidates = Candidates { shingling: Shingling::new(Mode::Words, Some(1)).unwrap(), k: 12 };
+            let opts = Similar::new(threshold, measure, Shingling::new(Mode::Words, Some(2)).unwrap(), candidates).unwrap();
+            let control = Control::default();
+            let mut corpus = Corpus::new(opts);
+            corpus.add_utf8(&texts, &control).unwrap();
+            let (d, sims) = corpus.dedup(&control).unwrap();
+            assert!(!d.dropped.is_empty());
+            for chunk in [1, 9, 40, texts.len()] {
+                let mut online = OnlineDedup::new(opts).unwrap();
+                let mut all = ChunkDedup::default();
+                for part in texts.chunks(chunk) {
+                    let c = online.add_utf8(part, &control).unwrap();
+                    all.keep.extend(c.keep);
+                    all.matched.extend(c.matched);
+                    all.similarity.extend(c.similarity);
+                }
+                assert_eq!(all.keep, d.keep, "chunks of {chunk} at {threshold}");
+                for (at, (&j, &i)) in d.dropped.iter().zip(&d.matched).enumerate() {
+                    assert_eq!(all.matched[j as usize], u64::from(i));
+                    assert_eq!(all.similarity[j as usize], sims[at]);
+                }
+                assert_eq!(online.seen(), texts.len() as u64);
+            }
+        }
+    }
+}
