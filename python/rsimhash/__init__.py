@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _cpu
+from . import _cpu, _texts
 
 _cpu.check()
 
@@ -41,11 +41,14 @@ __all__ = [
     "fingerprints",
     "fnv1a64",
     "hamming",
+    "shingles",
+    "similar_pairs",
 ]
 
 _U64_MAX = (1 << 64) - 1
 
 from .etl import dedup  # noqa: E402
+from .similar import shingles, similar_pairs  # noqa: E402
 from . import batch  # noqa: E402
 
 
@@ -62,32 +65,14 @@ def fingerprints(
     or a pyarrow string array (read in place, without Python objects).
     The values equal ``fingerprint(t, mode=mode, width=width)`` one by one.
     ``threads`` defaults to all cores (or ``RAYON_NUM_THREADS``).
+
+    >>> fps = rsimhash.fingerprints(["a cat sat on the mat", "a cat sat on a mat"])
+    >>> fps.dtype, len(fps)
+    (dtype('uint64'), 2)
     """
-    if type(texts).__module__.startswith("pyarrow"):
-        return _fingerprints_arrow(texts, mode=mode, width=width, threads=threads)
+    if _texts.kind(texts) == "pyarrow":
+        return _texts.fingerprint_pieces(_texts.arrow_pieces(texts), mode=mode, width=width, threads=threads)
     return _rsimhash.fingerprints(texts, mode=mode, width=width, threads=threads)
-
-
-def _fingerprints_arrow(column: Any, **options: Any) -> np.ndarray:
-    import pyarrow as pa
-
-    if isinstance(column, pa.ChunkedArray):
-        parts = [_fingerprints_arrow(chunk, **options) for chunk in column.chunks]
-        return np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
-    if not isinstance(column, pa.Array):
-        raise TypeError(f"texts must be a pyarrow Array or ChunkedArray, got {type(column).__name__}")
-    if pa.types.is_string(column.type) or pa.types.is_string_view(column.type):
-        column = column.cast(pa.large_string())
-    if not pa.types.is_large_string(column.type):
-        raise TypeError(f"texts must be a pyarrow string array, got type {column.type}")
-    if column.null_count:
-        first = column.is_null().index(True).as_py()
-        raise TypeError(f"texts[{first}] must be str, got None (a null in the Arrow array)")
-    _, offsets_buf, data_buf = column.buffers()
-    n = len(column)
-    offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=n + 1, offset=column.offset * 8)
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.empty(0, np.uint8)
-    return _rsimhash.fingerprints_arrow(offsets, data, **options)
 
 
 def _u64_operand(x: Any, name: str) -> np.ndarray:

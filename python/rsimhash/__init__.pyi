@@ -29,6 +29,8 @@ __all__ = [
     "fingerprints",
     "fnv1a64",
     "hamming",
+    "shingles",
+    "similar_pairs",
 ]
 
 def fingerprints(
@@ -50,13 +52,37 @@ def dedup(
     mode: str = "words",
     width: Union[int, None] = None,
     threads: Union[int, None] = None,
+    jaccard: Union[float, None] = None,
+    candidates: Union[str, tuple[str, int, int]] = "auto",
+    measure: str = "jaccard",
 ) -> Any:
     """Keep mask of ``texts``: False exactly for each text within ``k`` bits of
     a text kept before it (``Index.add_unique`` in order).
 
     A pandas Series gives a boolean Series with the same index, a polars Series
     a Boolean Series, a pyarrow array a ``BooleanArray``, anything else (a list
-    or iterable of str) a numpy ``bool`` array."""
+    or iterable of str) a numpy ``bool`` array.
+
+    With ``jaccard=T``: False for each text whose shingle set is at least ``T``
+    alike that of a text kept before it (see ``similar_pairs``)."""
+
+def similar_pairs(
+    texts: Any,
+    threshold: float = 0.9,
+    *,
+    shingles: str = "words",
+    width: int = 3,
+    candidates: Union[str, tuple[str, int, int]] = "auto",
+    ids: Union[npt.NDArray[np.uint64], None] = None,
+    measure: str = "jaccard",
+    threads: Union[int, None] = None,
+    progress: Any = None,
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]:
+    """Every pair of texts whose shingle sets are at least ``threshold`` alike,
+    among the simhash candidates: ``(pairs, similarity)``."""
+
+def shingles(text: str, *, mode: str = "words", width: Union[int, None] = None) -> npt.NDArray[np.uint64]:
+    """The shingle set of one text: its distinct FNV-1a 64 shingle hashes, sorted."""
 
 @overload
 def hamming(a: int, b: int) -> int:

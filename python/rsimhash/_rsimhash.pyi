@@ -23,6 +23,14 @@ __all__ = [
     "batch_dedup",
     "batch_clusters",
     "batch_design",
+    "batch_candidates",
+    "SimilarCorpus",
+    "StreamVerifier",
+    "OnlineDedup",
+    "PairSweep",
+    "auto_candidates",
+    "shingle_sets",
+    "pair_similarity",
 ]
 
 __version__: str
@@ -104,6 +112,92 @@ def batch_clusters(
 
 def batch_design(n: int, *, k: int, blocks: Union[int, None] = None, tables: Union[int, None] = None) -> tuple[int, str]:
     """``(tables, description)`` of the design a batch job uses for ``n`` items."""
+
+def batch_candidates(
+    source: _Values, *, pairs_out: Union[str, "os.PathLike[str]"], last_out: Union[str, "os.PathLike[str]"], **job: Any
+) -> int:
+    """Every pair within ``k`` as candidates of a pass in order: ``pairs_out`` gets
+    ``higher << 32 | lower`` ascending (``uint64`` npy), ``last_out`` each item's last
+    later partner (``uint32`` npy); returns the count."""
+
+# Texts: a sequence of str, or ``(offsets, data)`` of an Arrow string column.
+_Texts = Any
+# ``(mode, width, k)`` of the candidates, or None for the automatic choice.
+_Candidates = Union[tuple[str, Union[int, None], int], None]
+_F32 = npt.NDArray[np.float32]
+_U32 = npt.NDArray[np.uint32]
+_U64 = npt.NDArray[np.uint64]
+
+@final
+class SimilarCorpus:
+    """Texts in memory, then their verified pairs, dedup or clusters."""
+
+    def __new__(
+        cls, threshold: float, *, measure: str = "jaccard", shingles: str = "words", width: Union[int, None] = None,
+        candidates: _Candidates = None,
+    ) -> "SimilarCorpus": ...
+    def add(self, texts: _Texts, *, threads: Union[int, None] = None) -> None: ...
+    def pairs(self, *, threads: Union[int, None] = None, progress: Any = None) -> tuple[_U64, _F32]: ...
+    def dedup(
+        self, *, threads: Union[int, None] = None, progress: Any = None
+    ) -> tuple[npt.NDArray[np.bool_], _U32, _U32, _F32]: ...
+    def clusters(
+        self, *, method: str = "connected", min_size: int = 2, threads: Union[int, None] = None, progress: Any = None
+    ) -> tuple[_U32, _U64]: ...
+    @property
+    def candidates(self) -> tuple[str, int, int]: ...
+    @property
+    def nbytes(self) -> int: ...
+    def __len__(self) -> int: ...
+
+@final
+class StreamVerifier:
+    """The second pass of verified near-duplicates over a corpus in order."""
+
+    def __new__(
+        cls, threshold: float, *, measure: str = "jaccard", shingles: str = "words", width: Union[int, None] = None
+    ) -> "StreamVerifier": ...
+    def feed(
+        self, first: int, texts: _Texts, pairs: _U64, last: _U32, *, threads: Union[int, None] = None
+    ) -> tuple[_U64, _U64, _F32]: ...
+    @property
+    def held(self) -> tuple[int, int]: ...
+
+@final
+class OnlineDedup:
+    """The verified dedup of a stream of texts, a chunk at a time."""
+
+    def __new__(
+        cls, threshold: float, *, measure: str = "jaccard", shingles: str = "words", width: Union[int, None] = None,
+        candidates: _Candidates = None,
+    ) -> "OnlineDedup": ...
+    def add(self, texts: _Texts, *, threads: Union[int, None] = None) -> tuple[npt.NDArray[np.bool_], _U64, _F32]: ...
+    @property
+    def seen(self) -> int: ...
+    @property
+    def nbytes(self) -> int: ...
+
+@final
+class PairSweep:
+    """Verified pairs of ``n`` documents, fed in order, folded into the dedup and the clusters."""
+
+    def __new__(cls, n: int) -> "PairSweep": ...
+    def feed(self, higher: _U64, lower: _U64, similarity: _F32) -> None: ...
+    def dedup(self) -> tuple[npt.NDArray[np.bool_], _U32, _U32, _F32]: ...
+    def clusters(self, *, method: str = "connected", min_size: int = 2) -> tuple[_U32, _U64]: ...
+
+def auto_candidates(threshold: float) -> tuple[str, int, int]:
+    """``(mode, width, k)`` that ``candidates="auto"`` picks for a threshold."""
+
+def shingle_sets(
+    texts: _Texts, *, mode: str = "words", width: Union[int, None] = None, threads: Union[int, None] = None
+) -> tuple[npt.NDArray[np.int64], _U64]:
+    """``(offsets, hashes)``: set ``i`` is ``hashes[offsets[i]:offsets[i + 1]]``, ascending, distinct."""
+
+def pair_similarity(
+    offsets: npt.NDArray[np.int64], hashes: _U64, pairs: _U64, *, measure: str = "jaccard"
+) -> npt.NDArray[np.float64]:
+    """The similarity of each pair (a flat array of set numbers, two a pair)."""
 
 @final
 class Index:

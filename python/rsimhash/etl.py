@@ -14,16 +14,21 @@ group of near-duplicates is kept. The mask has the kind of its input:
 * anything else (a list, tuple, numpy array or iterable of str): a numpy
   ``bool`` array.
 
+``dedup(texts, jaccard=0.9)`` applies the same rule to the exact Jaccard
+similarity of the texts' shingle sets instead (see ``rsimhash.similar_pairs``):
+a text goes when it is at least 0.9 alike a text kept before it.
+
 pandas, polars and pyarrow are never imported unless the input is theirs. A
 missing value (None, NaN, null) is a ``TypeError`` naming its position.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Optional
 
 import numpy as np
 
+from . import _texts
 from ._optional import module
 
 __all__ = ["dedup"]
@@ -36,32 +41,52 @@ def dedup(
     mode: str = "words",
     width: Optional[int] = None,
     threads: Optional[int] = None,
+    jaccard: Optional[float] = None,
+    candidates: Any = "auto",
+    measure: str = "jaccard",
 ) -> Any:
     """Keep mask of ``texts``: False exactly for each text within ``k`` bits of
-    a text kept before it. See the module documentation for the mask's type."""
-    from . import Index, fingerprints
+    a text kept before it. See the module documentation for the mask's type.
 
-    kind = type(texts).__module__.split(".", 1)[0]
-    index = Index(k)  # checks k before any work
-    options: Dict[str, Any] = dict(mode=mode, width=width, threads=threads)
-    if kind == "pandas" and type(texts).__name__ == "Series":
-        values = texts.to_numpy(dtype=object, na_value=None)
-        keep = _keep(index, fingerprints(values, **options))
+    With ``jaccard=T``: False exactly for each text whose shingle set (SPEC
+    v1 shingles of ``mode``/``width``, words of 3 by default) is at least
+    ``T`` alike the set of a text kept before it, among the candidates
+    (``candidates="auto"`` or ``(mode, width, k)``; see
+    ``rsimhash.similar_pairs``); ``k`` is then the candidates' business.
+
+    >>> rsimhash.dedup(["a b c d e f", "a b c d e f!", "x y z"]).tolist()
+    [True, False, True]
+    """
+    from . import Index
+
+    pieces = list(_texts.pieces(texts))
+    if jaccard is not None:
+        if k != 3:
+            raise ValueError("k is for fingerprints within k bits; with jaccard=, give candidates=(mode, width, k)")
+        from ._rsimhash import OnlineDedup
+        from .similar import _threshold, candidates_arg
+
+        # In order, a piece at a time: only the kept texts' sets are held.
+        online = OnlineDedup(_threshold(jaccard), measure=measure, shingles=mode, width=width,
+                             candidates=candidates_arg(candidates))
+        parts = [online.add(p.core() if isinstance(p, _texts.ArrowBuffers) else p, threads=threads)[0] for p in pieces]
+        keep = np.concatenate(parts) if parts else np.empty(0, dtype=bool)
+    else:
+        index = Index(k)  # checks k before any work
+        is_new, _ = index.add_unique(_texts.fingerprint_pieces(pieces, mode=mode, width=width, threads=threads))
+        keep = np.asarray(is_new, dtype=bool)
+    return _mask_like(texts, keep)
+
+
+def _mask_like(texts: Any, keep: np.ndarray) -> Any:
+    """The keep mask as the kind of column ``texts`` is."""
+    kind = _texts.kind(texts)
+    if kind == "pandas":
         return module("pandas").Series(keep, index=texts.index, name=texts.name, dtype=bool)
-    if kind == "polars" and type(texts).__name__ == "Series":
+    if kind == "polars":
         pl = module("polars")
-        if texts.null_count():
-            first = texts.is_null().arg_true()[0]
-            raise TypeError(f"texts[{first}] must be str, got None (a null in the polars Series)")
-        keep = _keep(index, fingerprints(texts.to_arrow(), **options))
         return pl.Series(texts.name, keep, dtype=pl.Boolean)
     if kind == "pyarrow":
         pa = module("pyarrow")
-        keep = _keep(index, fingerprints(texts, **options))
         return pa.array(keep, type=pa.bool_())
-    return _keep(index, fingerprints(texts, **options))
-
-
-def _keep(index: Any, fps: np.ndarray) -> np.ndarray:
-    is_new, _ = index.add_unique(fps)
-    return np.asarray(is_new, dtype=bool)
+    return keep

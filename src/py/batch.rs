@@ -12,12 +12,12 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::convert::u64_array;
+use super::convert::{pairs_array, u64_array};
 use crate::batch::{self, Control, NpyFiles, Options, Source};
 use crate::index::ClusterMethod;
 
@@ -26,6 +26,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(batch_dedup, m)?)?;
     m.add_function(wrap_pyfunction!(batch_clusters, m)?)?;
     m.add_function(wrap_pyfunction!(batch_design, m)?)?;
+    m.add_function(wrap_pyfunction!(batch_candidates, m)?)?;
     Ok(())
 }
 
@@ -124,7 +125,7 @@ impl Settings {
 }
 
 /// Runs `job` on a thread of its own (see the module docs).
-fn run<T: Send>(py: Python<'_>, threads: Option<usize>, progress: Option<Py<PyAny>>, job: impl FnOnce(&Control) -> crate::Result<T> + Send) -> PyResult<T> {
+pub(crate) fn run<T: Send>(py: Python<'_>, threads: Option<usize>, progress: Option<Py<PyAny>>, job: impl FnOnce(&Control) -> crate::Result<T> + Send) -> PyResult<T> {
     let control = Control::default();
     let (result, pending) = py.detach(|| {
         std::thread::scope(|s| {
@@ -223,14 +224,28 @@ fn batch_find_all<'py>(
         }
         None => {
             let pairs = run(py, s.threads, s.progress, |c| batch::find_all(&open(&values)?, ids, opts, c))?;
-            let n = pairs.len();
-            let flat: Vec<u64> = bytemuck::allocation::cast_vec(pairs);
-            let arr: Bound<'py, PyArray2<u64>> = PyArray1::from_vec(py, flat)
-                .reshape([n, 2])
-                .map_err(|e| PyRuntimeError::new_err(format!("internal error in rsimhash: {e}")))?;
-            Ok(arr.into_any())
+            Ok(pairs_array(py, pairs)?.into_any())
         }
     }
+}
+
+/// Every pair within k as the candidates of a pass in order: written to
+/// `pairs_out` (uint64 `higher << 32 | lower`, ascending) and `last_out`
+/// (each item's last later partner, uint32); returns the count.
+#[pyfunction]
+#[pyo3(signature = (source, *, pairs_out, last_out, **job))]
+fn batch_candidates<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+    pairs_out: PathBuf,
+    last_out: PathBuf,
+    job: Option<&Bound<'py, PyDict>>,
+) -> PyResult<u64> {
+    let held = Values::extract(source, "source")?;
+    let values = held.plain();
+    let s = Settings::extract(job)?;
+    let opts = &s.opts;
+    run(py, s.threads, s.progress, |c| batch::candidates_to_files(&open(&values)?, opts, c, &pairs_out, &last_out))
 }
 
 /// The keep mask of a dedup, and for each dropped item the earliest kept item within k:

@@ -1,7 +1,7 @@
 //! Argument conversion with messages that name the argument and the fix.
 
-use numpy::{PyArray1, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods, PyArrayDescrMethods};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods, PyArrayDescrMethods};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyByteArray, PyInt, PyList, PyString, PyTuple};
 
@@ -155,4 +155,13 @@ pub(crate) fn feature_bytes(obj: &Bound<'_, PyAny>, what: impl FnOnce() -> Strin
         return Ok(Some(b.to_vec()));
     }
     Ok(None)
+}
+
+/// Pairs as a `(P, 2)` uint64 array, moved without a copy.
+pub(crate) fn pairs_array(py: Python<'_>, pairs: Vec<[u64; 2]>) -> PyResult<Bound<'_, PyArray2<u64>>> {
+    let n = pairs.len();
+    let flat: Vec<u64> = bytemuck::allocation::cast_vec(pairs);
+    PyArray1::from_vec(py, flat)
+        .reshape([n, 2])
+        .map_err(|e| PyRuntimeError::new_err(format!("internal error in rsimhash: {e}")))
 }

@@ -24,7 +24,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-fn shingling(mode: &str, width: Option<i64>) -> PyResult<Shingling> {
+pub(crate) fn shingling(mode: &str, width: Option<i64>) -> PyResult<Shingling> {
     let mode: Mode = mode.parse()?;
     let width = match width {
         None => None,
@@ -34,7 +34,7 @@ fn shingling(mode: &str, width: Option<i64>) -> PyResult<Shingling> {
     Ok(Shingling::new(mode, width)?)
 }
 
-fn threads(threads: Option<i64>) -> PyResult<Option<usize>> {
+pub(crate) fn threads(threads: Option<i64>) -> PyResult<Option<usize>> {
     match threads {
         None => Ok(None),
         Some(n) if n >= 1 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
@@ -85,13 +85,18 @@ fn fingerprints<'py>(
     threads: Option<i64>,
 ) -> PyResult<Bound<'py, PyArray1<u64>>> {
     let options = (shingling(mode, width)?, self::threads(threads)?);
+    fingerprint_slices(py, &collect_texts(texts)?.slices(), options)
+}
+
+/// The UTF-8 of every str of `texts` (a sequence or iterable), in place.
+pub(crate) fn collect_texts<'py>(texts: &Bound<'py, PyAny>) -> PyResult<Utf8Texts<'py>> {
     let expected = "a list (or other sequence or iterable) of str";
     reject_text(texts, "texts", expected)?;
     let mut utf8 = Utf8Texts::with_capacity(texts.len().unwrap_or(0));
     for (i, item) in iterate(texts, "texts", expected)?.enumerate() {
         utf8.push(item?, || format!("texts[{i}]"))?;
     }
-    fingerprint_slices(py, &utf8.slices(), options)
+    Ok(utf8)
 }
 
 /// The batch fingerprints of texts as UTF-8 slices, without the GIL.
@@ -117,8 +122,12 @@ fn fingerprints_arrow<'py>(
     threads: Option<i64>,
 ) -> PyResult<Bound<'py, PyArray1<u64>>> {
     let options = (shingling(mode, width)?, self::threads(threads)?);
-    let offsets = offsets.as_slice()?;
-    let data = data.as_slice()?;
+    fingerprint_slices(py, &arrow_slices(offsets.as_slice()?, data.as_slice()?)?, options)
+}
+
+/// The texts of an Arrow string column: its offsets (int64, one more than
+/// the number of texts) and data buffer, checked to agree.
+pub(crate) fn arrow_slices<'a>(offsets: &[i64], data: &'a [u8]) -> PyResult<Vec<&'a [u8]>> {
     let mut slices = Vec::with_capacity(offsets.len().saturating_sub(1));
     for (i, pair) in offsets.windows(2).enumerate() {
         let (start, end) = (pair[0], pair[1]);
@@ -130,7 +139,7 @@ fn fingerprints_arrow<'py>(
         }
         slices.push(&data[start as usize..end as usize]);
     }
-    fingerprint_slices(py, &slices, options)
+    Ok(slices)
 }
 
 #[pyfunction]

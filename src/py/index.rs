@@ -5,13 +5,13 @@
 
 use std::sync::RwLock;
 
-use numpy::{PyArray1, PyArray2, PyArrayMethods};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use numpy::{PyArray1, PyArray2};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 use std::path::PathBuf;
 
-use super::convert::{to_u64, U64s};
+use super::convert::{pairs_array, to_u64, U64s};
 use super::detach;
 use crate::index::{ClusterMethod, Index};
 use crate::table::Layout;
@@ -192,11 +192,7 @@ impl PyIndex {
     fn find_all<'py>(&self, py: Python<'py>, k: Option<i64>) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let k = small("k", k)?;
         let pairs = detach::run(py, None, || read(&self.inner).find_all(k))?;
-        let n = pairs.len();
-        let flat: Vec<u64> = pairs.into_iter().flatten().collect();
-        PyArray1::from_vec(py, flat)
-            .reshape([n, 2])
-            .map_err(|e| PyRuntimeError::new_err(format!("internal error in rsimhash: {e}")))
+        pairs_array(py, pairs)
     }
 
     /// Clusters of ids, each a sorted uint64 array.

@@ -9,6 +9,7 @@ mod detach;
 mod error;
 mod fingerprint;
 mod index;
+mod similar;
 mod text;
 
 use pyo3::prelude::*;
@@ -21,6 +22,7 @@ fn _rsimhash(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("UNICODE_VERSION", format!("{a}.{b}.{c}"))?;
     fingerprint::register(m)?;
     batch::register(m)?;
+    similar::register(m)?;
     m.add_class::<index::PyIndex>()?;
     Ok(())
 }

@@ -29,6 +29,7 @@
 
 mod corpus;
 mod online;
+mod sweep;
 pub mod overlap;
 mod stream;
 mod verify;
@@ -38,6 +39,7 @@ use std::str::FromStr;
 
 pub use corpus::{dedup_of, similar_pairs_utf8, Corpus};
 pub use online::{ChunkDedup, OnlineDedup};
+pub use sweep::PairSweep;
 pub use overlap::{alike, similarity};
 pub use stream::StreamVerifier;
 pub use verify::Verifier;

@@ -123,6 +123,8 @@ class Bars:
             self.step = self.tqdm(total=step_total, desc=step, unit="item", unit_scale=True,
                                   file=sys.stderr, position=1, leave=False, mininterval=0.2)
             self.step_name = step
+        if done < self.overall.n:  # a job of several phases starts the next one
+            self.overall.reset(total=total)
         if total != self.overall.total:
             self.overall.total = total
         if step != self.step_name:

@@ -1,0 +1,181 @@
+"""Verified near-duplicates: pairs of texts whose shingle sets are at least a
+threshold alike, for users who think in Jaccard similarity.
+
+A 64-bit simhash within ``k = 3`` bits finds only very close copies. Here
+simhash proposes candidates at a wider ``k`` (on single words by default,
+which an edit moves less than 3-word shingles), and each candidate is
+confirmed by the exact similarity of the two texts' shingle sets: the sets
+of SPEC v1 shingles of ``shingles``/``width``, identified by their FNV-1a 64
+hashes. Every pair reported is alike by construction (precision 1); the
+pairs missed are those the candidates missed.
+
+* ``measure="jaccard"``: ``|A & B| / |A | B|``.
+* ``measure="containment"``: ``|A & B| / min(|A|, |B|)``, how much of the
+  shorter text the longer one holds.
+
+Two empty sets are alike (similarity 1); an empty set and another share
+nothing (0).
+
+``candidates="auto"`` takes, for each threshold, the least ``k`` that found
+97 % of the pairs at or above it on a real-text corpus of 24,877 documents
+in 25 languages (``rsimhash._rsimhash.auto_candidates(t)`` says which):
+``k = 7`` at 0.9, ``k = 10`` at 0.8, ``k = 12`` at 0.7. ``rsimhash tune``
+measures the same on a sample of your corpus; pass what it recommends as
+``candidates=(mode, width, k)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _rsimhash, _texts
+
+__all__ = ["shingles", "similar_pairs"]
+
+CandidatesArg = Union[str, Tuple[str, int, int]]
+
+
+def similar_pairs(
+    texts: Any,
+    threshold: float = 0.9,
+    *,
+    shingles: str = "words",
+    width: int = 3,
+    candidates: CandidatesArg = "auto",
+    ids: Any = None,
+    measure: str = "jaccard",
+    threads: Optional[int] = None,
+    progress: Any = None,
+) -> Tuple[np.ndarray, np.ndarray]:
+    """Every pair of texts whose shingle sets are at least ``threshold``
+    alike, among the candidates: ``(pairs, similarity)``, a ``(P, 2)``
+    ``uint64`` array (positions, or ``ids``: smaller first, rows sorted)
+    and a ``float32`` array.
+
+    ``texts``: a list, tuple, numpy object array or iterable of ``str``, a
+    pandas or polars Series, or a pyarrow string array (read in place).
+    ``candidates``: ``"auto"``, or ``(mode, width, k)``: fingerprints of
+    that mode and width within ``k`` bits. ``progress``: as in
+    ``rsimhash.batch`` (a bar on a terminal by default).
+
+    >>> pairs, sim = rsimhash.similar_pairs(
+    ...     ["the cat sat on the mat today", "the cat sat on the mat today!", "dogs bark"], 0.9)
+    >>> pairs.tolist(), sim.tolist()
+    ([[0, 1]], [1.0])
+    """
+    corpus = SimilarCorpus(threshold, shingles=shingles, width=width, candidates=candidates, measure=measure)
+    corpus.add(texts, threads=threads)
+    pairs, sims = corpus.pairs(threads=threads, progress=progress)
+    if ids is not None:
+        pairs, sims = _by_ids(pairs, sims, _ids(ids, len(corpus)))
+    return pairs, sims
+
+
+def shingles(text: str, *, mode: str = "words", width: Optional[int] = None) -> np.ndarray:
+    """The shingle set of one text: the distinct FNV-1a 64 hashes of its SPEC
+    v1 shingles (``mode`` ``"words"``: tokens joined by single spaces, width
+    3 by default; ``"chars"``: windows of the normalized text, width 4), as
+    a sorted ``uint64`` array.
+
+    >>> rsimhash.shingles("A b, a B") == np.unique([rsimhash.fnv1a64(s) for s in ("a b a", "b a b")])
+    array([ True,  True])
+    """
+    offsets, hashes = _rsimhash.shingle_sets([text], mode=mode, width=width)
+    return hashes
+
+
+class SimilarCorpus:
+    """Texts gathered for verified near-duplicates a chunk at a time (each
+    text's candidate fingerprint and shingle set are made as it is added,
+    about 8 bytes a distinct shingle), then all their pairs, the dedup or
+    the clusters. ``similar_pairs`` and ``dedup(..., jaccard=)`` use it; the
+    command line adds its records chunk by chunk."""
+
+    def __init__(self, threshold: float, *, shingles: str = "words", width: Optional[int] = 3,
+                 candidates: CandidatesArg = "auto", measure: str = "jaccard"):
+        self._core = _rsimhash.SimilarCorpus(
+            _threshold(threshold), measure=measure, shingles=shingles, width=width, candidates=candidates_arg(candidates))
+
+    def add(self, texts: Any, *, threads: Optional[int] = None) -> None:
+        for piece in _texts.pieces(texts):
+            self._core.add(piece.core() if isinstance(piece, _texts.ArrowBuffers) else piece, threads=threads)
+
+    def pairs(self, *, threads: Optional[int] = None, progress: Any = None) -> Tuple[np.ndarray, np.ndarray]:
+        return _with_bars(progress, "similar pairs", lambda bars: self._core.pairs(threads=threads, progress=bars))
+
+    def dedup(self, *, threads: Optional[int] = None, progress: Any = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(keep, dropped, matched, similarity)``: the keep mask in the order
+        added, the positions dropped, the earliest kept text each matched and
+        their similarity."""
+        return _with_bars(progress, "dedup", lambda bars: self._core.dedup(threads=threads, progress=bars))
+
+    def clusters(self, *, method: str = "connected", min_size: int = 2, threads: Optional[int] = None,
+                 progress: Any = None) -> Tuple[np.ndarray, np.ndarray]:
+        """``(members, starts)``: positions of each cluster's texts, cluster by cluster."""
+        return _with_bars(progress, "clusters", lambda bars: self._core.clusters(
+            method=method, min_size=min_size, threads=threads, progress=bars))
+
+    @property
+    def candidates(self) -> Tuple[str, int, int]:
+        """The candidates' ``(mode, width, k)``."""
+        return self._core.candidates
+
+    @property
+    def nbytes(self) -> int:
+        return self._core.nbytes
+
+    def __len__(self) -> int:
+        return len(self._core)
+
+
+def candidates_arg(candidates: CandidatesArg) -> Optional[Tuple[str, Optional[int], int]]:
+    """``None`` for ``"auto"``, else a checked ``(mode, width, k)``."""
+    if isinstance(candidates, str):
+        if candidates != "auto":
+            raise ValueError(f'candidates must be "auto" or a (mode, width, k) tuple, got {candidates!r}')
+        return None
+    try:
+        mode, width, k = candidates
+    except (TypeError, ValueError):
+        raise TypeError(f'candidates must be "auto" or a (mode, width, k) tuple, got {candidates!r}') from None
+    for name, value in (("width", width), ("k", k)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
+            raise TypeError(f"the candidates' {name} must be an int, got {type(value).__name__}")
+    if not isinstance(mode, str):
+        raise TypeError(f"the candidates' mode must be \"words\" or \"chars\", got {type(mode).__name__}")
+    return mode, None if width is None else int(width), int(k)
+
+
+def _threshold(threshold: Any) -> float:
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.integer, np.floating)):
+        raise TypeError(f"threshold must be a number in (0, 1], got {type(threshold).__name__}")
+    return float(threshold)
+
+
+def _with_bars(progress: Any, desc: str, job: Any) -> Any:
+    from .batch._outputs import Bars
+
+    bars = Bars(progress, desc)
+    try:
+        return job(bars)
+    finally:
+        bars.close()
+
+
+def _ids(ids: Any, n: int) -> np.ndarray:
+    arr = np.asarray(ids)
+    if arr.dtype != np.uint64:
+        raise TypeError(f"ids must be a uint64 array, got dtype {arr.dtype}; convert with np.asarray(ids, dtype=np.uint64)")
+    if arr.ndim != 1 or len(arr) != n:
+        raise ValueError(f"ids must hold one id per text: {arr.shape} for {n} texts")
+    return arr
+
+
+def _by_ids(pairs: np.ndarray, sims: np.ndarray, ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Pairs of positions as pairs of ids, smaller first, rows sorted."""
+    a, b = ids[pairs[:, 0]], ids[pairs[:, 1]]
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    order = np.lexsort((hi, lo))
+    return np.stack([lo[order], hi[order]], axis=1).reshape(-1, 2), sims[order]
