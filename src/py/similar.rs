@@ -269,8 +269,16 @@ impl PyPairSweep {
         Ok(PyPairSweep { inner: std::sync::Mutex::new(Some(PairSweep::new(n as usize))) })
     }
 
-    /// The next alike pairs, as `StreamVerifier.feed` returns them (later, earlier, similarity).
-    fn feed(&self, higher: PyReadonlyArray1<'_, u64>, lower: PyReadonlyArray1<'_, u64>, similarity: PyReadonlyArray1<'_, f32>) -> PyResult<()> {
+    /// The next alike pairs, as `StreamVerifier.feed` returns them (later,
+    /// earlier, similarity): the documents they drop, `(dropped, matched, similarity)`.
+    #[allow(clippy::type_complexity)]
+    fn feed<'py>(
+        &self,
+        py: Python<'py>,
+        higher: PyReadonlyArray1<'py, u64>,
+        lower: PyReadonlyArray1<'py, u64>,
+        similarity: PyReadonlyArray1<'py, f32>,
+    ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<f32>>)> {
         let (hi, lo) = (higher.as_array(), lower.as_array());
         if hi.len() != lo.len() {
             return Err(PyValueError::new_err(format!("higher and lower differ in length: {} and {}", hi.len(), lo.len())));
@@ -282,7 +290,8 @@ impl PyPairSweep {
         let sims = similarity.as_array().to_vec();
         let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let sweep = guard.as_mut().ok_or_else(|| PyValueError::new_err("this PairSweep has given its answer already"))?;
-        Ok(sweep.feed(&pairs, &sims)?)
+        let (dropped, matched, sims) = sweep.feed(&pairs, &sims)?;
+        Ok((PyArray1::from_slice(py, dropped), PyArray1::from_slice(py, matched), PyArray1::from_slice(py, sims)))
     }
 
     /// `(keep, dropped, matched, similarity)`; ends the sweep.

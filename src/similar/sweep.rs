@@ -29,16 +29,18 @@ impl PairSweep {
     /// Takes the next alike pairs `higher << 32 | lower` with their
     /// similarity, ascending over all calls. When `(j, i)` comes, every
     /// pair of a later document `i` has come, so `keep[i]` is final and
-    /// the first kept `i` is the earliest.
+    /// the first kept `i` is the earliest. Returns the documents these
+    /// pairs dropped: `(dropped, matched, similarity)`, ascending.
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for lengths that differ, pairs out of
     /// order, or a document past `n`.
-    pub fn feed(&mut self, pairs: &[u64], similarity: &[f32]) -> Result<()> {
+    pub fn feed(&mut self, pairs: &[u64], similarity: &[f32]) -> Result<(&[u32], &[u32], &[f32])> {
         if pairs.len() != similarity.len() {
             return Err(Error::invalid("similarity", "one value per pair", format!("{} for {} pairs", similarity.len(), pairs.len())));
         }
         let n = self.dedup.keep.len() as u64;
+        let before = self.similarity.len();
         for (&p, &s) in pairs.iter().zip(similarity) {
             let (j, i) = (p >> 32, p & u64::from(u32::MAX));
             if j >= n || i >= j || self.last.is_some_and(|l| l >= p) {
@@ -53,7 +55,8 @@ impl PairSweep {
                 self.similarity.push(s);
             }
         }
-        self.components.feed(pairs)
+        self.components.feed(pairs)?;
+        Ok((&self.dedup.dropped[before..], &self.dedup.matched[before..], &self.similarity[before..]))
     }
 
     /// The dedup and the similarity of each dropped document to its match.
@@ -83,8 +86,8 @@ mod tests {
         // 0~1, 1~2 (1 dropped, so 2 stays), 0~3, 2~4.
         let pairs = [1 << 32, 2 << 32 | 1, 3 << 32, 4 << 32 | 2];
         let mut s = PairSweep::new(6);
-        s.feed(&pairs[..2], &[0.9, 0.8]).unwrap();
-        s.feed(&pairs[2..], &[0.95, 1.0]).unwrap();
+        assert_eq!(s.feed(&pairs[..2], &[0.9, 0.8]).unwrap(), (&[1u32][..], &[0u32][..], &[0.9f32][..]));
+        assert_eq!(s.feed(&pairs[2..], &[0.95, 1.0]).unwrap(), (&[3u32, 4][..], &[0u32, 2][..], &[0.95f32, 1.0][..]));
         assert!(s.feed(&[2 << 32], &[0.5]).is_err(), "out of order");
         let (d, sims) = PairSweep::new(6).tap_feed(&pairs, &[0.9, 0.8, 0.95, 1.0]).dedup();
         assert_eq!(d.keep, [true, false, true, false, false, true]);
