@@ -31,6 +31,16 @@ Example::
     n = rsimhash.batch.find_all("fps/", k=3, out="pairs.npy", memory_limit="8GiB")
     keep = rsimhash.batch.dedup(fps, k=3)                   # bool mask
     ids, labels = rsimhash.batch.clusters(fps, k=3)         # cluster members
+
+Verified near-duplicates (``similar_pairs``, ``similar_dedup``,
+``similar_clusters``) take texts instead of fingerprints: a column in
+memory, JSON lines or Parquet files, or a function that reads them in
+chunks. They read the texts twice (fingerprints first, then the shingle
+sets of the texts that candidates name; see ``_similar.py``), so memory
+stays bounded for corpora larger than RAM::
+
+    pairs, sim = rsimhash.batch.similar_pairs("corpus.jsonl", 0.9, memory_limit="4GiB")
+    keep = rsimhash.batch.similar_dedup("corpus.parquet", 0.8, column="body")
 """
 
 from __future__ import annotations
@@ -46,7 +56,7 @@ from .. import _rsimhash as _core
 from ._outputs import Atomic, Bars, cluster_rows, pairs_npy_to_parquet, write_clusters
 from ._sources import check_writable, memory_limit as _memory_limit, parent_of, parse_memory, resolve
 
-__all__ = ["clusters", "dedup", "find_all", "parse_memory"]
+__all__ = ["clusters", "dedup", "find_all", "parse_memory", "similar_clusters", "similar_dedup", "similar_pairs"]
 
 Progress = Union[None, bool, Callable[..., Any]]
 Memory = Union[None, int, float, str]
@@ -189,6 +199,144 @@ def clusters(source: Any, k: int = 3, *, method: str = "connected", min_size: in
         labels = np.repeat(np.arange(len(sizes), dtype=np.uint64), sizes)
         pos = members.astype(np.uint64)
         return (pos if r.ids is None else r.ids[pos]), labels
+
+
+def similar_pairs(texts: Any, threshold: float = 0.9, *, shingles: str = "words", width: Optional[int] = 3,
+                  candidates: Any = "auto", measure: str = "jaccard", ids: Any = None, column: str = "text",
+                  memory_limit: Memory = None, workdir: Any = None, threads: Optional[int] = None,
+                  progress: Progress = None) -> Tuple[np.ndarray, np.ndarray]:
+    """Every pair of texts whose shingle sets are at least ``threshold``
+    alike among the candidates, as ``rsimhash.similar_pairs`` finds them
+    (the same pairs and values): ``(pairs, similarity)``, a ``(P, 2)``
+    ``uint64`` array (positions, or ``ids``; smaller first, rows sorted)
+    and a ``float32`` array. Only the pairs found are held in memory.
+
+    ``texts``: a column in memory (list, numpy, pandas, polars or pyarrow),
+    a path (``str`` or ``os.PathLike``) or a list of ``os.PathLike`` paths
+    of JSON lines (maybe gzip or zstd) or Parquet files whose ``column``
+    holds the text, or a function returning a fresh iterable of chunks of
+    texts each time it is called (it is called twice).
+
+    >>> texts = ["the cat sat on the mat today", "the cat sat on the mat today!", "dogs bark"]
+    >>> pairs, sim = rsimhash.batch.similar_pairs(texts, 0.9)
+    >>> pairs.tolist(), sim.tolist()
+    ([[0, 1]], [1.0])
+    """
+    found: list = []
+
+    def each(higher: np.ndarray, lower: np.ndarray, sims: np.ndarray, *_: Any) -> None:
+        if len(higher):
+            found.append((higher, lower, sims))
+
+    n = _verified(texts, threshold, each, shingles=shingles, width=width, candidates=candidates, measure=measure,
+                  column=column, memory_limit=memory_limit, workdir=workdir, threads=threads, progress=progress,
+                  desc="similar_pairs")
+    hi = np.concatenate([f[0] for f in found]) if found else np.empty(0, np.uint64)
+    lo = np.concatenate([f[1] for f in found]) if found else np.empty(0, np.uint64)
+    sims = np.concatenate([f[2] for f in found]) if found else np.empty(0, np.float32)
+    if ids is not None:
+        from ..similar import _by_ids, _ids
+
+        return _by_ids(np.stack([lo, hi], axis=1).reshape(-1, 2), sims, _ids(ids, n))
+    order = np.lexsort((hi, lo))
+    return np.stack([lo[order], hi[order]], axis=1).reshape(-1, 2), sims[order]
+
+
+def similar_dedup(texts: Any, threshold: float = 0.9, *, shingles: str = "words", width: Optional[int] = 3,
+                  candidates: Any = "auto", measure: str = "jaccard", column: str = "text",
+                  memory_limit: Memory = None, workdir: Any = None, threads: Optional[int] = None,
+                  progress: Progress = None, return_matched: bool = False) -> Any:
+    """The keep mask of the verified dedup: ``False`` exactly for each text
+    at least ``threshold`` alike a text kept before it, among the
+    candidates (the answer of ``rsimhash.dedup(texts, jaccard=threshold)``).
+    ``texts`` as in ``similar_pairs``. With ``return_matched=True``,
+    ``(keep, matched, similarity)``: the earliest kept text each dropped
+    one is alike (each kept text itself) and their similarity (1 when kept).
+
+    >>> rsimhash.batch.similar_dedup(["a b c d e f g", "a b c d e f g h", "x y z"], 0.5).tolist()
+    [True, False, True]
+    """
+    drops: list = []
+
+    def each(_h: Any, _l: Any, _s: Any, dropped: np.ndarray, matched: np.ndarray, sims: np.ndarray) -> None:
+        if len(dropped):
+            drops.append((dropped, matched, sims))
+
+    n = _verified(texts, threshold, each, shingles=shingles, width=width, candidates=candidates, measure=measure,
+                  column=column, memory_limit=memory_limit, workdir=workdir, threads=threads, progress=progress,
+                  desc="similar_dedup")
+    keep = np.ones(n, dtype=bool)
+    matched = np.arange(n, dtype=np.uint64)
+    similarity = np.ones(n, dtype=np.float32)
+    for d, m, sim in drops:
+        keep[d] = False
+        matched[d] = m
+        similarity[d] = sim
+    return (keep, matched, similarity) if return_matched else keep
+
+
+def similar_clusters(texts: Any, threshold: float = 0.9, *, method: str = "connected", min_size: int = 2,
+                     shingles: str = "words", width: Optional[int] = 3, candidates: Any = "auto",
+                     measure: str = "jaccard", ids: Any = None, column: str = "text", memory_limit: Memory = None,
+                     workdir: Any = None, threads: Optional[int] = None,
+                     progress: Progress = None) -> Tuple[np.ndarray, np.ndarray]:
+    """Clusters of texts linked by verified pairs, as ``(ids, labels)`` in the
+    layout of ``clusters``: ``"connected"`` components of the alike pairs,
+    or ``"leader"`` clusters of the verified dedup (each text joins the
+    earliest kept text it is alike). ``texts`` as in ``similar_pairs``.
+
+    >>> ids, labels = rsimhash.batch.similar_clusters(["a b c d e f g", "x y z", "a b c d e f g h"], 0.5)
+    >>> ids.tolist(), labels.tolist()
+    ([0, 2], [0, 0])
+    """
+    if isinstance(min_size, bool) or not isinstance(min_size, (int, np.integer)) or min_size < 1:
+        raise ValueError(f"min_size must be an int of at least 1, got {min_size!r}")
+    if method not in ("connected", "leader"):
+        raise ValueError(f'method must be "connected" or "leader", got {method!r}')
+    sweeps: list = []
+    n = _verified(texts, threshold, None, shingles=shingles, width=width, candidates=candidates, measure=measure,
+                  column=column, memory_limit=memory_limit, workdir=workdir, threads=threads, progress=progress,
+                  desc="similar_clusters", sweep_out=sweeps)
+    members, starts = sweeps[0].clusters(method=method, min_size=int(min_size))
+    id_arr = None
+    if ids is not None:
+        from ..similar import _ids
+
+        id_arr = _ids(ids, n)
+        if len(id_arr) > 1 and not bool(np.all(id_arr[1:] > id_arr[:-1])):
+            members, starts = _by_id(members, starts, id_arr)
+    sizes = np.diff(starts).astype(np.int64)
+    labels = np.repeat(np.arange(len(sizes), dtype=np.uint64), sizes)
+    pos = members.astype(np.uint64)
+    return (pos if id_arr is None else id_arr[pos]), labels
+
+
+def _verified(texts: Any, threshold: float, each: Any, *, shingles: str, width: Optional[int], candidates: Any,
+              measure: str, column: str, memory_limit: Memory, workdir: Any, threads: Optional[int],
+              progress: Progress, desc: str, sweep_out: Optional[list] = None) -> int:
+    """Both passes of a verified job; ``each`` gets each piece's
+    ``TwoPass.verify`` answer. Returns the number of texts."""
+    from ._similar import Settings, TwoPass
+    from ._texts_in import reader
+
+    settings = Settings(threshold, measure=measure, shingles=shingles, width=width, candidates=candidates)
+    read = reader(texts, column)
+    with ExitStack() as stack:
+        job = _Job(stack, k=settings.candidates[2], memory_limit=memory_limit, workdir=workdir, out=None,
+                   threads=threads, progress=progress, blocks=None, tables=None, spill=None, desc=desc)
+        two = TwoPass(settings, job.spill_dir(), threads=threads)
+        stack.callback(two.close)
+        for piece in read():
+            two.add(piece)
+        two.candidates(job.kwargs)
+        for piece in read():
+            answer = two.verify(piece)
+            if each is not None:
+                each(*answer)
+        two.check_done()
+        if sweep_out is not None:
+            sweep_out.append(two.sweep)
+        return two.count
 
 
 def _by_id(members: np.ndarray, starts: np.ndarray, ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:

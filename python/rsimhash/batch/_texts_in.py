@@ -1,0 +1,56 @@
+"""Texts for the verified batch jobs, readable twice in the same order: a
+column in memory, JSON lines or Parquet files, or a function that reads
+them in chunks."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Iterator, List
+
+from .. import _texts
+
+Reader = Callable[[], Iterator[Any]]
+
+
+def reader(texts: Any, column: str) -> Reader:
+    """A function giving the texts' pieces (see ``_texts.pieces``) from the start each time."""
+    if callable(texts):
+        return lambda: _pieces_of(texts())
+    if isinstance(texts, (str, os.PathLike)):
+        return _files_reader([os.fspath(texts)], column)
+    if isinstance(texts, (list, tuple)) and texts and all(isinstance(t, os.PathLike) for t in texts):
+        return _files_reader([os.fspath(t) for t in texts], column)
+    if not _texts.kind(texts) and iter(texts) is texts:
+        raise TypeError("texts is read twice: give a sequence, a column, paths or a function that "
+                        "returns a fresh iterable of chunks, not a one-shot iterator")
+    pieces = list(_texts.pieces(texts))
+    return lambda: iter(pieces)
+
+
+def _pieces_of(chunks: Any) -> Iterator[Any]:
+    for chunk in chunks:
+        yield from _texts.pieces(chunk)
+
+
+def _files_reader(paths: List[str], column: str) -> Reader:
+    for path in paths:
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"texts: no such file: {path!r}")
+
+    def read() -> Iterator[Any]:
+        from ..cli.errors import CliError
+        from ..cli.inputs import Source, guess_format
+
+        for path in paths:
+            fmt = guess_format(path, "auto")
+            if fmt not in ("json", "parquet"):
+                raise ValueError(f"{path}: verified jobs read texts from JSON lines or Parquet files, "
+                                 f"not {fmt} files")
+            try:
+                with Source(path, fmt, text_column=column, need_ids=False) as source:
+                    for chunk in source.chunks():
+                        yield from _texts.pieces(chunk.texts)
+            except CliError as e:
+                raise ValueError(str(e)) from None
+
+    return read
