@@ -8,6 +8,13 @@ given more than once also pairs with itself, once: ``[x, x]``. (The
 original treats its input as a set of values; so does this, apart from that
 self-pair.)
 
+With ``--jaccard T`` the input is records with text (JSON lines or
+Parquet) and the output a TSV ``id_a<TAB>id_b<TAB>jaccard`` (or
+``containment``): every pair of records whose shingle sets are at least T
+alike among the candidates, by input position of ``id_a`` then ``id_b``
+(``id_a`` the earlier record), the similarity to 6 decimals (see
+``verified.py``).
+
 Inputs whose in-memory index would not fit ``--memory-limit`` go through
 the batch engine instead: the fingerprints are spilled to a ``.npy`` file
 in ``--workdir``, their distinct values kept (a batch dedup at distance 0),
@@ -17,6 +24,7 @@ and the pairs found one table at a time, within the limit.
 from __future__ import annotations
 
 import argparse
+from itertools import chain
 from typing import Any, Dict
 
 import numpy as np
@@ -28,7 +36,8 @@ from .options import (
 )
 from .outputs import Outputs
 from .progress import Progress, count
-from .spill import Fingerprints, Workspace, engine_part
+from .spill import Fingerprints, Ids, Workspace, copy_stdin, engine_part
+from . import verified
 
 # Bytes a fingerprint costs on the in-memory path: the array, np.unique's
 # copies and an Index of the distinct values (about 100 bytes an item).
@@ -42,6 +51,7 @@ a value given twice also pairs with itself: [x, x].
 
 example:
   rsimhash find-all --input hashes.txt --distance 3 --blocks 6 --output pairs.jsonl
+  rsimhash find-all --input corpus.jsonl --jaccard 0.9 --output pairs.tsv
 """
 
 
@@ -50,12 +60,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", "-o", metavar="FILE", default="-",
                    help="the pairs, one JSON array per line; - writes stdout. Default: %(default)s")
     add_distance(p, what="fingerprints of a pair")
-    add_text(p, ids=False)
+    add_text(p)
+    verified.add_arguments(p, "pairs of records")
     add_memory(p)
     add_run(p)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.jaccard is not None:
+        return _run_verified(args)
     index = make_index(args.distance, args.blocks)
     limit = memory_limit(args)
     with open_source(args, need_ids=False, formats=FORMATS) as source, Outputs() as outs, \
@@ -126,3 +139,61 @@ def _pairs_batch(path: str, args: argparse.Namespace, limit: int, workspace: Wor
     del distinct
     values = values[np.lexsort((values[:, 1], values[:, 0]))]
     return _with_self_pairs(values, twice), n
+
+
+def _run_verified(args: argparse.Namespace) -> int:
+    """``--jaccard``: the verified pairs of records, as a TSV."""
+    opts = verified.settings(args)
+    limit = memory_limit(args)
+    if args.format == "lines":  # the default of fingerprints; records are guessed by name
+        args.format = "auto"
+    with Workspace(args.workdir, args.output) as workspace, Outputs() as outs:
+        path = args.input
+        if args.input == "-" and (args.memory_limit is not None or args.workdir is not None):
+            path = copy_stdin(workspace)
+        with open_source(args, path=path) as source:
+            verified.check_format(source)
+            out = outs.open(args.output)
+            progress = Progress("find-all", source.total, args.quiet)
+            chunks = prefetch(source.chunks())
+            first = next(chunks, None)
+            gathered = verified.Gathered(args, opts, source, first, path, limit, workspace)
+            ids = Ids(limit // 256, workspace)
+            try:
+                for chunk in chain([first], chunks) if first is not None else chunks:
+                    gathered.add(chunk, args.threads)
+                    ids.extend(chunk.ids)
+                    progress.update(source.position(), source.records)
+                progress.close()
+                ids.finish()
+                lower, higher, sims = _verified_pairs(gathered, args)
+                out.write(f"id_a\tid_b\t{verified.similarity_column(args)}\n".encode("ascii"))
+                step = 1 << 16
+                for lo in range(0, len(lower), step):
+                    a, b = ids.text(lower[lo:lo + step].tolist()), ids.text(higher[lo:lo + step].tolist())
+                    s = verified.fmt(sims[lo:lo + step])
+                    out.write("".join(f"{x}\t{y}\t{z}\n" for x, y, z in zip(a, b, s)).encode("utf-8"))
+            finally:
+                gathered.close()
+                ids.close()
+            progress.summary("find-all", [
+                count(source.records, "record") + " read",
+                count(len(lower), "pair") + f" at least {args.jaccard:g} alike ({args.measure})",
+                bad_lines_part(source),
+            ] + ([engine_part(workspace)] if gathered.two is not None else []), source.nbytes)
+    return 0
+
+
+def _verified_pairs(gathered: "verified.Gathered", args: argparse.Namespace) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
+    """``(lower, higher, similarity)`` positions of the verified pairs, sorted."""
+    if gathered.corpus is not None:
+        corpus = gathered.corpus
+        pairs, sims = verified.with_bars(args, "find-all", lambda bars: corpus.pairs(threads=args.threads, progress=bars))
+        return pairs[:, 0], pairs[:, 1], sims
+    assert gathered.two is not None
+    found = [(h, lo, s) for _, h, lo, s, *_ in gathered.two.again() if len(h)]
+    hi = np.concatenate([f[0] for f in found]) if found else np.empty(0, np.uint64)
+    lo = np.concatenate([f[1] for f in found]) if found else np.empty(0, np.uint64)
+    sims = np.concatenate([f[2] for f in found]) if found else np.empty(0, np.float32)
+    order = np.lexsort((hi, lo))
+    return lo[order], hi[order], sims[order]
