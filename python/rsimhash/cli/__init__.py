@@ -1,10 +1,10 @@
 """The ``rsimhash`` command line: ``main(argv=None) -> int``.
 
 One sub-command per job, each in its own module with ``add_arguments`` and
-``run``: ``dedup``, ``cluster``, ``find-all``, ``fingerprint`` and
-``index build|add|query|info|verify``. Every error ends the run with one line
-on stderr (``rsimhash: error: FILE:LINE: message``) and a non-zero exit code,
-never a traceback; see ``errors.py`` for the codes.
+``run``: ``dedup``, ``cluster``, ``find-all``, ``fingerprint``,
+``index build|add|query|info|verify`` and ``tune``. Every error ends the run
+with one line on stderr (``rsimhash: error: FILE:LINE: message``) and a
+non-zero exit code, never a traceback; see ``errors.py`` for the codes.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import os
 import sys
 from typing import List, NoReturn, Optional, Sequence
 
-from . import cluster, dedup, find_all, fingerprint, index
+from . import cluster, dedup, find_all, fingerprint, index, tune
 from .errors import EXIT_BROKEN_PIPE, EXIT_INTERRUPT, EXIT_USAGE, PROG, CliError, UsageError
 
 __all__ = ["main"]
@@ -25,6 +25,7 @@ COMMANDS = (
     ("find-all", find_all),
     ("fingerprint", fingerprint),
     ("index", index),
+    ("tune", tune),
 )
 
 DESCRIPTION = """\
@@ -38,6 +39,7 @@ examples:
   rsimhash find-all --input hashes.txt --distance 3
   rsimhash fingerprint --input corpus.jsonl --output hashes.tsv
   rsimhash index build --input corpus.jsonl --output corpus.rsh
+  rsimhash tune --input corpus.jsonl --jaccard 0.9 --plot curves.png
 
 exit codes: 0 done; 1 bad input data or files; 2 bad command line; 130 interrupted.
 """
