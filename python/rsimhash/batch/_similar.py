@@ -54,9 +54,10 @@ class Settings:
     def fingerprints(self, piece: Any, threads: Optional[int]) -> np.ndarray:
         """The candidate fingerprints of a piece of texts."""
         mode, width, _ = self.candidates
-        if isinstance(piece, ArrowBuffers):
-            return _core.fingerprints_arrow(*piece.core(), mode=mode, width=width, threads=threads)
-        return _core.fingerprints(piece, mode=mode, width=width, threads=threads)
+        texts = core_piece(piece)
+        if isinstance(texts, tuple):  # Arrow buffers (offsets, data)
+            return _core.fingerprints_arrow(*texts, mode=mode, width=width, threads=threads)
+        return _core.fingerprints(texts, mode=mode, width=width, threads=threads)
 
 
 class TwoPass:

@@ -17,15 +17,23 @@ record of each that nothing before it matched.
 Inputs whose in-memory index would not fit ``--memory-limit`` go through
 the batch engine: fingerprints and ids are spilled to ``--workdir`` as they
 are read and the clusters found one table at a time; the output is the same.
+
+``--jaccard T`` links two records when their shingle sets are at least T
+alike, checked exactly for each candidate pair of fingerprints
+(``verified.py``), and writes the TSV ``id<TAB>cluster`` in the same order;
+``leader`` is then the verified dedup's grouping (each removed record with
+the earliest kept record it is alike).
 """
 
 from __future__ import annotations
 
 import argparse
+from itertools import chain
 from typing import Any, Iterator, List, Tuple
 
 import numpy as np
 
+from . import verified
 from .pipeline import fingerprints_of, prefetch
 from .options import (
     add_distance, add_input, add_memory, add_run, add_text, bad_lines_part, make_index, memory_limit, open_source,
@@ -33,7 +41,7 @@ from .options import (
 )
 from .outputs import Outputs
 from .progress import Progress, count
-from .spill import Fingerprints, Ids, Workspace, engine_part
+from .spill import Fingerprints, Ids, Workspace, copy_stdin, engine_part
 
 # Bytes a record costs on the in-memory path: its fingerprint, its id as a
 # Python object, its share of the Index and of the cluster lists.
@@ -67,11 +75,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", choices=("connected", "leader"), default="connected",
                    help="connected: components of the within-K graph; leader: in input order each "
                         "record joins the first leader within K or becomes one. Default: %(default)s")
+    verified.add_arguments(p, "link records")
     add_memory(p)
     add_run(p)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.jaccard is not None:
+        return _run_verified(args)
     index = make_index(args.distance, args.blocks)
     limit = memory_limit(args)
     with open_source(args, limit=args.sample, formats=("json", "hash", "parquet")) as source, \
@@ -133,3 +144,63 @@ def _clusters_batch(path: str, args: argparse.Namespace, min_size: int, limit: i
     cuts: List[int] = (np.flatnonzero(np.diff(labels)) + 1).tolist()
     for number, (lo, hi) in enumerate(zip([0] + cuts, cuts + [len(labels)])):
         yield number, positions[lo:hi]
+
+
+def _run_verified(args: argparse.Namespace) -> int:
+    """``--jaccard``: clusters of records linked by verified pairs, as the TSV ``id<TAB>cluster``."""
+    opts = verified.settings(args)
+    limit = memory_limit(args)
+    min_size = 1 if args.all else 2
+    with Workspace(args.workdir, args.output) as workspace, Outputs() as outs:
+        path = args.input
+        if args.input == "-" and (args.memory_limit is not None or args.workdir is not None):
+            path = copy_stdin(workspace)
+        with open_source(args, path=path, limit=args.sample, formats=("json", "hash", "parquet")) as source:
+            verified.check_format(source)
+            out = outs.open(args.output)
+            progress = Progress("cluster", source.total, args.quiet)
+            chunks = prefetch(source.chunks())
+            first = next(chunks, None)
+            gathered = verified.Gathered(args, opts, source, first, path, limit, workspace)
+            ids = Ids(limit // IN_MEMORY_BYTES, workspace)
+            clusters = members = 0
+            try:
+                for chunk in chain([first], chunks) if first is not None else chunks:
+                    gathered.add(chunk, args.threads)
+                    ids.extend(chunk.ids)
+                    progress.update(source.position(), source.records)
+                progress.close()
+                ids.finish()
+                positions, starts = _verified_clusters(gathered, args, min_size)
+                out.write(b"id\tcluster\n")
+                bounds = starts.astype(np.int64).tolist()
+                for number, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+                    text = ids.text(positions[lo:hi].tolist())
+                    out.write("".join(f"{i}\t{number}\n" for i in text).encode("utf-8"))
+                    members += hi - lo
+                    clusters = number + 1
+            finally:
+                gathered.close()
+                ids.close()
+            what = "clusters" if args.all else "clusters of two or more"
+            progress.summary("cluster", [
+                count(source.records, "record") + " read",
+                f"{clusters:,} {what} holding {count(members, 'record')} "
+                f"({args.measure} at least {args.jaccard:g})",
+                bad_lines_part(source),
+            ] + ([engine_part(workspace)] if gathered.two is not None else []), source.nbytes)
+    return 0
+
+
+def _verified_clusters(gathered: "verified.Gathered", args: argparse.Namespace,
+                       min_size: int) -> Tuple[np.ndarray, np.ndarray]:
+    """``(member positions, cluster starts)``: clusters in the order of their
+    first record, members in input order."""
+    if gathered.corpus is not None:
+        corpus = gathered.corpus
+        return verified.with_bars(args, "cluster", lambda bars: corpus.clusters(
+            method=args.method, min_size=min_size, threads=args.threads, progress=bars))
+    assert gathered.two is not None
+    for _ in gathered.two.again():
+        pass
+    return gathered.two.two.sweep.clusters(method=args.method, min_size=min_size)

@@ -17,6 +17,11 @@ Memory: the index (a few tens of bytes per kept record) plus, with
 would not fit ``--memory-limit`` (estimated from its size and its first
 chunk) goes through the batch engine in two passes instead (see
 ``dedup_batch.py``), with the same output.
+
+``--jaccard T`` removes instead each record whose shingle set is at least T
+alike the set of a record kept before it, checked exactly for each
+candidate pair of fingerprints (``dedup_verified.py``); ``--removed`` then
+names the similarity, not the distance.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import Any, Iterator, List, Optional
 import numpy as np
 
 from .._optional import module
+from . import verified
 from .inputs import Chunk, Source
 from .pipeline import fingerprints_of, prefetch
 from .options import (
@@ -65,6 +71,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "record and the kept record it is a near-duplicate of")
     add_text(p)
     add_distance(p)
+    verified.add_arguments(p, "remove records alike an earlier kept one")
     add_memory(p)
     add_run(p)
 
@@ -89,6 +96,8 @@ class _Kept:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.jaccard is not None:
+        verified.settings(args)  # a bad combination of flags fails before any file is touched
     index = make_index(args.distance, args.blocks)
     limit = memory_limit(args)
     explicit = args.memory_limit is not None or args.workdir is not None
@@ -101,11 +110,15 @@ def run(args: argparse.Namespace) -> int:
         with open_source(args, need_ids=need_ids, full_rows=True, path=path) as source, Outputs() as outs:
             out = outs.open(args.output)
             removed = outs.open(args.removed) if args.removed is not None else None
-            if removed is not None:
-                removed.write(b"id\tduplicate_of\tdistance\n")
             chunks = prefetch(source.chunks())
             first = next(chunks, None)
             rest = chain([first], chunks) if first is not None else chunks
+            if args.jaccard is not None:
+                from . import dedup_verified
+
+                return dedup_verified.run(args, source, rest, first, out, removed, limit, workspace, path)
+            if removed is not None:
+                removed.write(b"id\tduplicate_of\tdistance\n")
             per_record = IN_MEMORY_BYTES + (ID_BYTES if need_ids else 0)
             if path != "-" and (path != args.input or _estimated_records(source) * per_record > limit):
                 from .dedup_batch import dedup_batch

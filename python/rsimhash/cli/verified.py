@@ -119,6 +119,7 @@ class SecondPass:
 
         self.args, self.workspace, self.path, self.limit, self.full_rows = args, workspace, path, limit, full_rows
         self.two = TwoPass(opts, workspace.path, threads=args.threads)
+        self.source: Optional[Source] = None  # the second reading, while ``again`` runs
 
     def first(self, chunk: Chunk) -> None:
         for piece in pieces(chunk):
@@ -129,6 +130,7 @@ class SecondPass:
             memory_limit=self.limit, workdir=self.workspace.path, threads=self.args.threads, progress=bars)))
         with open_source(self.args, need_ids=False, full_rows=self.full_rows, path=self.path,
                          limit=getattr(self.args, "sample", None), quiet_bad_lines=True) as again:
+            self.source = again
             for chunk in prefetch(again.chunks()):
                 answers = [self.two.verify(p) for p in pieces(chunk)]
                 yield (chunk,) + tuple(_concat([a[i] for a in answers]) for i in range(6))  # type: ignore[misc]

@@ -1,0 +1,140 @@
+"""``rsimhash dedup --jaccard T``: the input minus every record whose shingle
+set is at least T alike (``--measure``) the set of a record kept before it,
+checked exactly for each candidate pair of fingerprints (``verified.py``).
+
+In memory, one pass: the records go through ``OnlineDedup`` a chunk at a
+time, which holds the kept records' sets only. When those could outgrow
+``--memory-limit`` (estimated from the input's size), two passes: candidate
+fingerprints spilled and paired by the batch engine, then the records read
+again and each candidate checked when its later record comes; a chunk's
+kept records are written as soon as its pairs are checked. Both write the
+same bytes: the kept records as read, in input order, and with
+``--removed`` a TSV ``id<TAB>duplicate_of<TAB>jaccard`` (or
+``containment``) naming for each removed record the earliest kept record
+it is alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+from array import array
+from bisect import bisect_left
+from typing import Any, Iterator, List, Optional
+
+import numpy as np
+
+from . import verified
+from .inputs import Chunk, Source
+from .options import bad_lines_part
+from .outputs import Output
+from .progress import Progress, count
+from .spill import Ids, Workspace, engine_part
+
+
+class _KeptIds:
+    """Position and id of each kept record, to name what a removed one matched."""
+
+    def __init__(self) -> None:
+        self.pos = array("Q")
+        self.ids: List[Any] = []
+
+    def add(self, positions: List[int], ids: List[Any]) -> None:
+        self.pos.extend(positions)
+        self.ids.extend(ids)
+
+    def find(self, position: int) -> Any:
+        return self.ids[bisect_left(self.pos, position)]
+
+
+def run(args: argparse.Namespace, source: Source, chunks: Iterator[Chunk], first: Optional[Chunk], out: Output,
+        removed: Optional[Output], limit: int, workspace: Workspace, path: str) -> int:
+    opts = verified.settings(args)
+    verified.check_format(source)
+    if removed is not None:
+        removed.write(f"id\tduplicate_of\t{verified.similarity_column(args)}\n".encode("ascii"))
+    fits = path == "-" or first is None or \
+        verified.text_bytes(source) * verified.SET_BYTES_PER_TEXT_BYTE <= limit
+    if fits and path == args.input:
+        return _in_memory(args, opts, source, chunks, out, removed)
+    return _two_pass(args, opts, source, chunks, out, removed, limit, workspace, path)
+
+
+def _in_memory(args: argparse.Namespace, opts: Any, source: Source, chunks: Iterator[Chunk], out: Output,
+               removed: Optional[Output]) -> int:
+    from .. import _rsimhash
+    from .dedup import KeptWriter
+
+    online = _rsimhash.OnlineDedup(opts.threshold, **verified.core_settings(opts))
+    writer = KeptWriter(out, source)
+    kept = _KeptIds() if removed is not None else None
+    progress = Progress("dedup", source.total, args.quiet)
+    position = n_removed = 0
+    for chunk in chunks:
+        answers = [online.add(piece, threads=args.threads) for piece in verified.pieces(chunk)]
+        keep = np.concatenate([a[0] for a in answers]) if answers else np.zeros(0, bool)
+        writer.write(chunk, keep)
+        if kept is not None and removed is not None:
+            new = np.flatnonzero(keep).tolist()
+            kept.add([position + j for j in new], [chunk.ids[j] for j in new])
+            gone = np.flatnonzero(~keep)
+            if len(gone):
+                matched = np.concatenate([a[1] for a in answers])[gone].tolist()
+                sims = verified.fmt(np.concatenate([a[2] for a in answers])[gone])
+                names = [chunk.ids[j] for j in gone.tolist()]
+                removed.write("".join(f"{a}\t{kept.find(m)}\t{s}\n" for a, m, s in zip(names, matched, sims))
+                              .encode("utf-8"))
+        n_removed += len(keep) - int(np.count_nonzero(keep))
+        position += len(keep)
+        progress.update(source.position(), source.records)
+    writer.close()
+    summary(progress, args, source, n_removed, [])
+    return 0
+
+
+def _two_pass(args: argparse.Namespace, opts: Any, source: Source, chunks: Iterator[Chunk], out: Output,
+              removed: Optional[Output], limit: int, workspace: Workspace, path: str) -> int:
+    from .dedup import KeptWriter
+
+    progress = Progress("dedup", source.total, args.quiet)
+    second = verified.SecondPass(args, opts, workspace, path, limit, full_rows=True)
+    ids = Ids(0, workspace) if removed is not None else None
+    try:
+        for chunk in chunks:
+            second.first(chunk)
+            if ids is not None:
+                ids.extend(chunk.ids)
+            progress.update(source.position(), source.records)
+        progress.close()
+        if ids is not None:
+            ids.finish()
+        writer = KeptWriter(out, source)
+        again_progress = Progress("dedup: writing", source.total, args.quiet)
+        position = n_removed = 0
+        for chunk, _, _, _, dropped, matched, sims in second.again():
+            keep = np.ones(len(chunk), bool)
+            keep[dropped.astype(np.int64) - position] = False
+            writer.write(chunk, keep)
+            if ids is not None and removed is not None and len(dropped):
+                names, others = ids.text(dropped.tolist()), ids.text(matched.tolist())
+                removed.write("".join(f"{a}\t{b}\t{s}\n" for a, b, s in zip(names, others, verified.fmt(sims)))
+                              .encode("utf-8"))
+            n_removed += len(dropped)
+            position += len(chunk)
+            again_progress.update(second.source.position(), second.source.records)
+        writer.close()
+        again_progress.close()
+    finally:
+        second.close()
+        if ids is not None:
+            ids.close()
+    summary(progress, args, source, n_removed, [engine_part(workspace)])
+    return 0
+
+
+def summary(progress: Progress, args: argparse.Namespace, source: Source, n_removed: int, more: List[str]) -> None:
+    progress.summary("dedup", [
+        count(source.records, "record") + " read",
+        f"{n_removed:,} removed as near-duplicates ({args.measure} at least {args.jaccard:g})",
+        f"{source.records - n_removed:,} kept",
+        bad_lines_part(source),
+    ] + more, source.nbytes)
