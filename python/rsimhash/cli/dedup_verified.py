@@ -120,7 +120,8 @@ def _two_pass(args: argparse.Namespace, opts: Any, source: Source, chunks: Itera
                               .encode("utf-8"))
             n_removed += len(dropped)
             position += len(chunk)
-            again_progress.update(second.source.position(), second.source.records)
+            if second.source is not None:
+                again_progress.update(second.source.position(), second.source.records)
         writer.close()
         again_progress.close()
     finally:
