@@ -383,7 +383,7 @@ impl Run {
         if dead.len() != ids.len().div_ceil(64) {
             return Err(format!("{} words of dead bits for {} ids", dead.len(), ids.len()));
         }
-        if ids.len() % 64 != 0 && dead.last().is_some_and(|&w| w >> (ids.len() % 64) != 0) {
+        if !ids.len().is_multiple_of(64) && dead.last().is_some_and(|&w| w >> (ids.len() % 64) != 0) {
             return Err("dead bits past the last id".into());
         }
         let dead_count = dead.iter().map(|w| w.count_ones() as usize).sum();

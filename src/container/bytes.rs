@@ -59,7 +59,7 @@ impl Bytes {
     /// align it), so that [`Bytes::as_u64s`] works on the result.
     pub fn from_vec(v: Vec<u8>) -> Bytes {
         let len = v.len();
-        let storage = if (v.as_ptr() as usize) % 8 == 0 {
+        let storage = if (v.as_ptr() as usize).is_multiple_of(8) {
             Storage::Vec(v)
         } else {
             let mut words = vec![0u64; len.div_ceil(8)];
@@ -135,7 +135,7 @@ impl Bytes {
             return Ok(&[]);
         }
         bytemuck::try_cast_slice(bytes).map_err(|_| {
-            let why = if bytes.len() % size != 0 {
+            let why = if !bytes.len().is_multiple_of(size) {
                 format!("{} bytes are not a whole number of {size}-byte values", bytes.len())
             } else {
                 format!("they do not start on a {size}-byte boundary")
