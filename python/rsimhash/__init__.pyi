@@ -71,7 +71,7 @@ def similar_pairs(
     threshold: float = 0.9,
     *,
     shingles: str = "words",
-    width: int = 3,
+    width: Union[int, None] = None,
     candidates: Union[str, tuple[str, int, int]] = "auto",
     ids: Union[npt.NDArray[np.uint64], None] = None,
     measure: str = "jaccard",

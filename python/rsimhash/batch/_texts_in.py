@@ -23,13 +23,18 @@ def reader(texts: Any, column: str) -> Reader:
     if not _texts.kind(texts) and iter(texts) is texts:
         raise TypeError("texts is read twice: give a sequence, a column, paths or a function that "
                         "returns a fresh iterable of chunks, not a one-shot iterator")
-    pieces = list(_texts.pieces(texts))
+    pieces = [_untuple(p) for p in _texts.pieces(texts)]
     return lambda: iter(pieces)
 
 
 def _pieces_of(chunks: Any) -> Iterator[Any]:
     for chunk in chunks:
-        yield from _texts.pieces(chunk)
+        yield from map(_untuple, _texts.pieces(chunk))
+
+
+def _untuple(piece: Any) -> Any:
+    """A tuple of texts as a list: past here a tuple is Arrow buffers ``(offsets, data)``."""
+    return list(piece) if isinstance(piece, tuple) else piece
 
 
 def _files_reader(paths: List[str], column: str) -> Reader:
