@@ -277,12 +277,17 @@ def _verified_table(r: Results) -> List[str]:
     return out
 
 
+def _median(hist: np.ndarray) -> str:
+    position = st.median_position(hist)
+    return "-" if position is None else str(position)  # no neighbours: fewer than two documents
+
+
 def _leading(r: Results) -> List[str]:
-    rand = st.median_position(r.random_xor)
+    rand = _median(r.random_xor)
     out = [f"leading 1-bit of the XOR of sorted neighbours (0 = top bit): median {rand} for random fingerprints"]
     for name, hist in r.xor.items():
         total = max(1, int(hist.sum()))
-        out.append(f"  {name:<16} median {st.median_position(hist)}, equal neighbours "
+        out.append(f"  {name:<16} median {_median(hist)}, equal neighbours "
                    f"{100 * hist[64] / total:.1f} %, within 20 bits of the bottom {100 * hist[44:64].sum() / total:.1f} %")
     return out
 
