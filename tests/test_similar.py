@@ -612,14 +612,20 @@ def test_batch_auto_and_other_shingles_equal_memory(planted, measure, tmp_path):
     assert os.listdir(tmp_path / "w") == []
 
 
-def test_chars_sets_default_to_the_same_width_everywhere():
+def test_chars_width_defaults():
+    """similar_pairs and batch.similar_* default to width 3 in either mode
+    (API.md's signature); dedup(jaccard=, mode="chars") to the mode's 4, as
+    fingerprints do. With the width given, all agree."""
     texts = ["abcdefgh", "abcdefgx"]  # Jaccard 5/7 of 3-grams, 4/6 of 4-grams
     kw = dict(candidates=("words", 1, 16))
-    assert batch.similar_dedup(texts, 0.7, shingles="chars", progress=False, **kw).tolist() == \
-        rsimhash.dedup(texts, jaccard=0.7, mode="chars", **kw).tolist()
     _, sims = rsimhash.similar_pairs(texts, 0.1, shingles="chars", progress=False, **kw)
-    a, b = (set(rsimhash.shingles(t, mode="chars").tolist()) for t in texts)
-    assert sims.tolist() == [float(np.float32(len(a & b) / len(a | b)))]
+    a, b = (set(rsimhash.shingles(t, mode="chars", width=3).tolist()) for t in texts)
+    assert sims.tolist() == [float(np.float32(len(a & b) / len(a | b)))] == [float(np.float32(5 / 7))]
+    assert batch.similar_dedup(texts, 0.7, shingles="chars", progress=False, **kw).tolist() == [True, False]
+    assert rsimhash.dedup(texts, jaccard=0.7, mode="chars", **kw).tolist() == [True, True]
+    for width in (3, 4):
+        assert batch.similar_dedup(texts, 0.7, shingles="chars", width=width, progress=False, **kw).tolist() == \
+            rsimhash.dedup(texts, jaccard=0.7, mode="chars", width=width, **kw).tolist()
 
 
 @FEW

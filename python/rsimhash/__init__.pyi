@@ -71,7 +71,7 @@ def similar_pairs(
     threshold: float = 0.9,
     *,
     shingles: str = "words",
-    width: Union[int, None] = None,
+    width: Union[int, None] = 3,
     candidates: Union[str, tuple[str, int, int]] = "auto",
     ids: Union[npt.NDArray[np.uint64], None] = None,
     measure: str = "jaccard",

@@ -42,7 +42,7 @@ def similar_pairs(
     threshold: float = 0.9,
     *,
     shingles: str = "words",
-    width: Optional[int] = None,
+    width: Optional[int] = 3,
     candidates: CandidatesArg = "auto",
     ids: Any = None,
     measure: str = "jaccard",
@@ -57,8 +57,9 @@ def similar_pairs(
     ``texts``: a list, tuple, numpy object array or iterable of ``str``, a
     pandas or polars Series, or a pyarrow string array (read in place).
     A text's set holds the FNV-1a 64 hashes of its SPEC v1 shingles of
-    ``shingles`` (``"words"`` or ``"chars"``) and ``width`` (by default 3
-    words or 4 characters, as ``fingerprints`` takes them).
+    ``shingles`` (``"words"`` or ``"chars"``) and ``width`` (3 in either
+    mode unless given: pass ``width=4`` for the character 4-grams that
+    ``fingerprints`` and ``dedup(jaccard=, mode="chars")`` default to).
     ``candidates``: ``"auto"``, or ``(mode, width, k)``: fingerprints of
     that mode and width within ``k`` bits. ``progress``: as in
     ``rsimhash.batch`` (a bar on a terminal by default).
@@ -96,7 +97,7 @@ class SimilarCorpus:
     the clusters. ``similar_pairs`` and ``dedup(..., jaccard=)`` use it; the
     command line adds its records chunk by chunk."""
 
-    def __init__(self, threshold: float, *, shingles: str = "words", width: Optional[int] = None,
+    def __init__(self, threshold: float, *, shingles: str = "words", width: Optional[int] = 3,
                  candidates: CandidatesArg = "auto", measure: str = "jaccard"):
         self._core = _rsimhash.SimilarCorpus(
             _threshold(threshold), measure=measure, shingles=shingles, width=width, candidates=candidates_arg(candidates))

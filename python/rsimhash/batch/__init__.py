@@ -201,7 +201,7 @@ def clusters(source: Any, k: int = 3, *, method: str = "connected", min_size: in
         return (pos if r.ids is None else r.ids[pos]), labels
 
 
-def similar_pairs(texts: Any, threshold: float = 0.9, *, shingles: str = "words", width: Optional[int] = None,
+def similar_pairs(texts: Any, threshold: float = 0.9, *, shingles: str = "words", width: Optional[int] = 3,
                   candidates: Any = "auto", measure: str = "jaccard", ids: Any = None, column: str = "text",
                   memory_limit: Memory = None, workdir: Any = None, threads: Optional[int] = None,
                   progress: Progress = None) -> Tuple[np.ndarray, np.ndarray]:
@@ -242,7 +242,7 @@ def similar_pairs(texts: Any, threshold: float = 0.9, *, shingles: str = "words"
     return np.stack([lo[order], hi[order]], axis=1).reshape(-1, 2), sims[order]
 
 
-def similar_dedup(texts: Any, threshold: float = 0.9, *, shingles: str = "words", width: Optional[int] = None,
+def similar_dedup(texts: Any, threshold: float = 0.9, *, shingles: str = "words", width: Optional[int] = 3,
                   candidates: Any = "auto", measure: str = "jaccard", column: str = "text",
                   memory_limit: Memory = None, workdir: Any = None, threads: Optional[int] = None,
                   progress: Progress = None, return_matched: bool = False) -> Any:
@@ -276,7 +276,7 @@ def similar_dedup(texts: Any, threshold: float = 0.9, *, shingles: str = "words"
 
 
 def similar_clusters(texts: Any, threshold: float = 0.9, *, method: str = "connected", min_size: int = 2,
-                     shingles: str = "words", width: Optional[int] = None, candidates: Any = "auto",
+                     shingles: str = "words", width: Optional[int] = 3, candidates: Any = "auto",
                      measure: str = "jaccard", ids: Any = None, column: str = "text", memory_limit: Memory = None,
                      workdir: Any = None, threads: Optional[int] = None,
                      progress: Progress = None) -> Tuple[np.ndarray, np.ndarray]:
