@@ -28,7 +28,6 @@ the earliest kept record it is alike).
 from __future__ import annotations
 
 import argparse
-from itertools import chain
 from typing import Any, Iterator, List, Tuple
 
 import numpy as np
@@ -41,7 +40,7 @@ from .options import (
 )
 from .outputs import Outputs
 from .progress import Progress, count
-from .spill import Fingerprints, Ids, Workspace, copy_stdin, engine_part
+from .spill import Fingerprints, Ids, Workspace, engine_part
 
 # Bytes a record costs on the in-memory path: its fingerprint, its id as a
 # Python object, its share of the Index and of the cluster lists.
@@ -152,26 +151,14 @@ def _run_verified(args: argparse.Namespace) -> int:
     limit = memory_limit(args)
     min_size = 1 if args.all else 2
     with Workspace(args.workdir, args.output) as workspace, Outputs() as outs:
-        path = args.input
-        if args.input == "-" and (args.memory_limit is not None or args.workdir is not None):
-            path = copy_stdin(workspace)
+        path = verified.input_path(args, workspace)
         with open_source(args, path=path, limit=args.sample, formats=("json", "hash", "parquet")) as source:
             verified.check_format(source)
             out = outs.open(args.output)
-            progress = Progress("cluster", source.total, args.quiet)
-            chunks = prefetch(source.chunks())
-            first = next(chunks, None)
-            gathered = verified.Gathered(args, opts, source, first, path, limit, workspace)
-            ids = Ids(limit // IN_MEMORY_BYTES, workspace)
             clusters = members = 0
-            try:
-                for chunk in chain([first], chunks) if first is not None else chunks:
-                    gathered.add(chunk, args.threads)
-                    ids.extend(chunk.ids)
-                    progress.update(source.position(), source.records)
-                progress.close()
-                ids.finish()
-                positions, starts = _verified_clusters(gathered, args, min_size)
+            with verified.gathered(args, opts, source, path, limit, workspace, "cluster", limit // IN_MEMORY_BYTES) \
+                    as (records, ids, progress):
+                positions, starts = _verified_clusters(records, args, min_size)
                 out.write(b"id\tcluster\n")
                 bounds = starts.astype(np.int64).tolist()
                 for number, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
@@ -179,16 +166,13 @@ def _run_verified(args: argparse.Namespace) -> int:
                     out.write("".join(f"{i}\t{number}\n" for i in text).encode("utf-8"))
                     members += hi - lo
                     clusters = number + 1
-            finally:
-                gathered.close()
-                ids.close()
             what = "clusters" if args.all else "clusters of two or more"
             progress.summary("cluster", [
                 count(source.records, "record") + " read",
                 f"{clusters:,} {what} holding {count(members, 'record')} "
                 f"({args.measure} at least {args.jaccard:g})",
                 bad_lines_part(source),
-            ] + ([engine_part(workspace)] if gathered.two is not None else []), source.nbytes)
+            ] + ([engine_part(workspace)] if records.two is not None else []), source.nbytes)
     return 0
 
 

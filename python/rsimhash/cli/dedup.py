@@ -164,9 +164,10 @@ def _in_memory(args: argparse.Namespace, index: Any, source: Source, chunks: Ite
 
 def summary(progress: Progress, args: argparse.Namespace, source: Source, n_removed: int, more: List[str]) -> None:
     """The run's summary line."""
+    rule = f"within {args.distance} bits" if args.jaccard is None else f"{args.measure} at least {args.jaccard:g}"
     progress.summary("dedup", [
         count(source.records, "record") + " read",
-        f"{n_removed:,} removed as near-duplicates (within {args.distance} bits)",
+        f"{n_removed:,} removed as near-duplicates ({rule})",
         f"{source.records - n_removed:,} kept",
         bad_lines_part(source),
     ] + more, source.nbytes)

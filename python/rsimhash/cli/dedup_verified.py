@@ -25,9 +25,8 @@ import numpy as np
 
 from . import verified
 from .inputs import Chunk, Source
-from .options import bad_lines_part
 from .outputs import Output
-from .progress import Progress, count
+from .progress import Progress
 from .spill import Ids, Workspace, engine_part
 
 
@@ -62,7 +61,7 @@ def run(args: argparse.Namespace, source: Source, chunks: Iterator[Chunk], first
 def _in_memory(args: argparse.Namespace, opts: Any, source: Source, chunks: Iterator[Chunk], out: Output,
                removed: Optional[Output]) -> int:
     from .. import _rsimhash
-    from .dedup import KeptWriter
+    from .dedup import KeptWriter, summary
 
     online = _rsimhash.OnlineDedup(opts.threshold, **verified.core_settings(opts))
     writer = KeptWriter(out, source)
@@ -93,7 +92,7 @@ def _in_memory(args: argparse.Namespace, opts: Any, source: Source, chunks: Iter
 
 def _two_pass(args: argparse.Namespace, opts: Any, source: Source, chunks: Iterator[Chunk], out: Output,
               removed: Optional[Output], limit: int, workspace: Workspace, path: str) -> int:
-    from .dedup import KeptWriter
+    from .dedup import KeptWriter, summary
 
     progress = Progress("dedup", source.total, args.quiet)
     second = verified.SecondPass(args, opts, workspace, path, limit, full_rows=True)
@@ -131,11 +130,3 @@ def _two_pass(args: argparse.Namespace, opts: Any, source: Source, chunks: Itera
     summary(progress, args, source, n_removed, [engine_part(workspace)])
     return 0
 
-
-def summary(progress: Progress, args: argparse.Namespace, source: Source, n_removed: int, more: List[str]) -> None:
-    progress.summary("dedup", [
-        count(source.records, "record") + " read",
-        f"{n_removed:,} removed as near-duplicates ({args.measure} at least {args.jaccard:g})",
-        f"{source.records - n_removed:,} kept",
-        bad_lines_part(source),
-    ] + more, source.nbytes)

@@ -24,7 +24,6 @@ and the pairs found one table at a time, within the limit.
 from __future__ import annotations
 
 import argparse
-from itertools import chain
 from typing import Any, Dict
 
 import numpy as np
@@ -36,7 +35,7 @@ from .options import (
 )
 from .outputs import Outputs
 from .progress import Progress, count
-from .spill import Fingerprints, Ids, Workspace, copy_stdin, engine_part
+from .spill import Fingerprints, Workspace, engine_part
 from . import verified
 
 # Bytes a fingerprint costs on the in-memory path: the array, np.unique's
@@ -148,39 +147,24 @@ def _run_verified(args: argparse.Namespace) -> int:
     if args.format == "lines":  # the default of fingerprints; records are guessed by name
         args.format = "auto"
     with Workspace(args.workdir, args.output) as workspace, Outputs() as outs:
-        path = args.input
-        if args.input == "-" and (args.memory_limit is not None or args.workdir is not None):
-            path = copy_stdin(workspace)
+        path = verified.input_path(args, workspace)
         with open_source(args, path=path) as source:
             verified.check_format(source)
             out = outs.open(args.output)
-            progress = Progress("find-all", source.total, args.quiet)
-            chunks = prefetch(source.chunks())
-            first = next(chunks, None)
-            gathered = verified.Gathered(args, opts, source, first, path, limit, workspace)
-            ids = Ids(limit // 256, workspace)
-            try:
-                for chunk in chain([first], chunks) if first is not None else chunks:
-                    gathered.add(chunk, args.threads)
-                    ids.extend(chunk.ids)
-                    progress.update(source.position(), source.records)
-                progress.close()
-                ids.finish()
-                lower, higher, sims = _verified_pairs(gathered, args)
+            with verified.gathered(args, opts, source, path, limit, workspace, "find-all", limit // 256) as \
+                    (records, ids, progress):
+                lower, higher, sims = _verified_pairs(records, args)
                 out.write(f"id_a\tid_b\t{verified.similarity_column(args)}\n".encode("ascii"))
                 step = 1 << 16
                 for lo in range(0, len(lower), step):
                     a, b = ids.text(lower[lo:lo + step].tolist()), ids.text(higher[lo:lo + step].tolist())
                     s = verified.fmt(sims[lo:lo + step])
                     out.write("".join(f"{x}\t{y}\t{z}\n" for x, y, z in zip(a, b, s)).encode("utf-8"))
-            finally:
-                gathered.close()
-                ids.close()
             progress.summary("find-all", [
                 count(source.records, "record") + " read",
                 count(len(lower), "pair") + f" at least {args.jaccard:g} alike ({args.measure})",
                 bad_lines_part(source),
-            ] + ([engine_part(workspace)] if gathered.two is not None else []), source.nbytes)
+            ] + ([engine_part(workspace)] if records.two is not None else []), source.nbytes)
     return 0
 
 

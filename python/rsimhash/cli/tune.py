@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import shlex
 import sys
@@ -39,6 +38,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from . import tune_stats as st
+from . import verified
 from .errors import UsageError
 from .inputs import guess_format
 from .options import MAX_K, add_run, bad_lines_part, distance, open_source, positive_int
@@ -68,16 +68,6 @@ DEFAULT_SAMPLE = 5000
 DEFAULT_WIDTH = {"words": 3, "chars": 4}
 
 
-def threshold(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
-    if not (math.isfinite(value) and 0 < value <= 1):
-        raise argparse.ArgumentTypeError(f"must be in (0, 1] (more than 0, at most 1), got {text}")
-    return value
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", "-i", metavar="FILE", required=True,
                    help="JSON lines or Parquet of texts; - reads stdin. gzip and zstd compression are recognised")
@@ -91,7 +81,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, metavar="S", default=None,
                    help="take a uniform random sample (reservoir, seeded with S) of the whole input instead "
                         "of its first records")
-    p.add_argument("--jaccard", type=threshold, metavar="T", default=0.9,
+    p.add_argument("--jaccard", type=verified.threshold, metavar="T", default=0.9,
                    help="least Jaccard similarity of the shingle sets of a true pair, in (0, 1]. Default: %(default)s")
     p.add_argument("--shingles", choices=("words", "chars"), default="words",
                    help="shingles of the truth's sets: words (W tokens) or chars (W characters), as "

@@ -19,6 +19,9 @@ Both give the same output.
 from __future__ import annotations
 
 import argparse
+import math
+from contextlib import contextmanager
+from itertools import chain
 from typing import Any, Iterator, List, Optional, Tuple
 
 import numpy as np
@@ -27,7 +30,8 @@ from .errors import UsageError
 from .inputs import Chunk, Source
 from .options import open_source
 from .pipeline import prefetch
-from .spill import Workspace
+from .progress import Progress
+from .spill import Ids, Workspace, copy_stdin
 
 # Bytes of memory per byte of (uncompressed) text that the in-memory path
 # of find-all and cluster holds: sets of 8-byte hashes, about one a word.
@@ -35,12 +39,13 @@ SET_BYTES_PER_TEXT_BYTE = 2
 
 
 def threshold(text: str) -> float:
+    """``--jaccard T``: a number in (0, 1]."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 1, got {text}")
+    if not (math.isfinite(value) and 0 < value <= 1):
+        raise argparse.ArgumentTypeError(f"must be in (0, 1] (more than 0, at most 1), got {text}")
     return value
 
 
@@ -144,13 +149,12 @@ def _concat(parts: List[np.ndarray]) -> np.ndarray:
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
-def two_pass_path(args: argparse.Namespace, workspace: Workspace) -> Optional[str]:
-    """The input to read twice: the file, or stdin copied into the workspace."""
-    if args.input != "-":
-        return str(args.input)
-    from .spill import copy_stdin
-
-    return copy_stdin(workspace)
+def input_path(args: argparse.Namespace, workspace: Workspace) -> str:
+    """The input as a job reads it: stdin is copied into the workspace when
+    a memory limit or work directory is given (it may be read twice)."""
+    if args.input == "-" and (args.memory_limit is not None or args.workdir is not None):
+        return copy_stdin(workspace)
+    return str(args.input)
 
 
 def similarity_column(args: argparse.Namespace) -> str:
@@ -203,3 +207,27 @@ class Gathered:
     def close(self) -> None:
         if self.two is not None:
             self.two.close()
+
+
+@contextmanager
+def gathered(args: argparse.Namespace, opts: Any, source: Source, path: str, limit: int, workspace: Workspace,
+             desc: str, id_cap: int) -> Iterator[Tuple[Gathered, Ids, Progress]]:
+    """Every record of ``source`` gathered for ``find-all`` or ``cluster``
+    (``Gathered``) with its id, read with a progress bar; the files they
+    hold are removed on the way out."""
+    progress = Progress(desc, source.total, args.quiet)
+    chunks = prefetch(source.chunks())
+    first = next(chunks, None)
+    records = Gathered(args, opts, source, first, path, limit, workspace)
+    ids = Ids(id_cap, workspace)
+    try:
+        for chunk in chain([first], chunks) if first is not None else chunks:
+            records.add(chunk, args.threads)
+            ids.extend(chunk.ids)
+            progress.update(source.position(), source.records)
+        progress.close()
+        ids.finish()
+        yield records, ids, progress
+    finally:
+        records.close()
+        ids.close()
