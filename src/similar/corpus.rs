@@ -7,7 +7,6 @@ use rayon::prelude::*;
 
 use super::{Similar, Verified, Verifier};
 use crate::batch::{self, ClusterMethod, Control, Dedup, Source};
-use crate::fingerprint::Fingerprinter;
 use crate::{Error, Result};
 
 /// Documents for verified near-duplicates: each one's candidate fingerprint
@@ -53,25 +52,7 @@ impl Corpus {
         if (self.len() + texts.len()) as u64 > batch::MAX_ITEMS {
             return Err(Error::invalid("texts", "at most 2**32-2 texts (split the corpus)", self.len() + texts.len()));
         }
-        let opts = self.opts;
-        let made = texts
-            .par_iter()
-            .enumerate()
-            .with_min_len(16)
-            .map_init(
-                || Fingerprinter::new(opts.candidates.shingling),
-                |f, (index, bytes)| {
-                    let text = std::str::from_utf8(bytes.as_ref()).map_err(|e| Error::InvalidUtf8 { index, valid_up_to: e.valid_up_to() })?;
-                    let (fp, set) = f.fingerprint_and_set(text, opts.sets);
-                    let set = set.to_vec();
-                    if index % 1024 == 0 {
-                        control.check()?;
-                    }
-                    control.advance(1);
-                    Ok((fp, set))
-                },
-            )
-            .collect::<Result<Vec<(u64, Vec<u64>)>>>()?;
+        let made = super::fingerprints_and_sets(texts, &self.opts, control)?;
         self.fps.reserve(made.len());
         self.sets.reserve(made.len());
         for (fp, set) in made {
@@ -177,6 +158,7 @@ pub fn similar_pairs_utf8<T: AsRef<[u8]> + Sync>(texts: &[T], opts: &Similar, co
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fingerprint::Fingerprinter;
     use crate::similar::{similarity, Candidates, Measure};
     use crate::{Mode, Shingling};
 

@@ -44,7 +44,10 @@ pub use overlap::{alike, similarity};
 pub use stream::StreamVerifier;
 pub use verify::Verifier;
 
-use crate::fingerprint::{Mode, Shingling};
+use rayon::prelude::*;
+
+use crate::batch::Control;
+use crate::fingerprint::{Fingerprinter, Mode, Shingling};
 use crate::{Error, Result};
 
 /// How two shingle sets are compared.
@@ -174,6 +177,32 @@ impl Similar {
 pub struct Verified {
     pub pairs: Vec<[u64; 2]>,
     pub similarity: Vec<f32>,
+}
+
+/// Each text's candidate fingerprint and shingle set (tokenized once), on
+/// all cores, in order.
+///
+/// # Errors
+/// [`Error::InvalidUtf8`] naming a text by its place in `texts`;
+/// [`Error::Interrupted`] when `control` is cancelled.
+fn fingerprints_and_sets<T: AsRef<[u8]> + Sync>(texts: &[T], opts: &Similar, control: &Control) -> Result<Vec<(u64, Vec<u64>)>> {
+    texts
+        .par_iter()
+        .enumerate()
+        .with_min_len(16)
+        .map_init(
+            || Fingerprinter::new(opts.candidates.shingling),
+            |f, (index, bytes)| {
+                let text = std::str::from_utf8(bytes.as_ref()).map_err(|e| Error::InvalidUtf8 { index, valid_up_to: e.valid_up_to() })?;
+                let (fp, set) = f.fingerprint_and_set(text, opts.sets);
+                if index % 1024 == 0 {
+                    control.check()?;
+                }
+                control.advance(1);
+                Ok((fp, set.to_vec()))
+            },
+        )
+        .collect()
 }
 
 #[cfg(test)]

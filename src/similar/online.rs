@@ -12,8 +12,7 @@ use rayon::prelude::*;
 use super::overlap::{alike_within, Buckets};
 use super::Similar;
 use crate::batch::{self, Control, Source};
-use crate::fingerprint::Fingerprinter;
-use crate::{Error, Index, Result};
+use crate::{Index, Result};
 
 /// A kept document's set and buckets.
 struct Kept {
@@ -86,19 +85,8 @@ impl OnlineDedup {
     /// kept documents; [`Error::Interrupted`] when `control` is cancelled.
     pub fn add_utf8<T: AsRef<[u8]> + Sync>(&mut self, texts: &[T], control: &Control) -> Result<ChunkDedup> {
         let opts = self.opts;
-        let made: Vec<(u64, Kept)> = texts
-            .par_iter()
-            .enumerate()
-            .with_min_len(16)
-            .map_init(
-                || Fingerprinter::new(opts.candidates.shingling),
-                |f, (index, bytes)| {
-                    let text = std::str::from_utf8(bytes.as_ref()).map_err(|e| Error::InvalidUtf8 { index, valid_up_to: e.valid_up_to() })?;
-                    let (fp, set) = f.fingerprint_and_set(text, opts.sets);
-                    Ok((fp, Kept::new(set.to_vec())))
-                },
-            )
-            .collect::<Result<_>>()?;
+        let made: Vec<(u64, Kept)> =
+            super::fingerprints_and_sets(texts, &opts, control)?.into_iter().map(|(fp, set)| (fp, Kept::new(set))).collect();
         control.check()?;
         let fps: Vec<u64> = made.iter().map(|m| m.0).collect();
         let n = fps.len();
@@ -173,7 +161,6 @@ impl OnlineDedup {
             }
         }
         self.seen += n as u64;
-        control.advance(n as u64);
         Ok(out)
     }
 }
