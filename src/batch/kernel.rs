@@ -515,12 +515,30 @@ impl<'d> TableKernel<'d> {
         for a in 0..n {
             let ka = keys[a];
             let va = _mm512_set1_epi64(ka as i64);
-            let mut b = a + 1;
-            while b + 8 <= n {
-                // SAFETY: keys[b..b + 8] is in bounds (b + 8 <= n).
+            // The mask of the keys b..b + 8 within k of `ka`.
+            let close8 = |b: usize| {
+                // SAFETY: callers keep b + 8 <= n, so keys[b..b + 8] is in bounds.
                 let vb = unsafe { _mm512_loadu_si512(keys.as_ptr().add(b).cast()) };
-                let close = _mm512_cmple_epu64_mask(_mm512_popcnt_epi64(_mm512_xor_si512(va, vb)), limit);
-                let mut m = close;
+                _mm512_cmple_epu64_mask(_mm512_popcnt_epi64(_mm512_xor_si512(va, vb)), limit)
+            };
+            let mut b = a + 1;
+            // Most steps find nothing: 32 keys a test of one combined mask.
+            while b + 32 <= n {
+                let mut m = u32::from(close8(b))
+                    | u32::from(close8(b + 8)) << 8
+                    | u32::from(close8(b + 16)) << 16
+                    | u32::from(close8(b + 24)) << 24;
+                while m != 0 {
+                    let j = b + m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    if self.design.reports(self.t, ka ^ keys[j]) {
+                        found.push(pack(pos[a], pos[j]));
+                    }
+                }
+                b += 32;
+            }
+            while b + 8 <= n {
+                let mut m = close8(b);
                 while m != 0 {
                     let j = b + m.trailing_zeros() as usize;
                     m &= m - 1;

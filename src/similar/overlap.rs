@@ -167,7 +167,10 @@ impl Buckets {
     /// An upper bound of the overlap of the two sets, when one has fewer
     /// than 65,535 values (else `None`).
     pub fn overlap_bound(&self, other: &Buckets, smaller_len: usize) -> Option<usize> {
-        (smaller_len < usize::from(u16::MAX)).then(|| self.0.iter().zip(&other.0).map(|(&x, &y)| usize::from(x.min(y))).sum())
+        // Summed in u32 (at most 256 * 65,535): a usize sum made the
+        // compiler widen every value to 64 bits, two lanes a step.
+        (smaller_len < usize::from(u16::MAX))
+            .then(|| self.0.iter().zip(&other.0).map(|(&x, &y)| u32::from(x.min(y))).sum::<u32>() as usize)
     }
 
     /// Whether sets `a` and `b` (with these buckets) may share `need` values.
