@@ -18,6 +18,7 @@ pub mod batch;
 mod cluster;
 mod codec;
 pub mod container;
+pub mod distributed;
 pub mod error;
 pub mod fingerprint;
 pub mod fnv;

@@ -11,6 +11,7 @@ __all__ = [
     "__version__",
     "Index",
     "SPEC_VERSION",
+    "ShuffleTables",
     "UNICODE_VERSION",
     "fnv1a64",
     "compute",
@@ -272,3 +273,17 @@ class Index:
         k: Union[int, None] = None,
     ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.uint64]]:
         """``(is_new, matched)``: each input, in order, is new unless a stored or earlier new item is within ``k``."""
+
+@final
+class ShuffleTables:
+    """The tables of a single-level design of ``blocks`` blocks for ``k``, as a distributed job's shuffle keys."""
+
+    def __new__(cls, k: int, blocks: int) -> "ShuffleTables": ...
+    @property
+    def k(self) -> int: ...
+    @property
+    def tables(self) -> int: ...
+    def prefix(self, table: int) -> int: ...
+    def keys(self, fps: Any) -> npt.NDArray[np.uint64]: ...
+    def group_pairs(self, table: int, fps: Any) -> npt.NDArray[np.uint32]: ...
+    def cross_pairs(self, table: int, a: Any, b: Any) -> npt.NDArray[np.uint32]: ...

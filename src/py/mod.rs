@@ -6,6 +6,7 @@
 mod batch;
 mod convert;
 mod detach;
+mod distributed;
 mod error;
 mod fingerprint;
 mod index;
@@ -23,6 +24,7 @@ fn _rsimhash(m: &Bound<'_, PyModule>) -> PyResult<()> {
     fingerprint::register(m)?;
     batch::register(m)?;
     similar::register(m)?;
+    distributed::register(m)?;
     m.add_class::<index::PyIndex>()?;
     Ok(())
 }

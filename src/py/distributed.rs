@@ -1,0 +1,103 @@
+//! `ShuffleTables`: the permuted tables as shuffle keys, for
+//! `rsimhash.spark` (see [`crate::distributed`]).
+
+use numpy::{PyArray1, PyArray2, PyArrayMethods};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+use super::convert::U64s;
+use super::detach;
+use crate::distributed::ShuffleTables;
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyShuffleTables>()
+}
+
+/// The tables of a single-level design of `blocks` blocks for `k`, as the
+/// keys of a distributed job's shuffle.
+#[pyclass(name = "ShuffleTables", module = "rsimhash._rsimhash", frozen)]
+pub(crate) struct PyShuffleTables {
+    inner: ShuffleTables,
+}
+
+fn u32_pairs(py: Python<'_>, pairs: Vec<(u32, u32)>) -> PyResult<Bound<'_, PyArray2<u32>>> {
+    let n = pairs.len();
+    let flat: Vec<u32> = pairs.into_iter().flat_map(|(i, j)| [i, j]).collect();
+    PyArray1::from_vec(py, flat).reshape([n, 2]).map_err(|e| PyRuntimeError::new_err(format!("internal error in rsimhash: {e}")))
+}
+
+impl PyShuffleTables {
+    fn table(&self, table: i64) -> PyResult<usize> {
+        let n = self.inner.tables();
+        usize::try_from(table)
+            .ok()
+            .filter(|&t| t < n)
+            .ok_or_else(|| PyValueError::new_err(format!("table must be from 0 to {}, got {table}", n - 1)))
+    }
+}
+
+#[pymethods]
+impl PyShuffleTables {
+    #[new]
+    fn new(k: i64, blocks: i64) -> PyResult<Self> {
+        let k = u32::try_from(k).map_err(|_| PyValueError::new_err(format!("k must be from 0 to 16, got {k}")))?;
+        let blocks = u32::try_from(blocks).map_err(|_| PyValueError::new_err(format!("blocks must be more than k, got {blocks}")))?;
+        Ok(PyShuffleTables { inner: ShuffleTables::new(k, blocks)? })
+    }
+
+    #[getter]
+    fn k(&self) -> u32 {
+        self.inner.k()
+    }
+
+    #[getter]
+    fn tables(&self) -> usize {
+        self.inner.tables()
+    }
+
+    /// Leading bits of a table's keys.
+    fn prefix(&self, table: i64) -> PyResult<u32> {
+        Ok(self.inner.prefix(self.table(table)?))
+    }
+
+    /// `(N, tables)` uint64: each fingerprint's key in every table.
+    fn keys<'py>(&self, py: Python<'py>, fps: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let fps = U64s::extract(fps, "fps")?;
+        let (values, tables) = (fps.as_slice(), self.inner.tables());
+        let inner = &self.inner;
+        let flat = detach::run(py, None, || {
+            let mut out = Vec::with_capacity(values.len() * tables);
+            for &fp in values {
+                out.extend((0..tables).map(|t| inner.key(t, fp)));
+            }
+            Ok(out)
+        })?;
+        PyArray1::from_vec(py, flat)
+            .reshape([values.len(), tables])
+            .map_err(|e| PyRuntimeError::new_err(format!("internal error in rsimhash: {e}")))
+    }
+
+    /// `(P, 2)` uint32 positions `i < j` of `fps` (distinct values sharing
+    /// `table`'s key) within k that `table` reports.
+    fn group_pairs<'py>(&self, py: Python<'py>, table: i64, fps: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray2<u32>>> {
+        let t = self.table(table)?;
+        let fps = U64s::extract(fps, "fps")?;
+        let (values, inner) = (fps.as_slice(), &self.inner);
+        let pairs = detach::run(py, None, || Ok(inner.group_pairs(t, values)))?;
+        u32_pairs(py, pairs)
+    }
+
+    /// `(P, 2)` uint32 positions `(i in a, j in b)` of two parts of one
+    /// group of `table` within k that `table` reports.
+    fn cross_pairs<'py>(&self, py: Python<'py>, table: i64, a: &Bound<'py, PyAny>, b: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray2<u32>>> {
+        let t = self.table(table)?;
+        let (a, b) = (U64s::extract(a, "a")?, U64s::extract(b, "b")?);
+        let (a, b, inner) = (a.as_slice(), b.as_slice(), &self.inner);
+        let pairs = detach::run(py, None, || Ok(inner.cross_pairs(t, a, b)))?;
+        u32_pairs(py, pairs)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("ShuffleTables(k={}, tables={})", self.inner.k(), self.inner.tables())
+    }
+}
