@@ -76,6 +76,60 @@ impl ShuffleTables {
         out
     }
 
+    /// The pairs of many groups in one call: the rows of each `(table, key,
+    /// cell)` together, sorted by `side` (keys may sort as signed or
+    /// unsigned values: only equal ones need be together), where a cell is a group, or in a group cut into parts
+    /// one part or one pair of parts. `side` is 0 in a cell of one part,
+    /// and 1 or 2 in a cell of two, for the part a row is in. Returns
+    /// positions `(i, j)` of the rows: a cell of one part gives
+    /// [`Self::group_pairs`] (`i < j`), one of two [`Self::cross_pairs`]
+    /// (`i` on side 1), none when a side is empty.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidParameter`] for columns of unequal lengths,
+    /// a table past the design's, or sides out of order in a cell.
+    pub fn sorted_pairs(&self, tables: &[u32], keys: &[u64], cells: &[u64], sides: &[u8], fps: &[u64]) -> Result<Vec<(u32, u32)>> {
+        let n = fps.len();
+        if [tables.len(), keys.len(), cells.len(), sides.len()].iter().any(|&l| l != n) {
+            return Err(crate::Error::invalid("columns", "one value per row in each", "columns of different lengths"));
+        }
+        let row = |i: usize| (tables[i], keys[i], cells[i], sides[i]);
+        let mut out = Vec::new();
+        let mut start = 0;
+        while start < n {
+            let t = tables[start] as usize;
+            if t >= self.tables() {
+                return Err(crate::Error::invalid("table", "a table of the design", t));
+            }
+            let mut split = start;
+            let mut end = start + 1;
+            while end < n && row(end).0 == row(start).0 && row(end).1 == row(start).1 && row(end).2 == row(start).2 {
+                if sides[end] < sides[end - 1] {
+                    return Err(crate::Error::invalid("rows", "of a cell sorted by side", format!("row {end} out of order")));
+                }
+                end += 1;
+            }
+            let base = start as u32;
+            if sides[start] == 0 {
+                if sides[end - 1] != 0 {
+                    return Err(crate::Error::invalid("sides", "0 for every row of a cell of one part", sides[end - 1]));
+                }
+                out.extend(self.group_pairs(t, &fps[start..end]).into_iter().map(|(i, j)| (base + i, base + j)));
+            } else {
+                while split < end && sides[split] == 1 {
+                    split += 1;
+                }
+                if sides[end - 1] > 2 {
+                    return Err(crate::Error::invalid("sides", "0, 1 or 2", sides[end - 1]));
+                }
+                let other = split as u32;
+                out.extend(self.cross_pairs(t, &fps[start..split], &fps[split..end]).into_iter().map(|(i, j)| (base + i, other + j)));
+            }
+            start = end;
+        }
+        Ok(out)
+    }
+
     #[inline]
     fn push_if_reported(&self, t: usize, x: u64, i: u32, j: u32, out: &mut Vec<(u32, u32)>) {
         if x.count_ones() <= self.design.k() && self.design.reports(t, x) {
@@ -138,6 +192,40 @@ mod tests {
             prop_assert!(got.windows(2).all(|w| w[0] < w[1]), "a pair twice");
             prop_assert_eq!(got, brute(&values, k));
         }
+    }
+
+    #[test]
+    fn sorted_rows_give_each_group_its_pairs() {
+        let s = ShuffleTables::new(3, 5).unwrap();
+        let values: Vec<u64> = (0..200u64).map(|i| (i % 5) << 60 | (i * 0x9E37_79B9) & 0xFF).collect::<BTreeSet<_>>().into_iter().collect();
+        // Every table's rows, groups cut into two parts of one cell each
+        // and the cross cell, as the shuffle would sort them.
+        let mut rows: Vec<(u32, u64, u64, u8, u64)> = Vec::new();
+        for t in 0..s.tables() {
+            for &v in &values {
+                let part = v & 1;
+                rows.push((t as u32, s.key(t, v), part * 3, 0, v)); // the cell of its own part
+                rows.push((t as u32, s.key(t, v), 1, part as u8 + 1, v)); // the cell of parts 0 and 1
+            }
+        }
+        rows.sort_unstable();
+        let col = |f: fn(&(u32, u64, u64, u8, u64)) -> u64| rows.iter().map(f).collect::<Vec<u64>>();
+        let tables: Vec<u32> = rows.iter().map(|r| r.0).collect();
+        let sides: Vec<u8> = rows.iter().map(|r| r.3).collect();
+        let (keys, cells, fps) = (col(|r| r.1), col(|r| r.2), col(|r| r.4));
+        let mut got: Vec<(u64, u64)> = s
+            .sorted_pairs(&tables, &keys, &cells, &sides, &fps)
+            .unwrap()
+            .into_iter()
+            .map(|(i, j)| (fps[i as usize].min(fps[j as usize]), fps[i as usize].max(fps[j as usize])))
+            .collect();
+        got.sort_unstable();
+        assert_eq!(got, brute(&values, 3));
+        let mut unsorted = sides.clone();
+        let i = (1..sides.len()).find(|&i| sides[i] > sides[i - 1] && cells[i] == cells[i - 1] && keys[i] == keys[i - 1]).unwrap();
+        unsorted.swap(i - 1, i);
+        assert!(s.sorted_pairs(&tables, &keys, &cells, &unsorted, &fps).is_err());
+        assert!(s.sorted_pairs(&tables[1..], &keys, &cells, &sides, &fps).is_err());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! `ShuffleTables`: the permuted tables as shuffle keys, for
 //! `rsimhash.spark` (see [`crate::distributed`]).
 
-use numpy::{PyArray1, PyArray2, PyArrayMethods};
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
@@ -94,6 +94,25 @@ impl PyShuffleTables {
         let (a, b) = (U64s::extract(a, "a")?, U64s::extract(b, "b")?);
         let (a, b, inner) = (a.as_slice(), b.as_slice(), &self.inner);
         let pairs = detach::run(py, None, || Ok(inner.cross_pairs(t, a, b)))?;
+        u32_pairs(py, pairs)
+    }
+
+    /// `(P, 2)` uint32 row positions: the pairs of many groups at once, rows
+    /// of each `(table, key, cell)` together and sorted by side (see the
+    /// core's `ShuffleTables::sorted_pairs`).
+    #[allow(clippy::too_many_arguments)]
+    fn sorted_pairs<'py>(
+        &self,
+        py: Python<'py>,
+        tables: PyReadonlyArray1<'py, u32>,
+        keys: PyReadonlyArray1<'py, u64>,
+        cells: PyReadonlyArray1<'py, u64>,
+        sides: PyReadonlyArray1<'py, u8>,
+        fps: PyReadonlyArray1<'py, u64>,
+    ) -> PyResult<Bound<'py, PyArray2<u32>>> {
+        let (tables, keys, cells, sides, fps) = (tables.to_vec()?, keys.to_vec()?, cells.to_vec()?, sides.to_vec()?, fps.to_vec()?);
+        let inner = &self.inner;
+        let pairs = detach::run(py, None, || inner.sorted_pairs(&tables, &keys, &cells, &sides, &fps))?;
         u32_pairs(py, pairs)
     }
 
