@@ -1,0 +1,265 @@
+"""rsimhash's batch jobs on Apache Spark (``pip install "rsimhash[spark]"``).
+
+Spark partitions, shuffles and retries; the Rust core does the work inside
+each task, as in the paper's MapReduce batch mode (§3.3):
+
+* ``fingerprint_column(df, text_col)``: SPEC v1 fingerprints in Arrow
+  batches (``mapInArrow``), as signed longs holding the same 64 bits.
+* ``near_duplicate_pairs(df, id_col, fp_col, k)``: every pair within ``k``:
+  one row per distinct fingerprint and table, grouped by the table's
+  permuted prefix, each group's pairs found by the core, each pair emitted
+  by its first agreeing table only (no global distinct). Copies of one
+  fingerprint collapse before the shuffle; an oversized group is cut into
+  parts spread over tasks.
+* ``near_duplicates_of(df_new, old, k)``: new fingerprints against a corpus
+  (a DataFrame or an rsimhash index file): the smaller side becomes an
+  index file shipped to the executors, the larger side streams past it.
+* ``clusters(pairs)``: connected components with DataFrame operations
+  (large-star / small-star, checkpointed); ``dedup(df, text_col, id_col)``:
+  the whole job, one row kept per cluster (the smallest id).
+
+Spark has no unsigned 64-bit type: fingerprints are ``long`` columns holding
+the same bits (``to_signed`` / ``to_unsigned`` convert exactly).
+
+    >>> rsimhash.spark.to_signed(2**64 - 1)
+    -1
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional, Union
+
+import numpy as np
+
+from ._signed import to_signed, to_unsigned
+
+__all__ = [
+    "to_signed",
+    "to_unsigned",
+    "fingerprint_column",
+    "near_duplicate_pairs",
+    "near_duplicates_of",
+    "clusters",
+    "dedup",
+]
+
+_INSTALL = 'pip install "rsimhash[spark]"'
+
+
+def _require() -> None:
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise ImportError(f"rsimhash.spark needs PySpark, which is not installed; install it with: {_INSTALL}") \
+            from None
+
+
+def _check_k(k: Any) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k <= 16:
+        raise ValueError(f"k must be an int from 0 to 16, got {k!r}")
+    return int(k)
+
+
+def fingerprint_column(df: Any, text_col: str, out_col: str = "simhash", *, mode: str = "words",
+                       width: Optional[int] = None, nulls: str = "error") -> Any:
+    """``df`` with a column ``out_col`` of SPEC v1 fingerprints of
+    ``text_col``, as signed longs holding the fingerprints' 64 bits
+    (``to_unsigned`` gives them back). Computed in Arrow batches by
+    ``rsimhash.fingerprints``, texts read in place.
+
+    A null text stops the job with an error naming the column
+    (``nulls="error"``), or gets a null fingerprint (``nulls="keep"``).
+
+    >>> out = rsimhash.spark.fingerprint_column(spark.createDataFrame([("a b c",)], ["text"]), "text")
+    >>> rsimhash.spark.to_unsigned(out.first()["simhash"]) == rsimhash.fingerprint("a b c")
+    True
+    """
+    _require()
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    from .. import fingerprints
+
+    if text_col not in df.columns:
+        raise ValueError(f"no column {text_col!r} in the DataFrame (its columns: {', '.join(df.columns)})")
+    if not isinstance(df.schema[text_col].dataType, StringType):
+        raise TypeError(f"column {text_col!r} must hold strings, got {df.schema[text_col].dataType.simpleString()}")
+    if out_col in df.columns:
+        raise ValueError(f"the DataFrame has a column {out_col!r} already: pick another out_col")
+    if nulls not in ("error", "keep"):
+        raise ValueError(f'nulls must be "error" or "keep", got {nulls!r}')
+    fingerprints(["probe"], mode=mode, width=width)  # a bad mode or width fails here, not in a task
+    schema = StructType(df.schema.fields + [StructField(out_col, LongType(), nulls == "keep")])
+    position = df.columns.index(text_col)
+
+    def run(batches: Any) -> Any:
+        import pyarrow as pa
+
+        import rsimhash
+
+        for batch in batches:
+            texts = batch.column(position)
+            if texts.null_count:
+                if nulls == "error":
+                    raise ValueError(f"column {text_col!r} holds a null text; drop or fill those rows, or pass "
+                                     f"nulls=\"keep\" for a null fingerprint")
+                fps = rsimhash.fingerprints(texts.fill_null(""), mode=mode, width=width).view(np.int64)
+                column = pa.array(fps, mask=texts.is_null().to_numpy(zero_copy_only=False))
+            else:
+                column = pa.array(rsimhash.fingerprints(texts, mode=mode, width=width).view(np.int64))
+            yield pa.RecordBatch.from_arrays(batch.columns + [column], names=batch.schema.names + [out_col])
+
+    return df.mapInArrow(run, schema)
+
+
+def near_duplicate_pairs(df: Any, id_col: str, fp_col: str, k: int = 3, *, tables: Optional[int] = None,
+                         nulls: str = "error", max_group: Optional[int] = None) -> Any:
+    """A DataFrame ``(id_a, id_b)``: every pair of rows whose fingerprints
+    (``fp_col``, longs) are within ``k`` bits, identical ones included,
+    ``id_a < id_b``; ids should be distinct. The same pairs as
+    ``rsimhash.batch.find_all(fps, k, ids=ids)``.
+
+    ``tables``: the number of tables of the design (else chosen for the
+    number of distinct fingerprints: fewer tables shuffle fewer rows, more
+    make smaller groups). ``nulls``: ``"error"`` refuses null ids or
+    fingerprints, ``"skip"`` leaves those rows out and warns with their
+    count. ``max_group``: values one task compares at most (default 4096).
+    """
+    _require()
+    from pyspark.sql import functions as F
+
+    from . import _pairs
+
+    k = _check_k(k)
+    base, _ = _pairs.checked(df, id_col, fp_col, nulls)
+    fp_pairs, _ = _distinct_pairs(base, k, tables, max_group)
+    a = base.select(F.col("id").alias("a"), F.col("fp").alias("fp_a"))
+    b = base.select(F.col("id").alias("b"), F.col("fp").alias("fp_b"))
+    across = fp_pairs.join(a, "fp_a").join(b, "fp_b").select("a", "b")
+    copies = a.join(b, F.col("fp_a") == F.col("fp_b")).where(F.col("a") < F.col("b")).select("a", "b")
+    both = across.unionByName(copies)
+    return both.select(F.least("a", "b").alias("id_a"), F.greatest("a", "b").alias("id_b"))
+
+
+def _distinct_pairs(base: Any, k: int, tables: Optional[int], max_group: Optional[int]) -> Any:
+    """``(fp_a, fp_b)`` pairs of distinct fingerprints of ``base`` within k,
+    and the distinct fingerprints."""
+    from . import _pairs
+
+    values = base.select("fp").distinct()
+    n = values.count()
+    blocks = _pairs.choose_blocks(max(n, 1), k, tables)
+    group = _pairs.MAX_GROUP if max_group is None else int(max_group)
+    if group < 2:
+        raise ValueError(f"max_group must be at least 2, got {max_group!r}")
+    return _pairs.fingerprint_pairs(values, k, blocks, group), values
+
+
+def _edges(base: Any, k: int, tables: Optional[int], max_group: Optional[int]) -> Any:
+    """Edges ``(u, v)`` whose components are those of the pairs within k,
+    without expanding copies: each copy of a fingerprint linked to its
+    smallest id, and the smallest ids of two fingerprints within k linked."""
+    from pyspark.sql import functions as F
+
+    fp_pairs, _ = _distinct_pairs(base, k, tables, max_group)
+    reps = base.groupBy("fp").agg(F.min("id").alias("rep"))
+    star = base.join(reps, "fp").where(F.col("id") != F.col("rep")).select(F.col("id").alias("u"),
+                                                                         F.col("rep").alias("v"))
+    ra = reps.select(F.col("fp").alias("fp_a"), F.col("rep").alias("u"))
+    rb = reps.select(F.col("fp").alias("fp_b"), F.col("rep").alias("v"))
+    linked = fp_pairs.join(ra, "fp_a").join(rb, "fp_b").select("u", "v")
+    return star.unionByName(linked)
+
+
+def clusters(pairs_df: Any, id_a: str = "id_a", id_b: str = "id_b") -> Any:
+    """``(id, cluster_id)``: the connected components of the pair graph,
+    each id with the smallest id of its component; ids in no pair are not
+    listed. Large-star / small-star rounds with DataFrame operations, the
+    lineage cut every round (reliably with ``SparkContext.setCheckpointDir``,
+    else with local checkpoints).
+    """
+    _require()
+    from pyspark.sql import functions as F
+
+    from ._components import components
+
+    for name in (id_a, id_b):
+        if name not in pairs_df.columns:
+            raise ValueError(f"no column {name!r} in the pairs (its columns: {', '.join(pairs_df.columns)})")
+    edges = pairs_df.select(F.col(id_a).alias("u"), F.col(id_b).alias("v")).dropna()
+    return components(edges)
+
+
+def dedup(df: Any, text_col: str, id_col: str, k: int = 3, *, mode: str = "words", width: Optional[int] = None,
+          tables: Optional[int] = None) -> Any:
+    """``df`` minus its near-duplicates: of each cluster of rows whose
+    fingerprints link within ``k`` bits (connected components, as
+    ``Index.cluster``), the row with the smallest id stays; every column is
+    unchanged. Ids must be distinct and not null.
+
+    >>> kept = rsimhash.spark.dedup(df, "text", "id", k=3)
+    """
+    _require()
+    from pyspark.sql import functions as F
+
+    from . import _pairs
+    from ._components import components
+
+    k = _check_k(k)
+    fp_col = "__rsimhash_fp"
+    with_fp = fingerprint_column(df, text_col, fp_col, mode=mode, width=width)
+    base, _ = _pairs.checked(with_fp, id_col, fp_col, "error")
+    labels = components(_edges(base, k, tables, None))
+    gone = labels.where(F.col("id") != F.col("cluster_id")).select(F.col("id").alias(id_col))
+    return df.join(gone, id_col, "left_anti")
+
+
+def near_duplicates_of(df_new: Any, old: Union[Any, str, "os.PathLike[str]"], k: int = 3, *, id_col: str = "id",
+                       fp_col: str = "simhash", old_id_col: Optional[str] = None,
+                       old_fp_col: Optional[str] = None) -> Any:
+    """``(new_id, old_id, distance)``: each row of ``df_new`` with every
+    fingerprint of ``old`` within ``k`` bits, as ``Index.query_batch`` over
+    an index of ``old`` answers.
+
+    ``old``: a DataFrame (``old_id_col``/``old_fp_col``, by default the same
+    names as the new side's), or the path of an rsimhash index file (its
+    stored ids are the old ids, as signed longs holding the same bits; ``k``
+    at most the file's). Of two DataFrames the smaller is built into an
+    index file on the driver and shipped to the executors; the larger
+    streams past it.
+    """
+    _require()
+    from pyspark.sql.types import LongType
+
+    from . import _pairs, _query
+
+    k = _check_k(k)
+    new, n_new = _pairs.checked(df_new, id_col, fp_col, "error")
+    new = new.select("id", "fp")
+    spark = df_new.sparkSession
+    if isinstance(old, (str, os.PathLike)):
+        path = os.fspath(old)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no index file at {path!r}")
+        from .. import Index
+
+        stored_k = Index.load(path).k
+        if k > stored_k:
+            raise ValueError(f"k={k} is more than the index file's k={stored_k}: build it with a larger k")
+        spark.sparkContext.addFile(path)
+        return _query.stream(new, "id", "fp", path, k, None, LongType(), swap=False)
+    old_id_col = old_id_col or id_col
+    old_fp_col = old_fp_col or fp_col
+    other, n_old = _pairs.checked(old, old_id_col, old_fp_col, "error")
+    other = other.select("id", "fp")
+    small, large, swap = (other, new, False) if n_old <= n_new else (new, other, True)
+    table = small.toArrow() if hasattr(small, "toArrow") else None
+    if table is not None:
+        fps = table.column("fp").to_numpy().astype(np.int64)
+        ids = spark.sparkContext.broadcast(table.column("id").to_numpy(zero_copy_only=False))
+    else:  # PySpark before 4.0: through pandas
+        rows = small.toPandas()
+        fps = rows["fp"].to_numpy(dtype=np.int64)
+        ids = spark.sparkContext.broadcast(rows["id"].to_numpy())
+    path = _query.build(spark, fps, k)
+    return _query.stream(large, "id", "fp", path, k, ids, small.schema["id"].dataType, swap=swap)
