@@ -27,6 +27,7 @@ the same bits (``to_signed`` / ``to_unsigned`` convert exactly).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from typing import Any, Optional, Union
 
@@ -48,11 +49,8 @@ _INSTALL = 'pip install "rsimhash[spark]"'
 
 
 def _require() -> None:
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        raise ImportError(f"rsimhash.spark needs PySpark, which is not installed; install it with: {_INSTALL}") \
-            from None
+    if importlib.util.find_spec("pyspark") is None:
+        raise ImportError(f"rsimhash.spark needs PySpark, which is not installed; install it with: {_INSTALL}")
 
 
 def _check_k(k: Any) -> int:
@@ -93,7 +91,7 @@ def fingerprint_column(df: Any, text_col: str, out_col: str = "simhash", *, mode
     position = df.columns.index(text_col)
 
     def run(batches: Any) -> Any:
-        import pyarrow as pa
+        import pyarrow as pa  # type: ignore[import-untyped]
 
         import rsimhash
 
@@ -210,8 +208,9 @@ def dedup(df: Any, text_col: str, id_col: str, k: int = 3, *, mode: str = "words
     with_fp = fingerprint_column(df, text_col, fp_col, mode=mode, width=width)
     base, _ = _pairs.checked(with_fp, id_col, fp_col, "error")
     labels = components(_edges(base, k, tables, None))
-    gone = labels.where(F.col("id") != F.col("cluster_id")).select(F.col("id").alias(id_col))
-    return df.join(gone, id_col, "left_anti")
+    gone = labels.where(F.col("id") != F.col("cluster_id")).select(F.col("id").alias("__rsimhash_gone"))
+    # A join on a condition keeps df's columns in their order (one on a column name puts that column first).
+    return df.join(gone, df[id_col] == gone["__rsimhash_gone"], "left_anti")
 
 
 def near_duplicates_of(df_new: Any, old: Union[Any, str, "os.PathLike[str]"], k: int = 3, *, id_col: str = "id",
@@ -246,8 +245,7 @@ def near_duplicates_of(df_new: Any, old: Union[Any, str, "os.PathLike[str]"], k:
         stored_k = Index.load(path).k
         if k > stored_k:
             raise ValueError(f"k={k} is more than the index file's k={stored_k}: build it with a larger k")
-        spark.sparkContext.addFile(path)
-        return _query.stream(new, "id", "fp", path, k, None, LongType(), swap=False)
+        return _query.stream(new, "id", "fp", _query.ship(spark, path), k, None, LongType(), swap=False)
     old_id_col = old_id_col or id_col
     old_fp_col = old_fp_col or fp_col
     other, n_old = _pairs.checked(old, old_id_col, old_fp_col, "error")

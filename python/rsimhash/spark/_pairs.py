@@ -86,7 +86,7 @@ def fingerprint_pairs(values: Any, k: int, blocks: int, max_group: int) -> Any:
 
 def _keys_of(k: int, blocks: int) -> Any:
     def keys(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
+        import pyarrow as pa  # type: ignore[import-untyped]
 
         from rsimhash._rsimhash import ShuffleTables
 
@@ -108,7 +108,7 @@ def _keys_of(k: int, blocks: int) -> Any:
 
 def _pairs_of(k: int, blocks: int) -> Any:
     def pairs(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
+        import pyarrow as pa  # type: ignore[import-untyped]
 
         from rsimhash._rsimhash import ShuffleTables
 

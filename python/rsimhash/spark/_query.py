@@ -8,7 +8,9 @@ side streams past it in Arrow batches, each answered by
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from typing import Any, Dict, Iterator, Optional
 
@@ -46,7 +48,7 @@ def stream(df: Any, id_col: str, fp_col: str, index_path: str, k: int, old_ids: 
     rows = df.select(id_col, fp_col)
 
     def query(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
+        import pyarrow as pa  # type: ignore[import-untyped]
 
         index = _index(name)
         table = old_ids.value if old_ids is not None else None
@@ -64,6 +66,27 @@ def stream(df: Any, id_col: str, fp_col: str, index_path: str, k: int, old_ids: 
     return out.select("new_id", "old_id", "distance")
 
 
+def _new_path() -> str:
+    """An index file name used once, in a temporary directory removed when
+    the driver exits (the DataFrame may run any time until then)."""
+    directory = tempfile.mkdtemp(prefix="rsimhash-spark-")
+    atexit.register(shutil.rmtree, directory, True)
+    return os.path.join(directory, f"near-duplicates-of-{os.path.basename(directory)}.rsh")
+
+
+def ship(spark: Any, path: str) -> str:
+    """The index file at ``path`` added to the session's files under a name
+    of its own (a hard link, else a copy): Spark refuses a second file of a
+    name already added, and keeps the first copy of a path saved again."""
+    local = _new_path()
+    try:
+        os.link(path, local)
+    except OSError:
+        shutil.copyfile(path, local)
+    spark.sparkContext.addFile(local)
+    return local
+
+
 def build(spark: Any, fps_signed: np.ndarray, k: int) -> str:
     """An index of ``fps_signed`` (ids: positions) saved to a temporary
     file and added to the session's files; returns its path."""
@@ -71,8 +94,7 @@ def build(spark: Any, fps_signed: np.ndarray, k: int) -> str:
 
     index = Index(k)
     index.add(fps_signed.view(np.uint64))
-    directory = tempfile.mkdtemp(prefix="rsimhash-spark-")
-    path = os.path.join(directory, f"near-duplicates-of-{os.path.basename(directory)}.rsh")  # a name per call
+    path = _new_path()
     index.save(path)
     spark.sparkContext.addFile(path)
     return path
