@@ -97,7 +97,7 @@ def run(sizes: List[int], repeat: int, data_dir: str) -> Dict[str, Any]:
 
     spark = (SparkSession.builder.master("local[2]").appName("rsimhash bench_spark")
              .config("spark.ui.port", str(UI_PORT)).config("spark.driver.memory", "6g")
-             .config("spark.sql.shuffle.partitions", "8").getOrCreate())
+             .config("spark.sql.shuffle.partitions", "8").config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     out: Dict[str, Any] = {"sizes": {}}
     for n in sizes:
