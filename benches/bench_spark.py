@@ -95,6 +95,7 @@ def run(sizes: List[int], repeat: int, data_dir: str) -> Dict[str, Any]:
     import rsimhash.spark as rs
     from pyspark.sql import SparkSession
 
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers run this Python, with rsimhash
     spark = (SparkSession.builder.master("local[2]").appName("rsimhash bench_spark")
              .config("spark.ui.port", str(UI_PORT)).config("spark.driver.memory", "6g")
              .config("spark.sql.shuffle.partitions", "8").config("spark.ui.showConsoleProgress", "false").getOrCreate())

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from pyspark import SparkConf
 from pyspark.sql import SparkSession
@@ -41,6 +42,7 @@ def main() -> None:
     builder = SparkSession.builder.appName("rsimhash dedup")
     if not SparkConf().contains("spark.master"):  # not under spark-submit: a local session
         builder = builder.master("local[2]")
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers run this Python, with rsimhash
     spark = builder.getOrCreate()
     if args.checkpoint:
         spark.sparkContext.setCheckpointDir(args.checkpoint)

@@ -130,6 +130,9 @@ def got_labels(df) -> dict:
 def spark():
     from pyspark.sql import SparkSession
 
+    # The workers' Python is this one (with numpy and rsimhash): PySpark takes
+    # it from PYSPARK_PYTHON, else "python3" on PATH, which need not be it.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
     session = (SparkSession.builder.master("local[2]").appName("rsimhash-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
