@@ -642,3 +642,22 @@ def test_bad_arguments(spark, fps_df):
         rspark.near_duplicates_of(fps_df, fps_df, 3, fp_col="simhash", old_fp_col="sid")
     with pytest.raises(ValueError, match="'old'"):
         rspark.near_duplicates_of(fps_df, fps_df, 3, fp_col="simhash", old_id_col="old")
+
+
+def test_design_arguments_refused_before_any_job(spark):
+    """A bad tables= or max_group= is refused before Spark computes anything:
+    a DataFrame whose evaluation fails shows it."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType
+
+    @F.udf(LongType())
+    def explode_if_run(x):
+        raise RuntimeError("a Spark job ran")
+
+    poisoned = spark.range(10).select(F.col("id"), explode_if_run("id").alias("simhash"))
+    with pytest.raises(ValueError, match="tables"):
+        rspark.near_duplicate_pairs(poisoned, "id", "simhash", 3, tables=5)
+    with pytest.raises(ValueError, match="max_group"):
+        rspark.near_duplicate_pairs(poisoned, "id", "simhash", 3, max_group=1)
+    with pytest.raises(TypeError, match="tables"):
+        rspark.near_duplicate_pairs(poisoned, "id", "simhash", 3, tables="10")

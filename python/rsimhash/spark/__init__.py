@@ -129,6 +129,7 @@ def near_duplicate_pairs(df: Any, id_col: str, fp_col: str, k: int = 3, *, table
     from . import _pairs
 
     k = _check_k(k)
+    _check_design(k, tables, max_group)
     base, _ = _pairs.checked(df, id_col, fp_col, nulls)
     fp_pairs, _ = _distinct_pairs(base, k, tables, max_group)
     a = base.select(F.col("id").alias("a"), F.col("fp").alias("fp_a"))
@@ -144,13 +145,27 @@ def _distinct_pairs(base: Any, k: int, tables: Optional[int], max_group: Optiona
     and the distinct fingerprints."""
     from . import _pairs
 
+    group = _check_design(k, tables, max_group)
     values = base.select("fp").distinct()
     n = values.count()
     blocks = _pairs.choose_blocks(max(n, 1), k, tables)
-    group = _pairs.MAX_GROUP if max_group is None else int(max_group)
-    if group < 2:
-        raise ValueError(f"max_group must be at least 2, got {max_group!r}")
     return _pairs.fingerprint_pairs(values, k, blocks, group), values
+
+
+def _check_design(k: int, tables: Optional[int], max_group: Optional[int]) -> int:
+    """Refuses a ``tables`` no design for ``k`` has, or a ``max_group``
+    below 2, before any Spark job; returns the group size."""
+    from . import _pairs
+
+    if tables is not None:
+        if isinstance(tables, bool) or not isinstance(tables, (int, np.integer)):
+            raise TypeError(f"tables must be an int, got {type(tables).__name__}")
+        _pairs.choose_blocks(1, k, int(tables))
+    if max_group is None:
+        return _pairs.MAX_GROUP
+    if isinstance(max_group, bool) or not isinstance(max_group, (int, np.integer)) or max_group < 2:
+        raise ValueError(f"max_group must be an int of at least 2, got {max_group!r}")
+    return int(max_group)
 
 
 def _edges(base: Any, k: int, tables: Optional[int], max_group: Optional[int]) -> Any:
@@ -204,6 +219,7 @@ def dedup(df: Any, text_col: str, id_col: str, k: int = 3, *, mode: str = "words
     from ._components import components
 
     k = _check_k(k)
+    _check_design(k, tables, None)
     fp_col = "__rsimhash_fp"
     with_fp = fingerprint_column(df, text_col, fp_col, mode=mode, width=width)
     base, _ = _pairs.checked(with_fp, id_col, fp_col, "error")
