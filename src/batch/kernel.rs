@@ -521,31 +521,28 @@ impl<'d> TableKernel<'d> {
                 let vb = unsafe { _mm512_loadu_si512(keys.as_ptr().add(b).cast()) };
                 _mm512_cmple_epu64_mask(_mm512_popcnt_epi64(_mm512_xor_si512(va, vb)), limit)
             };
+            // The pairs of `ka` with the keys b + i for each bit i of `m`
+            // (keys within k), those this table reports.
+            let mut take = |b: usize, mut m: u32| {
+                while m != 0 {
+                    let j = b + m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    if self.design.reports(self.t, ka ^ keys[j]) {
+                        found.push(pack(pos[a], pos[j]));
+                    }
+                }
+            };
             let mut b = a + 1;
             // Most steps find nothing: 32 keys a test of one combined mask.
             while b + 32 <= n {
-                let mut m = u32::from(close8(b))
-                    | u32::from(close8(b + 8)) << 8
-                    | u32::from(close8(b + 16)) << 16
-                    | u32::from(close8(b + 24)) << 24;
-                while m != 0 {
-                    let j = b + m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    if self.design.reports(self.t, ka ^ keys[j]) {
-                        found.push(pack(pos[a], pos[j]));
-                    }
-                }
+                take(
+                    b,
+                    u32::from(close8(b)) | u32::from(close8(b + 8)) << 8 | u32::from(close8(b + 16)) << 16 | u32::from(close8(b + 24)) << 24,
+                );
                 b += 32;
             }
             while b + 8 <= n {
-                let mut m = close8(b);
-                while m != 0 {
-                    let j = b + m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    if self.design.reports(self.t, ka ^ keys[j]) {
-                        found.push(pack(pos[a], pos[j]));
-                    }
-                }
+                take(b, u32::from(close8(b)));
                 b += 8;
             }
             for j in b..n {
