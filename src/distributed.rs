@@ -47,9 +47,9 @@ impl ShuffleTables {
         spec.perm.apply(fp) & spec.prefix_mask
     }
 
-    /// Pairs `(i, j)`, `i < j`, of `fps` (distinct values sharing table
+    /// Pairs `[i, j]`, `i < j`, of `fps` (distinct values sharing table
     /// `t`'s key) within `k` that table `t` reports.
-    pub fn group_pairs(&self, t: usize, fps: &[u64]) -> Vec<(u32, u32)> {
+    pub fn group_pairs(&self, t: usize, fps: &[u64]) -> Vec<[u32; 2]> {
         let perm = &self.design.tables()[t].perm;
         let keys: Vec<u64> = fps.iter().map(|&f| perm.apply(f)).collect();
         let mut out = Vec::new();
@@ -61,9 +61,9 @@ impl ShuffleTables {
         out
     }
 
-    /// Pairs `(i, j)` of `a[i]` and `b[j]` (two parts of one group of
+    /// Pairs `[i, j]` of `a[i]` and `b[j]` (two parts of one group of
     /// table `t`) within `k` that table `t` reports.
-    pub fn cross_pairs(&self, t: usize, a: &[u64], b: &[u64]) -> Vec<(u32, u32)> {
+    pub fn cross_pairs(&self, t: usize, a: &[u64], b: &[u64]) -> Vec<[u32; 2]> {
         let perm = &self.design.tables()[t].perm;
         let kb: Vec<u64> = b.iter().map(|&f| perm.apply(f)).collect();
         let mut out = Vec::new();
@@ -81,14 +81,14 @@ impl ShuffleTables {
     /// unsigned values: only equal ones need be together), where a cell is a group, or in a group cut into parts
     /// one part or one pair of parts. `side` is 0 in a cell of one part,
     /// and 1 or 2 in a cell of two, for the part a row is in. Returns
-    /// positions `(i, j)` of the rows: a cell of one part gives
+    /// positions `[i, j]` of the rows: a cell of one part gives
     /// [`Self::group_pairs`] (`i < j`), one of two [`Self::cross_pairs`]
     /// (`i` on side 1), none when a side is empty.
     ///
     /// # Errors
     /// [`crate::Error::InvalidParameter`] for columns of unequal lengths,
     /// a table past the design's, or sides out of order in a cell.
-    pub fn sorted_pairs(&self, tables: &[u32], keys: &[u64], cells: &[u64], sides: &[u8], fps: &[u64]) -> Result<Vec<(u32, u32)>> {
+    pub fn sorted_pairs(&self, tables: &[u32], keys: &[u64], cells: &[u64], sides: &[u8], fps: &[u64]) -> Result<Vec<[u32; 2]>> {
         let n = fps.len();
         if [tables.len(), keys.len(), cells.len(), sides.len()].iter().any(|&l| l != n) {
             return Err(crate::Error::invalid("columns", "one value per row in each", "columns of different lengths"));
@@ -114,7 +114,7 @@ impl ShuffleTables {
                 if sides[end - 1] != 0 {
                     return Err(crate::Error::invalid("sides", "0 for every row of a cell of one part", sides[end - 1]));
                 }
-                out.extend(self.group_pairs(t, &fps[start..end]).into_iter().map(|(i, j)| (base + i, base + j)));
+                out.extend(self.group_pairs(t, &fps[start..end]).into_iter().map(|[i, j]| [base + i, base + j]));
             } else {
                 while split < end && sides[split] == 1 {
                     split += 1;
@@ -123,7 +123,7 @@ impl ShuffleTables {
                     return Err(crate::Error::invalid("sides", "0, 1 or 2", sides[end - 1]));
                 }
                 let other = split as u32;
-                out.extend(self.cross_pairs(t, &fps[start..split], &fps[split..end]).into_iter().map(|(i, j)| (base + i, other + j)));
+                out.extend(self.cross_pairs(t, &fps[start..split], &fps[split..end]).into_iter().map(|[i, j]| [base + i, other + j]));
             }
             start = end;
         }
@@ -131,9 +131,9 @@ impl ShuffleTables {
     }
 
     #[inline]
-    fn push_if_reported(&self, t: usize, x: u64, i: u32, j: u32, out: &mut Vec<(u32, u32)>) {
+    fn push_if_reported(&self, t: usize, x: u64, i: u32, j: u32, out: &mut Vec<[u32; 2]>) {
         if x.count_ones() <= self.design.k() && self.design.reports(t, x) {
-            out.push((i, j));
+            out.push([i, j]);
         }
     }
 }
@@ -157,9 +157,9 @@ mod tests {
             for g in groups.values() {
                 let parts: Vec<&[u64]> = g.chunks(part).collect();
                 for (p, a) in parts.iter().enumerate() {
-                    out.extend(s.group_pairs(t, a).into_iter().map(|(i, j)| (a[i as usize], a[j as usize])));
+                    out.extend(s.group_pairs(t, a).into_iter().map(|[i, j]| (a[i as usize], a[j as usize])));
                     for b in &parts[p + 1..] {
-                        out.extend(s.cross_pairs(t, a, b).into_iter().map(|(i, j)| (a[i as usize], b[j as usize])));
+                        out.extend(s.cross_pairs(t, a, b).into_iter().map(|[i, j]| (a[i as usize], b[j as usize])));
                     }
                 }
             }
@@ -217,7 +217,7 @@ mod tests {
             .sorted_pairs(&tables, &keys, &cells, &sides, &fps)
             .unwrap()
             .into_iter()
-            .map(|(i, j)| (fps[i as usize].min(fps[j as usize]), fps[i as usize].max(fps[j as usize])))
+            .map(|[i, j]| (fps[i as usize].min(fps[j as usize]), fps[i as usize].max(fps[j as usize])))
             .collect();
         got.sort_unstable();
         assert_eq!(got, brute(&values, 3));

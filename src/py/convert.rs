@@ -157,10 +157,10 @@ pub(crate) fn feature_bytes(obj: &Bound<'_, PyAny>, what: impl FnOnce() -> Strin
     Ok(None)
 }
 
-/// Pairs as a `(P, 2)` uint64 array, moved without a copy.
-pub(crate) fn pairs_array(py: Python<'_>, pairs: Vec<[u64; 2]>) -> PyResult<Bound<'_, PyArray2<u64>>> {
+/// Pairs as a `(P, 2)` array (uint64 ids or uint32 positions), moved without a copy.
+pub(crate) fn pairs_array<T: numpy::Element + bytemuck::Pod>(py: Python<'_>, pairs: Vec<[T; 2]>) -> PyResult<Bound<'_, PyArray2<T>>> {
     let n = pairs.len();
-    let flat: Vec<u64> = bytemuck::allocation::cast_vec(pairs);
+    let flat: Vec<T> = bytemuck::allocation::cast_vec(pairs);
     PyArray1::from_vec(py, flat)
         .reshape([n, 2])
         .map_err(|e| PyRuntimeError::new_err(format!("internal error in rsimhash: {e}")))

@@ -5,7 +5,7 @@ use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
-use super::convert::U64s;
+use super::convert::{pairs_array, U64s};
 use super::detach;
 use crate::distributed::ShuffleTables;
 
@@ -18,12 +18,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 #[pyclass(name = "ShuffleTables", module = "rsimhash._rsimhash", frozen)]
 pub(crate) struct PyShuffleTables {
     inner: ShuffleTables,
-}
-
-fn u32_pairs(py: Python<'_>, pairs: Vec<(u32, u32)>) -> PyResult<Bound<'_, PyArray2<u32>>> {
-    let n = pairs.len();
-    let flat: Vec<u32> = pairs.into_iter().flat_map(|(i, j)| [i, j]).collect();
-    PyArray1::from_vec(py, flat).reshape([n, 2]).map_err(|e| PyRuntimeError::new_err(format!("internal error in rsimhash: {e}")))
 }
 
 impl PyShuffleTables {
@@ -84,7 +78,7 @@ impl PyShuffleTables {
         let fps = U64s::extract(fps, "fps")?;
         let (values, inner) = (fps.as_slice(), &self.inner);
         let pairs = detach::run(py, None, || Ok(inner.group_pairs(t, values)))?;
-        u32_pairs(py, pairs)
+        pairs_array(py, pairs)
     }
 
     /// `(P, 2)` uint32 positions `(i in a, j in b)` of two parts of one
@@ -94,7 +88,7 @@ impl PyShuffleTables {
         let (a, b) = (U64s::extract(a, "a")?, U64s::extract(b, "b")?);
         let (a, b, inner) = (a.as_slice(), b.as_slice(), &self.inner);
         let pairs = detach::run(py, None, || Ok(inner.cross_pairs(t, a, b)))?;
-        u32_pairs(py, pairs)
+        pairs_array(py, pairs)
     }
 
     /// `(P, 2)` uint32 row positions: the pairs of many groups at once, rows
@@ -113,7 +107,7 @@ impl PyShuffleTables {
         let (tables, keys, cells, sides, fps) = (tables.to_vec()?, keys.to_vec()?, cells.to_vec()?, sides.to_vec()?, fps.to_vec()?);
         let inner = &self.inner;
         let pairs = detach::run(py, None, || inner.sorted_pairs(&tables, &keys, &cells, &sides, &fps))?;
-        u32_pairs(py, pairs)
+        pairs_array(py, pairs)
     }
 
     fn __repr__(&self) -> String {
