@@ -129,9 +129,9 @@ def near_duplicate_pairs(df: Any, id_col: str, fp_col: str, k: int = 3, *, table
     from . import _pairs
 
     k = _check_k(k)
-    _check_design(k, tables, max_group)
+    group = _check_design(k, tables, max_group)
     base, _ = _pairs.checked(df, id_col, fp_col, nulls)
-    fp_pairs, _ = _distinct_pairs(base, k, tables, max_group)
+    fp_pairs = _distinct_pairs(base, k, tables, group)
     a = base.select(F.col("id").alias("a"), F.col("fp").alias("fp_a"))
     b = base.select(F.col("id").alias("b"), F.col("fp").alias("fp_b"))
     across = fp_pairs.join(a, "fp_a").join(b, "fp_b").select("a", "b")
@@ -140,16 +140,14 @@ def near_duplicate_pairs(df: Any, id_col: str, fp_col: str, k: int = 3, *, table
     return both.select(F.least("a", "b").alias("id_a"), F.greatest("a", "b").alias("id_b"))
 
 
-def _distinct_pairs(base: Any, k: int, tables: Optional[int], max_group: Optional[int]) -> Any:
-    """``(fp_a, fp_b)`` pairs of distinct fingerprints of ``base`` within k,
-    and the distinct fingerprints."""
+def _distinct_pairs(base: Any, k: int, tables: Optional[int], group: int) -> Any:
+    """``(fp_a, fp_b)``: the pairs of distinct fingerprints of ``base`` within k."""
     from . import _pairs
 
-    group = _check_design(k, tables, max_group)
     values = base.select("fp").distinct()
     n = values.count()
     blocks = _pairs.choose_blocks(max(n, 1), k, tables)
-    return _pairs.fingerprint_pairs(values, k, blocks, group), values
+    return _pairs.fingerprint_pairs(values, k, blocks, group)
 
 
 def _check_design(k: int, tables: Optional[int], max_group: Optional[int]) -> int:
@@ -168,13 +166,13 @@ def _check_design(k: int, tables: Optional[int], max_group: Optional[int]) -> in
     return int(max_group)
 
 
-def _edges(base: Any, k: int, tables: Optional[int], max_group: Optional[int]) -> Any:
+def _edges(base: Any, k: int, tables: Optional[int], group: int) -> Any:
     """Edges ``(u, v)`` whose components are those of the pairs within k,
     without expanding copies: each copy of a fingerprint linked to its
     smallest id, and the smallest ids of two fingerprints within k linked."""
     from pyspark.sql import functions as F
 
-    fp_pairs, _ = _distinct_pairs(base, k, tables, max_group)
+    fp_pairs = _distinct_pairs(base, k, tables, group)
     reps = base.groupBy("fp").agg(F.min("id").alias("rep"))
     star = base.join(reps, "fp").where(F.col("id") != F.col("rep")).select(F.col("id").alias("u"),
                                                                          F.col("rep").alias("v"))
@@ -219,11 +217,11 @@ def dedup(df: Any, text_col: str, id_col: str, k: int = 3, *, mode: str = "words
     from ._components import components
 
     k = _check_k(k)
-    _check_design(k, tables, None)
+    group = _check_design(k, tables, None)
     fp_col = "__rsimhash_fp"
     with_fp = fingerprint_column(df, text_col, fp_col, mode=mode, width=width)
     base, _ = _pairs.checked(with_fp, id_col, fp_col, "error")
-    labels = components(_edges(base, k, tables, None))
+    labels = components(_edges(base, k, tables, group))
     gone = labels.where(F.col("id") != F.col("cluster_id")).select(F.col("id").alias("__rsimhash_gone"))
     # A join on a condition keeps df's columns in their order (one on a column name puts that column first).
     return df.join(gone, df[id_col] == gone["__rsimhash_gone"], "left_anti")

@@ -159,22 +159,19 @@ def checked(df: Any, id_col: str, fp_col: str, nulls: str) -> Tuple[Any, int]:
         raise TypeError(f"column {fp_col!r} must hold fingerprints as longs (the same 64 bits, signed: "
                         f"fingerprint_column makes them), got {df.schema[fp_col].dataType.simpleString()}")
     base = df.select(F.col(id_col).alias("id"), F.col(fp_col).alias("fp"))
+    fp_null, id_null = F.col("fp").isNull(), F.col("id").isNull()
+    # One pass counts the rows and their nulls (a row null in both columns once).
     row = base.agg(F.count(F.lit(1)).alias("n"),
-                   F.sum(F.col("fp").isNull().cast("long")).alias("fp_nulls"),
-                   F.sum(F.col("id").isNull().cast("long")).alias("id_nulls")).collect()[0]
+                   F.sum(fp_null.cast("long")).alias("fp_nulls"),
+                   F.sum(id_null.cast("long")).alias("id_nulls"),
+                   F.sum((fp_null | id_null).cast("long")).alias("null_rows")).collect()[0]
     n, fp_nulls, id_nulls = int(row["n"]), int(row["fp_nulls"] or 0), int(row["id_nulls"] or 0)
     if fp_nulls or id_nulls:
         what = " and ".join(f"{c} nulls in column {name!r}" for c, name in ((fp_nulls, fp_col), (id_nulls, id_col)) if c)
         if nulls == "error":
             raise ValueError(f"{what}: fill or drop them first, or pass nulls=\"skip\" to leave those rows out")
-        warnings.warn(f"rsimhash.spark: skipped {fp_nulls + id_nulls - _both(base)} rows with {what}", stacklevel=3)
+        skipped = int(row["null_rows"])
+        warnings.warn(f"rsimhash.spark: skipped {skipped} rows with {what}", stacklevel=3)
         base = base.dropna()
-        n = base.count()
+        n -= skipped
     return base, n
-
-
-def _both(base: Any) -> int:
-    """Rows null in both columns (counted once when skipped)."""
-    from pyspark.sql import functions as F
-
-    return base.where(F.col("fp").isNull() & F.col("id").isNull()).count()
