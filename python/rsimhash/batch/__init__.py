@@ -191,14 +191,10 @@ def clusters(source: Any, k: int = 3, *, method: str = "connected", min_size: in
                    progress=progress, blocks=blocks, tables=tables, spill=_spill, desc="clusters")
         r = resolve(source, column=column, ids=ids, spill_dir=job.spill_dir, stack=stack)
         members, starts = _core.batch_clusters(r.values, method=method, min_size=int(min_size), **job.kwargs)
-        if r.ids is not None and len(r.ids) > 1 and not bool(np.all(r.ids[1:] > r.ids[:-1])):
-            members, starts = _by_id(members, starts, r.ids)
+        members, starts = _in_id_order(members, starts, r.ids)
         if out_path is not None:
             return write_clusters(out_path, ext, cluster_rows(members, starts, r.ids))
-        sizes = np.diff(starts).astype(np.int64)
-        labels = np.repeat(np.arange(len(sizes), dtype=np.uint64), sizes)
-        pos = members.astype(np.uint64)
-        return (pos if r.ids is None else r.ids[pos]), labels
+        return _id_labels(members, starts, r.ids)
 
 
 def similar_pairs(texts: Any, threshold: float = 0.9, *, shingles: str = "words", width: Optional[int] = 3,
@@ -303,12 +299,7 @@ def similar_clusters(texts: Any, threshold: float = 0.9, *, method: str = "conne
         from ..similar import _ids
 
         id_arr = _ids(ids, n)
-        if len(id_arr) > 1 and not bool(np.all(id_arr[1:] > id_arr[:-1])):
-            members, starts = _by_id(members, starts, id_arr)
-    sizes = np.diff(starts).astype(np.int64)
-    labels = np.repeat(np.arange(len(sizes), dtype=np.uint64), sizes)
-    pos = members.astype(np.uint64)
-    return (pos if id_arr is None else id_arr[pos]), labels
+    return _id_labels(*_in_id_order(members, starts, id_arr), id_arr)
 
 
 def _verified(texts: Any, threshold: float, each: Any, *, shingles: str, width: Optional[int], candidates: Any,
@@ -337,6 +328,23 @@ def _verified(texts: Any, threshold: float, each: Any, *, shingles: str, width: 
         if sweep_out is not None:
             sweep_out.append(two.sweep)
         return two.count
+
+
+def _in_id_order(members: np.ndarray, starts: np.ndarray, ids: Optional[np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
+    """Clusters ``(members, starts)`` of positions, in the order of ``ids``
+    when they do not increase with position (``_by_id``)."""
+    if ids is not None and len(ids) > 1 and not bool(np.all(ids[1:] > ids[:-1])):
+        return _by_id(members, starts, ids)
+    return members, starts
+
+
+def _id_labels(members: np.ndarray, starts: np.ndarray, ids: Optional[np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
+    """``(ids, labels)`` of clusters ``(members, starts)``: each member's id
+    (its position without ``ids``) and its cluster's number."""
+    sizes = np.diff(starts).astype(np.int64)
+    labels = np.repeat(np.arange(len(sizes), dtype=np.uint64), sizes)
+    pos = members.astype(np.uint64)
+    return (pos if ids is None else ids[pos]), labels
 
 
 def _by_id(members: np.ndarray, starts: np.ndarray, ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
