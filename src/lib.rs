@@ -8,6 +8,7 @@
 //! - [`fingerprints`]: many texts at once on rayon threads.
 //! - [`hamming`]: the distance between two fingerprints.
 //! - [`container`]: the checksummed file that index files are stored in.
+//! - [`records`]: JSON-lines inputs read, parsed and fingerprinted on threads.
 //! - [`similar`]: verified near-duplicates, candidates confirmed by the
 //!   exact similarity of shingle sets.
 //!
@@ -28,6 +29,7 @@ mod packed;
 pub mod parallel;
 pub mod plan;
 mod radix;
+pub mod records;
 mod run;
 mod table;
 pub mod unicode;

@@ -37,6 +37,35 @@ where
     }
 }
 
+/// Runs many pieces of work on one pool: `threads` workers (built once), or
+/// the default pool for `None` (see [`install`]).
+pub struct Pool {
+    own: Option<ThreadPool>,
+}
+
+impl Pool {
+    /// # Errors
+    /// As [`install`].
+    pub fn new(threads: Option<usize>) -> Result<Pool> {
+        match threads {
+            Some(0) => Err(Error::invalid("threads", "at least 1 (or None for all cores)", 0)),
+            Some(n) => Ok(Pool { own: Some(build(n)?) }),
+            None => Ok(Pool { own: None }),
+        }
+    }
+
+    /// Runs `f` on the pool.
+    ///
+    /// # Errors
+    /// As [`install`].
+    pub fn install<R: Send, F: FnOnce() -> R + Send>(&self, f: F) -> Result<R> {
+        match &self.own {
+            Some(pool) => Ok(pool.install(f)),
+            None => install(None, f),
+        }
+    }
+}
+
 fn build(threads: usize) -> Result<ThreadPool> {
     ThreadPoolBuilder::new()
         .num_threads(threads)

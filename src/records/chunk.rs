@@ -1,0 +1,207 @@
+//! A block of lines parsed into records, fingerprinted in the same pass.
+
+use std::borrow::Cow;
+
+use rayon::prelude::*;
+
+use super::input::Block;
+use super::json::{parse_line, parse_line_with, Fields, Id, Line, Texts};
+use crate::fingerprint::{Fingerprinter, Shingling};
+
+/// Checks a text field and lets it go (parsing without fingerprints).
+struct NoText;
+
+impl<'de> Texts<'de> for NoText {
+    type Out = ();
+
+    fn borrowed(&mut self, _: &'de str) {}
+
+    fn transient(&mut self, _: &str) {}
+}
+
+/// What became of a non-blank line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Status {
+    /// A record with its text and, when asked for, its id.
+    Record = 0,
+    /// A record whose id field is missing (the ids may be line numbers).
+    NoId = 1,
+    /// For the reference reader (see [`super::json`]).
+    Defer = 2,
+}
+
+/// A non-blank line: its 1-based number and where it lies in the block
+/// (without its `\n`).
+#[derive(Debug, Clone, Copy)]
+pub struct Entry {
+    pub line: u64,
+    pub start: usize,
+    pub end: usize,
+    pub status: Status,
+}
+
+/// The records of one block, in input order.
+#[derive(Debug)]
+pub struct RecordChunk {
+    pub data: Vec<u8>,
+    pub final_newline: bool,
+    /// One per non-blank line.
+    pub entries: Vec<Entry>,
+    /// Each entry's fingerprint (0 unless a record), when a shingling was given.
+    pub fingerprints: Option<Vec<u64>>,
+    /// Each entry's id (`None` unless a record with an id), when ids were asked for.
+    pub ids: Option<Vec<Option<Id<'static>>>>,
+    /// Lines the block covers, blank ones included.
+    pub lines: u64,
+    /// The file's bytes read when the block was cut.
+    pub consumed: u64,
+}
+
+impl RecordChunk {
+    /// Parses `block`, whose first line is line `first_line`, on the current
+    /// rayon pool; with `shingling`, each record's text is fingerprinted
+    /// while it is in cache.
+    pub fn parse(block: Block, first_line: u64, fields: &Fields, shingling: Option<Shingling>) -> RecordChunk {
+        let data = block.data;
+        let mut spans = Vec::with_capacity(data.len() / 1024 + 16);
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', &data) {
+            spans.push((start, end));
+            start = end + 1;
+        }
+        if start < data.len() {
+            spans.push((start, data.len()));
+        }
+        let lines = spans.len() as u64;
+        let want_ids = fields.id.is_some();
+        // `None` for a blank line, which is not an entry.
+        let parsed: Vec<Option<(Status, u64, Option<Id<'static>>)>> = spans
+            .par_iter()
+            .with_min_len(8)
+            .map_init(
+                || shingling.map(Fingerprinter::new),
+                |fp, &(start, end)| {
+                    let line = &data[start..end];
+                    // Fingerprinted in the parse, from the line or serde_json's
+                    // buffer of an escaped text: texts are never copied.
+                    let (hash, id) = match fp.as_mut() {
+                        Some(f) => match parse_line_with(line, fields, f) {
+                            Line::Blank => return None,
+                            Line::Defer => return Some((Status::Defer, 0, None)),
+                            Line::Record { text, id } => (text, id),
+                        },
+                        None => match parse_line_with(line, fields, &mut NoText) {
+                            Line::Blank => return None,
+                            Line::Defer => return Some((Status::Defer, 0, None)),
+                            Line::Record { id, .. } => (0, id),
+                        },
+                    };
+                    Some(match id {
+                        Some(id) => (Status::Record, hash, Some(id.into_owned())),
+                        None if want_ids => (Status::NoId, hash, None),
+                        None => (Status::Record, hash, None),
+                    })
+                },
+            )
+            .collect();
+        let mut entries = Vec::with_capacity(parsed.len());
+        let mut fingerprints = shingling.map(|_| Vec::with_capacity(parsed.len()));
+        let mut ids = want_ids.then(|| Vec::with_capacity(parsed.len()));
+        for (i, (parsed, &(start, end))) in parsed.into_iter().zip(&spans).enumerate() {
+            let Some((status, hash, id)) = parsed else { continue };
+            entries.push(Entry { line: first_line + i as u64, start, end, status });
+            if let Some(f) = fingerprints.as_mut() {
+                f.push(hash);
+            }
+            if let Some(v) = ids.as_mut() {
+                v.push(id);
+            }
+        }
+        RecordChunk { data, final_newline: block.final_newline, entries, fingerprints, ids, lines, consumed: block.consumed }
+    }
+
+    /// Entry `i`'s line, without its `\n`.
+    pub fn line(&self, i: usize) -> &[u8] {
+        let e = self.entries[i];
+        &self.data[e.start..e.end]
+    }
+
+    /// The lines of the entries `picked` (ascending indices), as read, each
+    /// with its `\n` (except the input's last line if it had none).
+    ///
+    /// # Panics
+    /// If an index is out of range.
+    pub fn write_lines(&self, picked: impl IntoIterator<Item = usize>, out: &mut Vec<u8>) {
+        for i in picked {
+            out.extend_from_slice(self.line(i));
+            // Only a line that ends the block can have no `\n`.
+            if self.final_newline || self.entries[i].end < self.data.len() {
+                out.push(b'\n');
+            }
+        }
+    }
+
+    /// Writes the lines of the entries `picked` (ascending indices) to `out`
+    /// as [`Self::write_lines`] gives them, without copying: runs of
+    /// adjacent lines go out as one slice of the block. Returns the bytes written.
+    ///
+    /// # Errors
+    /// The writer's.
+    ///
+    /// # Panics
+    /// If an index is out of range.
+    pub fn write_to(&self, picked: impl IntoIterator<Item = usize>, out: &mut impl std::io::Write) -> std::io::Result<u64> {
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for i in picked {
+            let e = self.entries[i];
+            // With its `\n`: only a line that ends the block can lack one (see `write_lines`).
+            let end = (e.end + 1).min(self.data.len());
+            match runs.last_mut() {
+                Some(last) if last.1 == e.start => last.1 = end,
+                _ => runs.push((e.start, end)),
+            }
+        }
+        let mut written = 0u64;
+        let mut slices: Vec<std::io::IoSlice<'_>> = runs.iter().map(|&(a, b)| std::io::IoSlice::new(&self.data[a..b])).collect();
+        let mut rest = &mut slices[..];
+        while !rest.is_empty() {
+            // At most IOV_MAX slices a call.
+            let take = rest.len().min(1024);
+            match out.write_vectored(&rest[..take]) {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    written += n as u64;
+                    std::io::IoSlice::advance_slices(&mut rest, n);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(written)
+    }
+
+    /// The decoded texts of the entries `picked`, which must be records, as
+    /// an Arrow large-string column: offsets (`n + 1`) and bytes.
+    ///
+    /// # Panics
+    /// If an index is out of range or names a deferred line.
+    pub fn texts(&self, picked: &[usize], fields: &Fields) -> (Vec<i64>, Vec<u8>) {
+        let texts: Vec<Cow<'_, str>> = picked
+            .par_iter()
+            .with_min_len(64)
+            .map(|&i| match parse_line(self.line(i), fields) {
+                Line::Record { text, .. } => text,
+                _ => panic!("entry {i} is not a record"),
+            })
+            .collect();
+        let mut offsets = Vec::with_capacity(texts.len() + 1);
+        let mut bytes = Vec::with_capacity(texts.iter().map(|t| t.len()).sum());
+        offsets.push(0);
+        for t in &texts {
+            bytes.extend_from_slice(t.as_bytes());
+            offsets.push(bytes.len() as i64);
+        }
+        (offsets, bytes)
+    }
+}

@@ -1,0 +1,139 @@
+//! Records of JSON-lines inputs read, parsed and fingerprinted in the core.
+//!
+//! [`JsonLinesReader`] is a pipeline of two threads ahead of its consumer:
+//! one reads and decompresses the input into blocks of whole lines
+//! ([`input::Blocks`]), the other parses each block's lines and
+//! fingerprints their texts on the rayon pool ([`chunk::RecordChunk`]).
+//! Each hand-over holds two blocks, so memory is bounded by the block size
+//! (and the longest line), never by the input; the consumer (the index,
+//! the writer) works on one chunk while the next ones are read and parsed.
+
+pub mod chunk;
+pub mod input;
+pub mod json;
+
+use std::fs::File;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+pub use chunk::{Entry, RecordChunk, Status};
+pub use input::{Compression, Input, ReadFailure};
+pub use json::{Fields, Id, Line};
+
+use crate::fingerprint::Shingling;
+
+/// What the pipeline hands over: a chunk, or the failure that ended the input
+/// (the line it happened at: the first line not read whole).
+#[derive(Debug)]
+pub enum Item {
+    Chunk(RecordChunk),
+    Failed { failure: ReadFailure, line: u64 },
+}
+
+/// How a [`JsonLinesReader`] reads.
+#[derive(Debug, Clone)]
+pub struct ReaderOptions {
+    pub fields: Fields,
+    /// Fingerprint each record's text this way, in the parsing pass.
+    pub shingling: Option<Shingling>,
+    /// Rayon threads for parsing (`None`: the default pool).
+    pub threads: Option<usize>,
+    /// About this many decompressed bytes a chunk.
+    pub block_bytes: usize,
+}
+
+/// The chunks of one JSON-lines input, read and parsed ahead on threads of
+/// their own. Dropping it stops them (a thread blocked reading a pipe ends
+/// when the pipe gives data or closes).
+pub struct JsonLinesReader {
+    /// In a mutex only to be `Sync` (one consumer takes the chunks).
+    rx: Mutex<Receiver<crate::Result<Item>>>,
+    consumed: Arc<AtomicU64>,
+    pub compression: Compression,
+}
+
+impl JsonLinesReader {
+    /// Starts reading `file`.
+    ///
+    /// # Errors
+    /// [`crate::Error::Io`] when its first bytes cannot be read or a thread
+    /// cannot be started.
+    pub fn new(file: File, name: &str, options: ReaderOptions) -> crate::Result<Self> {
+        let io_error = |action, source| crate::Error::Io { path: name.to_owned(), action, source };
+        let input = Input::new(file).map_err(|e| io_error("read", e))?;
+        let compression = input.compression;
+        let blocks = input::Blocks::new(input, options.block_bytes);
+        let consumed = blocks.consumed();
+        // Two blocks in each hand-over: a consumer that stalls on a slow
+        // write does not stall the parsing behind it at once.
+        let (block_tx, block_rx) = sync_channel(2);
+        let (chunk_tx, chunk_rx) = sync_channel(2);
+        thread::Builder::new()
+            .name("rsimhash-read".into())
+            .spawn(move || {
+                for block in blocks {
+                    if block_tx.send(block).is_err() {
+                        return; // the consumer is gone
+                    }
+                }
+            })
+            .map_err(|e| io_error("start a thread to read", e))?;
+        let pool = crate::parallel::Pool::new(options.threads)?;
+        thread::Builder::new()
+            .name("rsimhash-parse".into())
+            .spawn(move || {
+                let mut next_line = 1;
+                for block in block_rx {
+                    let item = match block {
+                        Ok(block) => pool.install(|| {
+                            RecordChunk::parse(block, next_line, &options.fields, options.shingling)
+                        })
+                        .map(|chunk| {
+                            next_line += chunk.lines;
+                            Item::Chunk(chunk)
+                        }),
+                        Err(failure) => Ok(Item::Failed { failure, line: next_line }),
+                    };
+                    let stop = !matches!(item, Ok(Item::Chunk(_)));
+                    if chunk_tx.send(item).is_err() || stop {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| io_error("start a thread to parse", e))?;
+        Ok(JsonLinesReader { rx: Mutex::new(chunk_rx), consumed, compression })
+    }
+
+    /// The next item, waiting at most `timeout`: `Ok(None)` at the end of
+    /// the input, `Err(())` when nothing came in time (the caller may check
+    /// for Ctrl-C and wait again).
+    #[allow(clippy::result_unit_err)]
+    pub fn next_within(&self, timeout: Duration) -> Result<Option<crate::Result<Item>>, ()> {
+        let rx = self.rx.lock().unwrap_or_else(|e| e.into_inner());
+        match rx.recv_timeout(timeout) {
+            Ok(item) => Ok(Some(item)),
+            Err(RecvTimeoutError::Disconnected) => Ok(None),
+            Err(RecvTimeoutError::Timeout) => Err(()),
+        }
+    }
+
+    /// The file's bytes read so far (compressed, when it is; read ahead of
+    /// the chunks handed over).
+    pub fn consumed(&self) -> u64 {
+        self.consumed.load(Ordering::Relaxed)
+    }
+}
+
+impl Iterator for JsonLinesReader {
+    type Item = crate::Result<Item>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.rx.get_mut().unwrap_or_else(|e| e.into_inner()).recv().ok()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,159 @@
+use std::io::Write;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::fingerprint::{fingerprint, Mode};
+
+fn options(block_bytes: usize) -> ReaderOptions {
+    ReaderOptions {
+        fields: Fields { text: "text".into(), id: Some("id".into()) },
+        shingling: Some(Shingling::new(Mode::Words, None).unwrap()),
+        threads: Some(2),
+        block_bytes,
+    }
+}
+
+fn file_of(bytes: &[u8]) -> File {
+    let mut f = tempfile::tempfile().unwrap();
+    f.write_all(bytes).unwrap();
+    std::io::Seek::rewind(&mut f).unwrap();
+    f
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+fn zstd(bytes: &[u8]) -> Vec<u8> {
+    zstd::encode_all(bytes, 1).unwrap()
+}
+
+/// Everything a reader gives: (line, status, fingerprint, id, the line as
+/// written back), and the failure's line if it ended with one.
+type Seen = (Vec<(u64, Status, u64, Option<Id<'static>>, Vec<u8>)>, Option<u64>);
+
+fn read_all(bytes: &[u8], block_bytes: usize) -> Seen {
+    let reader = JsonLinesReader::new(file_of(bytes), "test", options(block_bytes)).unwrap();
+    let mut seen = Vec::new();
+    let mut failed = None;
+    for item in reader {
+        match item.unwrap() {
+            Item::Chunk(c) => {
+                for (i, e) in c.entries.iter().enumerate() {
+                    let mut out = Vec::new();
+                    c.write_lines([i], &mut out);
+                    let mut again = Vec::new();
+                    c.write_to([i], &mut again).unwrap();
+                    assert_eq!(out, again);
+                    let id = c.ids.as_ref().unwrap()[i].clone();
+                    seen.push((e.line, e.status, c.fingerprints.as_ref().unwrap()[i], id, out));
+                }
+            }
+            Item::Failed { line, .. } => failed = Some(line),
+        }
+    }
+    (seen, failed)
+}
+
+fn corpus(n: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        match i % 7 {
+            0 => out.extend_from_slice(b"\n"),
+            1 => out.extend_from_slice(format!("{{\"id\": \"d{i}\", \"text\": \"caf\\u00e9 number {i}\"}}\r\n").as_bytes()),
+            2 => out.extend_from_slice(b"{\"text\": 5}\n"),
+            _ => out.extend_from_slice(format!("{{\"text\": \"the doc {i} {}\", \"id\": {i}}}\n", "w ".repeat(i % 50)).as_bytes()),
+        }
+    }
+    out
+}
+
+#[test]
+fn records_lines_and_fingerprints() {
+    let (seen, failed) = read_all(b"{\"id\":1,\"text\":\"a b c\"}\n\n  \n{\"text\":\"x\"}\n[1]", 1 << 20);
+    assert_eq!(failed, None);
+    let words = Shingling::new(Mode::Words, None).unwrap();
+    assert_eq!(seen.len(), 3);
+    assert_eq!(seen[0], (1, Status::Record, fingerprint("a b c", words), Some(Id::Int(1)), b"{\"id\":1,\"text\":\"a b c\"}\n".to_vec()));
+    assert_eq!((seen[1].0, seen[1].1, seen[1].2), (4, Status::NoId, fingerprint("x", words)));
+    // The last line has no newline, and is written back without one.
+    assert_eq!((seen[2].0, seen[2].1, seen[2].4.as_slice()), (5, Status::Defer, &b"[1]"[..]));
+}
+
+#[test]
+fn compressed_inputs_read_the_same() {
+    let plain = corpus(3000);
+    let expected = read_all(&plain, 1 << 20);
+    assert_eq!(read_all(&gzip(&plain), 1 << 20), expected);
+    assert_eq!(read_all(&zstd(&plain), 1 << 20), expected);
+    // gzip members one after another, and zstd frames, as one stream.
+    let (a, b) = plain.split_at(plain.len() / 2);
+    assert_eq!(read_all(&[gzip(a), gzip(b)].concat(), 4096), expected);
+    assert_eq!(read_all(&[zstd(a), zstd(b)].concat(), 4096), expected);
+}
+
+#[test]
+fn truncated_streams_fail_at_the_line_they_stop() {
+    // Big enough for zstd to have finished blocks before the cut.
+    let plain = corpus(30_000);
+    let total_lines = plain.iter().filter(|&&b| b == b'\n').count() as u64;
+    for packed in [gzip(&plain), zstd(&plain)] {
+        let cut = &packed[..packed.len() * 2 / 3];
+        let (seen, failed) = read_all(cut, 8192);
+        let line = failed.expect("a cut stream must fail, not end quietly");
+        assert!(line > 1 && line < total_lines, "{line}");
+        // Every line before it was read whole.
+        assert!(seen.iter().all(|s| s.0 < line));
+        assert_eq!(seen, read_all(&plain, 8192).0.into_iter().filter(|s| s.0 < line).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn texts_are_decoded() {
+    let bytes = b"{\"text\":\"a\\tb\"}\n{\"text\":\"plain\"}\n";
+    let reader = JsonLinesReader::new(file_of(bytes), "t", options(1 << 20)).unwrap();
+    let Some(Ok(Item::Chunk(c))) = reader.into_iter().next() else { panic!() };
+    let (offsets, data) = c.texts(&[0, 1], &options(0).fields);
+    assert_eq!(offsets, vec![0, 3, 8]);
+    assert_eq!(data, b"a\tbplain");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Any block size gives the same records, and writing every entry back
+    /// gives the input minus its blank lines.
+    #[test]
+    fn block_size_does_not_matter(n in 0usize..400, block in 1usize..3000, final_newline: bool) {
+        let mut bytes = corpus(n);
+        if !final_newline && bytes.last() == Some(&b'\n') {
+            bytes.pop();
+        }
+        let whole = read_all(&bytes, 1 << 20);
+        prop_assert_eq!(&read_all(&bytes, block), &whole);
+        let written: Vec<u8> = whole.0.iter().flat_map(|s| s.4.clone()).collect();
+        // All entries at once, in runs of adjacent lines, write the same bytes.
+        let reader = JsonLinesReader::new(file_of(&bytes), "test", options(block)).unwrap();
+        let mut runs = Vec::new();
+        for item in reader {
+            if let Item::Chunk(c) = item.unwrap() {
+                let picked: Vec<usize> = (0..c.entries.len()).filter(|i| i % 3 != 1).collect();
+                let mut a = Vec::new();
+                c.write_lines(picked.iter().copied(), &mut a);
+                let n = c.write_to(picked, &mut runs).unwrap();
+                prop_assert_eq!(n as usize, a.len());
+                prop_assert!(runs.ends_with(&a));
+            }
+        }
+        let expected: Vec<u8> = bytes
+            .split_inclusive(|&b| b == b'\n')
+            .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+            .flatten()
+            .copied()
+            .collect();
+        prop_assert_eq!(written, expected);
+    }
+}
