@@ -10,6 +10,7 @@ mod distributed;
 mod error;
 mod fingerprint;
 mod index;
+mod records;
 mod similar;
 mod text;
 
@@ -25,6 +26,7 @@ fn _rsimhash(m: &Bound<'_, PyModule>) -> PyResult<()> {
     batch::register(m)?;
     similar::register(m)?;
     distributed::register(m)?;
+    records::register(m)?;
     m.add_class::<index::PyIndex>()?;
     Ok(())
 }

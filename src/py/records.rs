@@ -1,0 +1,274 @@
+//! `JsonLines`: a JSON-lines input read, parsed and fingerprinted by the
+//! core's pipeline ([`crate::records`]), handed to Python a chunk at a time.
+
+use std::fs::File;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use numpy::{PyArray1, PyReadonlyArray1};
+use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyString};
+
+use super::detach;
+use super::fingerprint::{shingling, threads};
+use crate::records::{Fields, Id, Item, JsonLinesReader, ReaderOptions, RecordChunk};
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyJsonLines>()?;
+    m.add_class::<PyRecordChunk>()?;
+    Ok(())
+}
+
+/// The chunks of a JSON-lines input (plain, gzip or zstd), in order.
+///
+/// Iterating gives a `RecordChunk`, or, when the input stops early (a
+/// cut-short or corrupt compressed stream, a read error), one last
+/// `(line, message)` tuple naming the first line not read whole.
+#[pyclass(name = "JsonLines", module = "rsimhash._rsimhash", frozen)]
+pub(crate) struct PyJsonLines {
+    /// Taken by `__next__` for its wait; `None` once the input is done.
+    reader: Mutex<Option<JsonLinesReader>>,
+    /// Set by `close`, which another thread may call while `__next__` waits.
+    closed: AtomicBool,
+    compression: &'static str,
+    fields: Arc<Fields>,
+}
+
+#[pymethods]
+impl PyJsonLines {
+    /// `source` is a path, or (on Unix) a file descriptor this object takes
+    /// over and closes. With `mode`, each record's text is fingerprinted as
+    /// it is parsed; `id_field=None` skips ids.
+    #[new]
+    #[pyo3(signature = (source, *, text_field, id_field=None, mode=None, width=None, threads=None, chunk_bytes=8 << 20))]
+    fn new(
+        source: &Bound<'_, PyAny>,
+        text_field: String,
+        id_field: Option<String>,
+        mode: Option<&str>,
+        width: Option<i64>,
+        threads: Option<i64>,
+        chunk_bytes: usize,
+    ) -> PyResult<Self> {
+        let shingling = mode.map(|m| shingling(m, width)).transpose()?;
+        let fields = Fields { text: text_field, id: id_field };
+        let (file, name) = open(source)?;
+        let options = ReaderOptions { fields: fields.clone(), shingling, threads: self::threads(threads)?, block_bytes: chunk_bytes };
+        let reader = JsonLinesReader::new(file, &name, options)?;
+        Ok(PyJsonLines {
+            compression: reader.compression.name(),
+            reader: Mutex::new(Some(reader)),
+            closed: AtomicBool::new(false),
+            fields: Arc::new(fields),
+        })
+    }
+
+    /// `"plain"`, `"gzip"` or `"zstd"`.
+    #[getter]
+    fn compression(&self) -> &'static str {
+        self.compression
+    }
+
+    /// Stops the reading threads (at once, or when a `__next__` waiting on
+    /// another thread next wakes).
+    fn close(&self) {
+        self.closed.store(true, Ordering::Relaxed);
+        if let Ok(mut reader) = self.reader.try_lock() {
+            *reader = None;
+        }
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        // Never waited for with the GIL held: that could deadlock with the holder.
+        let mut slot = self
+            .reader
+            .try_lock()
+            .map_err(|_| PyRuntimeError::new_err("JsonLines is being read by another thread"))?;
+        // Wait in short steps without the GIL, so Ctrl-C (and `close`) is
+        // seen while a slow input (a pipe) gives nothing.
+        let item = loop {
+            let Some(reader) = slot.as_ref().filter(|_| !self.closed.load(Ordering::Relaxed)) else {
+                *slot = None;
+                return Ok(None);
+            };
+            match py.detach(|| reader.next_within(Duration::from_millis(100))) {
+                Ok(item) => break item,
+                Err(()) => py.check_signals()?,
+            }
+        };
+        let done = !matches!(item, Some(Ok(Item::Chunk(_))));
+        if done {
+            *slot = None;
+        }
+        match item {
+            None => Ok(None),
+            Some(Err(e)) => Err(e.into()),
+            Some(Ok(Item::Chunk(chunk))) => {
+                let chunk = PyRecordChunk { chunk, fields: Arc::clone(&self.fields) };
+                Ok(Some(Py::new(py, chunk)?.into_any()))
+            }
+            Some(Ok(Item::Failed { failure, line })) => {
+                let what = match failure.compression {
+                    crate::records::Compression::None => "the file".to_owned(),
+                    c => format!("the {} stream", c.name()),
+                };
+                let message = format!("{what} cannot be read past this line: it is cut short or damaged ({})", failure.error);
+                Ok(Some((line, message).into_pyobject(py)?.into_any().unbind()))
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
+fn from_fd(fd: i32) -> File {
+    use std::os::fd::FromRawFd;
+    // SAFETY: the caller hands this descriptor over (see `PyJsonLines::new`).
+    unsafe { File::from_raw_fd(fd) }
+}
+
+fn open(source: &Bound<'_, PyAny>) -> PyResult<(File, String)> {
+    if let Ok(path) = source.extract::<std::path::PathBuf>() {
+        let name = path.display().to_string();
+        let file = File::open(&path).map_err(|e| crate::Error::Io { path: name.clone(), action: "open", source: e })?;
+        return Ok((file, name));
+    }
+    #[cfg(unix)]
+    if let Ok(fd) = source.extract::<i32>() {
+        if fd < 0 {
+            return Err(PyValueError::new_err(format!("source must be a path or an open file descriptor, got {fd}")));
+        }
+        return Ok((from_fd(fd), format!("file descriptor {fd}")));
+    }
+    Err(PyValueError::new_err("source must be a path (or, on Unix, a file descriptor)"))
+}
+
+/// An Arrow large-string column's buffers: offsets and bytes.
+type ArrowStrings<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u8>>);
+
+/// One block of whole lines: its non-blank lines ("entries"), each with
+/// its line number, status (0 a record, 1 a record without its id field,
+/// 2 for the reference reader), fingerprint and id.
+#[pyclass(name = "RecordChunk", module = "rsimhash._rsimhash", frozen)]
+pub(crate) struct PyRecordChunk {
+    chunk: RecordChunk,
+    fields: Arc<Fields>,
+}
+
+impl PyRecordChunk {
+    fn picked(&self, indices: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>> {
+        let n = self.chunk.entries.len();
+        indices
+            .as_array()
+            .iter()
+            .map(|&i| usize::try_from(i).ok().filter(|&i| i < n).ok_or_else(|| PyIndexError::new_err(format!("entry {i} out of 0..{n}"))))
+            .collect()
+    }
+}
+
+#[pymethods]
+impl PyRecordChunk {
+    fn __len__(&self) -> usize {
+        self.chunk.entries.len()
+    }
+
+    /// Bytes of (decompressed) input the block covers.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.chunk.data.len()
+    }
+
+    /// The file's bytes read when the block was cut (compressed, when it is).
+    #[getter]
+    fn consumed(&self) -> u64 {
+        self.chunk.consumed
+    }
+
+    /// Lines the block covers, blank ones included.
+    #[getter]
+    fn line_count(&self) -> u64 {
+        self.chunk.lines
+    }
+
+    /// Each entry's 1-based line number (int64).
+    fn lines<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
+        PyArray1::from_iter(py, self.chunk.entries.iter().map(|e| e.line as i64))
+    }
+
+    /// Each entry's status (uint8): 0 a record, 1 no id field, 2 deferred.
+    fn status<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u8>> {
+        PyArray1::from_iter(py, self.chunk.entries.iter().map(|e| e.status as u8))
+    }
+
+    /// Each entry's fingerprint (uint64; 0 unless a record), or None when
+    /// the reader was not given a mode.
+    fn fingerprints<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyArray1<u64>>> {
+        self.chunk.fingerprints.as_deref().map(|f| PyArray1::from_slice(py, f))
+    }
+
+    /// Each entry's id (int, str, or None when it has none or is deferred),
+    /// or None when the reader was not asked for ids.
+    fn ids<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+        let Some(ids) = self.chunk.ids.as_ref() else { return Ok(None) };
+        let list = PyList::empty(py);
+        for id in ids {
+            match id {
+                None => list.append(py.None())?,
+                Some(Id::Int(v)) => list.append(v)?,
+                Some(Id::UInt(v)) => list.append(v)?,
+                Some(Id::Str(s)) => list.append(PyString::new(py, s))?,
+            }
+        }
+        Ok(Some(list))
+    }
+
+    /// Entry `i`'s line as read, without its `\n`.
+    fn line<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyBytes>> {
+        if i >= self.chunk.entries.len() {
+            return Err(PyIndexError::new_err(format!("entry {i} out of 0..{}", self.chunk.entries.len())));
+        }
+        Ok(PyBytes::new(py, self.chunk.line(i)))
+    }
+
+    /// The lines of the entries `indices` (ascending int64), as read, each
+    /// with its `\n` (but the input's last line if it had none).
+    fn write<'py>(&self, py: Python<'py>, indices: PyReadonlyArray1<'_, i64>) -> PyResult<Bound<'py, PyBytes>> {
+        let picked = self.picked(&indices)?;
+        let mut out = Vec::new();
+        py.detach(|| self.chunk.write_lines(picked.iter().copied(), &mut out));
+        Ok(PyBytes::new(py, &out))
+    }
+
+    /// Writes the lines `write` gives to the open file descriptor `fd`
+    /// (Unix), without copying them first; returns the bytes written.
+    #[cfg(unix)]
+    fn write_to(&self, py: Python<'_>, fd: i32, indices: PyReadonlyArray1<'_, i64>) -> PyResult<u64> {
+        use std::os::fd::FromRawFd;
+
+        let picked = self.picked(&indices)?;
+        // SAFETY: the caller's descriptor, borrowed for this call: never closed here.
+        let mut file = std::mem::ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
+        let written = py.detach(|| self.chunk.write_to(picked, &mut *file));
+        Ok(written?)
+    }
+
+    /// The decoded texts of the entries `indices` (records only), as Arrow
+    /// large-string buffers: `(offsets int64, data uint8)`.
+    fn texts<'py>(
+        &self,
+        py: Python<'py>,
+        indices: PyReadonlyArray1<'_, i64>,
+    ) -> PyResult<ArrowStrings<'py>> {
+        let picked = self.picked(&indices)?;
+        if let Some(&i) = picked.iter().find(|&&i| self.chunk.entries[i].status == crate::records::Status::Defer) {
+            return Err(PyValueError::new_err(format!("entry {i} is not a record")));
+        }
+        let (offsets, data) = detach::run(py, None, || Ok(self.chunk.texts(&picked, &self.fields)))?;
+        Ok((PyArray1::from_vec(py, offsets), PyArray1::from_vec(py, data)))
+    }
+}
