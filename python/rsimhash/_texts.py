@@ -4,7 +4,7 @@ imported unless the column is theirs."""
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Tuple
+from typing import Any, Iterator, List, Tuple
 
 import numpy as np
 
@@ -25,9 +25,21 @@ class ArrowBuffers:
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
+    def __getitem__(self, items: slice) -> "ArrowBuffers":
+        """The texts ``items`` (a slice with no step), in place."""
+        start, stop, step = items.indices(len(self))
+        if step != 1:
+            raise ValueError("ArrowBuffers slices take no step")
+        return ArrowBuffers(self.offsets[start: max(start, stop) + 1], self.data)
+
     def core(self) -> Tuple[np.ndarray, np.ndarray]:
         """The pair the core's functions take in place of a list of texts."""
         return self.offsets, self.data
+
+    def to_pylist(self) -> List[str]:
+        """The texts as ``str`` objects."""
+        data, offsets = self.data, self.offsets.tolist()
+        return [bytes(data[a:b]).decode("utf-8") for a, b in zip(offsets, offsets[1:])]
 
 
 def kind(texts: Any) -> str:

@@ -152,7 +152,8 @@ def _run_verified(args: argparse.Namespace) -> int:
     min_size = 1 if args.all else 2
     with Workspace(args.workdir, args.output) as workspace, Outputs() as outs:
         path = verified.input_path(args, workspace)
-        with open_source(args, path=path, limit=args.sample, formats=("json", "hash", "parquet")) as source:
+        with open_source(args, path=path, limit=args.sample, formats=("json", "hash", "parquet"),
+                         shingling=None) as source:
             verified.check_format(source)
             out = outs.open(args.output)
             clusters = members = 0

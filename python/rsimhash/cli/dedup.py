@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import argparse
 from array import array
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from bisect import bisect_left
 from itertools import chain
-from typing import Any, Iterator, List, Optional
+from typing import Any, Deque, Iterator, List, Optional
 
 import numpy as np
 
@@ -107,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
         if args.input == "-" and explicit:
             # Read twice: stdin is copied first (its size is not known ahead).
             path = copy_stdin(workspace)
-        with open_source(args, need_ids=need_ids, full_rows=True, path=path) as source, Outputs() as outs:
+        with open_source(args, need_ids=need_ids, full_rows=True, path=path,
+                         shingling=None if args.jaccard is not None else "args") as source, Outputs() as outs:
             out = outs.open(args.output)
             removed = outs.open(args.removed) if args.removed is not None else None
             chunks = prefetch(source.chunks())
@@ -194,28 +197,12 @@ class KeptWriter:
         if self.parquet is not None:
             self.parquet.write(chunk, is_new)
         else:
-            _write_kept(self.out, chunk, is_new)
+            self.out.write_records(chunk, is_new)
 
     def close(self) -> None:
         self._header()
         if self.parquet is not None:
             self.parquet.close()
-
-
-def _write_kept(out: Output, chunk: Chunk, is_new: np.ndarray) -> None:
-    raw = chunk.raw
-    assert raw is not None
-    if not len(raw):
-        return
-    if is_new.all():
-        lines = raw
-    else:
-        lines = [raw[j] for j in np.flatnonzero(is_new).tolist()]
-        if not lines:
-            return
-    out.write(b"\n".join(lines))
-    if chunk.final_newline or not is_new[-1]:
-        out.write(b"\n")
 
 
 def _write_removed(out: Output, chunk: Chunk, fps: np.ndarray, removed: np.ndarray,
@@ -230,19 +217,31 @@ def _write_removed(out: Output, chunk: Chunk, fps: np.ndarray, removed: np.ndarr
 
 
 class _ParquetSink:
-    """Kept rows of a Parquet input, written as Parquet with the same schema."""
+    """Kept rows of a Parquet input, written as Parquet with the same schema,
+    on a thread of their own (pyarrow encodes and compresses without the
+    GIL), at most a few batches behind."""
 
     def __init__(self, out: Output, schema: Any):
         pa = module("pyarrow")
         pq = module("pyarrow.parquet")
         self.writer = pq.ParquetWriter(pa.PythonFile(_Sink(out), mode="w"), schema)
+        self.thread = ThreadPoolExecutor(1, thread_name_prefix="rsimhash-parquet")
+        self.pending: Deque[Future] = deque()
 
     def write(self, chunk: Chunk, is_new: np.ndarray) -> None:
         pa = module("pyarrow")
         assert chunk.rows is not None
-        self.writer.write_batch(chunk.batch.take(pa.array(chunk.rows[is_new])))
+        batch = chunk.batch.take(pa.array(chunk.rows[is_new]))
+        self.pending.append(self.thread.submit(self.writer.write_batch, batch))
+        while len(self.pending) > 2:
+            self.pending.popleft().result()
 
     def close(self) -> None:
+        try:
+            while self.pending:
+                self.pending.popleft().result()
+        finally:
+            self.thread.shutdown(wait=True)
         self.writer.close()
 
 

@@ -57,7 +57,8 @@ def dedup_batch(args: argparse.Namespace, source: Source, chunks: Iterator[Chunk
     # Pass 2: the kept records, as read.
     n_removed = int(len(keep) - np.count_nonzero(keep))
     again_progress = Progress("dedup: writing", source.total, args.quiet)
-    with open_source(args, need_ids=False, full_rows=True, path=path, quiet_bad_lines=True) as again:
+    with open_source(args, need_ids=False, full_rows=True, path=path, quiet_bad_lines=True,
+                     shingling=None) as again:
         writer = KeptWriter(out, again)
         position = 0
         for chunk in prefetch(again.chunks()):

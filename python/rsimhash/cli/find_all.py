@@ -148,7 +148,7 @@ def _run_verified(args: argparse.Namespace) -> int:
         args.format = "auto"
     with Workspace(args.workdir, args.output) as workspace, Outputs() as outs:
         path = verified.input_path(args, workspace)
-        with open_source(args, path=path) as source:
+        with open_source(args, path=path, shingling=None) as source:
             verified.check_format(source)
             out = outs.open(args.output)
             with verified.gathered(args, opts, source, path, limit, workspace, "find-all", limit // 256) as \

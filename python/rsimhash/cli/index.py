@@ -27,6 +27,7 @@ from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from .errors import CliError, InputError, UsageError
+from .inputs import guess_format
 from .pipeline import fingerprints_of, prefetch
 from .options import (
     add_distance, add_input, add_run, add_text, bad_lines_part, distance, make_index, open_source,
@@ -240,12 +241,11 @@ def _no_stdout(path: str, what: str) -> None:
 def build(args: argparse.Namespace) -> int:
     _no_stdout(args.output, "--output (an index file)")
     index = make_index(args.distance, args.blocks)
-    with open_source(args) as source:
-        texts = source.format in ("json", "parquet")
-        mode = args.mode or "words"
-        settings: Dict[str, Any] = {"mode": None, "width": None}
-        if texts:
-            settings = {"mode": mode, "width": args.width or (3 if mode == "words" else 4)}
+    mode = args.mode or "words"
+    settings: Dict[str, Any] = {"mode": mode, "width": args.width or (3 if mode == "words" else 4)}
+    with open_source(args, shingling=(settings["mode"], settings["width"])) as source:
+        if source.format not in ("json", "parquet"):
+            settings = {"mode": None, "width": None}
         progress = Progress("index build", source.total, args.quiet)
         with Outputs() as outs:
             out = outs.open(ids_path(args.output))
@@ -268,8 +268,8 @@ def add(args: argparse.Namespace) -> int:
     index = load_index(args.index, mmap=False)
     old = IdsFile(args.index)
     try:
-        with open_source(args) as source:
-            settings = settings_for(args, source.format, old.settings)
+        settings = settings_for(args, guess_format(args.input, args.format), old.settings)
+        with open_source(args, shingling=(settings["mode"] or "words", settings["width"])) as source:
             n_old = len(index)
             progress = Progress("index add", source.total, args.quiet)
             with Outputs() as outs:
@@ -339,8 +339,9 @@ def query(args: argparse.Namespace) -> int:
         raise UsageError(f"--distance {k} is more than the k={index.k} that {args.index} answers "
                          f"completely; rebuild it with rsimhash index build --distance {k}")
     ids, recorded = _read_ids(index, args.index)
-    with open_source(args) as source, Outputs() as outs:
-        settings = settings_for(args, source.format, recorded)
+    settings = settings_for(args, guess_format(args.input, args.format), recorded)
+    with open_source(args, shingling=(settings.get("mode") or "words", settings.get("width"))) as source, \
+            Outputs() as outs:
         out = outs.open(args.output)
         out.write(b"id\tmatched_id\tdistance\n")
         progress = Progress("index query", source.total, args.quiet)

@@ -12,8 +12,12 @@ Formats (``auto`` guesses from the file name; stdin defaults to ``json``):
   default ``text``) and an id field (``--id-column``, default ``id``; an int
   or a str, kept as written). When ``--id-column`` is not given and the first
   record has no ``id`` field, every record's id is its line number. Blank
-  lines are skipped. gzip and zstd (with ``zstandard`` installed) compressed
-  input is recognised by its first bytes, whatever the file is called.
+  lines are skipped. gzip and zstd compressed input is recognised by its
+  first bytes, whatever the file is called. These are read, parsed and
+  fingerprinted by the core (``_rsimhash.JsonLines``) on threads of its own;
+  the few lines it leaves to ``json.loads`` (invalid ones, whose errors are
+  worded here, and rare forms such as lone surrogates) go through the
+  reference reader below, which is also the reader of record for tests.
 * ``hash``: a TSV whose header line names the columns ``id`` and ``hash``
   (the original simhash tool's format); the hash is a decimal u64.
 * ``lines``: one decimal u64 fingerprint per line (simhash-find-all's input);
@@ -30,9 +34,7 @@ import gzip
 import json
 import os
 import sys
-import zlib
-from dataclasses import dataclass
-from typing import Any, BinaryIO, Iterator, List, Optional, Tuple, Union
+from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -69,22 +71,95 @@ def guess_format(path: str, fmt: str) -> str:
     return guess
 
 
-@dataclass
 class Chunk:
-    """Consecutive records of one input, in input order."""
+    """Consecutive records of one input, in input order.
 
-    lines: List[int]                  # 1-based line (or row) number of each record
-    ids: List[Id]                     # each record's id as written (int or str)
-    texts: Any = None                 # list of str, or a pyarrow string array
-    hashes: Optional[np.ndarray] = None   # uint64 fingerprints of hash/lines inputs
-    raw: Optional[List[bytes]] = None     # each record's line without its b"\n"
-    final_newline: bool = True        # False when raw[-1] ends the input with no b"\n"
-    nbytes: int = 0                   # (uncompressed) input bytes this chunk covers
-    batch: Any = None                 # parquet: the RecordBatch the records come from
-    rows: Optional[np.ndarray] = None  # parquet: each record's row in ``batch``
+    A chunk of the core's JSON-lines reader (``core``) keeps its block of
+    lines there: ``entries`` are the records' indices into it, the texts
+    are decoded only when asked for (``texts``), and kept lines are written
+    from the block (``write_lines``)."""
+
+    def __init__(self, lines: Any, ids: Optional[List[Id]] = None, *, texts: Any = None,
+                 hashes: Optional[np.ndarray] = None, raw: Optional[List[bytes]] = None,
+                 final_newline: bool = True, nbytes: int = 0, batch: Any = None,
+                 rows: Optional[np.ndarray] = None, core: Any = None, entries: Optional[np.ndarray] = None,
+                 shingling: Any = None, extra_texts: Optional[Dict[int, str]] = None):
+        self.lines = lines                # 1-based line (or row) number of each record
+        self._ids = ids                   # each record's id as written; None: the line numbers
+        self._texts = texts               # list of str, pyarrow string array or ArrowBuffers
+        self.hashes = hashes              # uint64 fingerprints: of hash/lines inputs, or the core's
+        self.shingling = shingling        # (mode, width) the core's hashes were made with
+        self.raw = raw                    # each record's line without its b"\n"
+        self.final_newline = final_newline  # False when raw[-1] ends the input with no b"\n"
+        self.nbytes = nbytes              # (uncompressed) input bytes this chunk covers
+        self.batch = batch                # parquet: the RecordBatch the records come from
+        self.rows = rows                  # parquet: each record's row in ``batch``
+        self.core = core                  # the core's RecordChunk
+        self.entries = entries            # the records' entries in ``core``
+        self.extra_texts = extra_texts or {}  # entry -> text, of lines the reference reader read
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.lines)
+
+    @property
+    def ids(self) -> List[Id]:
+        if self._ids is None:
+            self._ids = self.lines.tolist() if isinstance(self.lines, np.ndarray) else list(self.lines)
+        return self._ids
+
+    @property
+    def texts(self) -> Any:
+        if self._texts is None and self.core is not None:
+            self._texts = self._core_texts()
+        return self._texts
+
+    def _core_texts(self) -> Any:
+        from .._texts import ArrowBuffers
+
+        assert self.entries is not None
+        if not self.extra_texts:
+            return ArrowBuffers(*self.core.texts(self.entries))
+        # Some texts came from json.loads (and may hold lone surrogates): a list.
+        entries = self.entries.tolist()
+        parsed = [e for e in entries if e not in self.extra_texts]
+        decoded = iter(ArrowBuffers(*self.core.texts(np.array(parsed, dtype=np.int64))).to_pylist())
+        return [self.extra_texts[e] if e in self.extra_texts else next(decoded) for e in entries]
+
+    def write_lines(self, keep: np.ndarray) -> bytes:
+        """The lines of the records where ``keep`` (a bool mask) is set, as
+        read, each with its line end (but the input's last line if it had none)."""
+        if self.core is not None:
+            assert self.entries is not None
+            return bytes(self.core.write(self.entries[keep]))
+        raw = self.raw
+        assert raw is not None
+        lines = raw if keep.all() else [raw[j] for j in np.flatnonzero(keep).tolist()]
+        if not lines:
+            return b""
+        end = b"\n" if self.final_newline or not keep[-1] else b""
+        return b"\n".join(lines) + end
+
+    def record_bytes(self) -> int:
+        """Bytes of the records' lines, line ends included."""
+        if self.core is not None:
+            return len(self.write_lines(np.ones(len(self), dtype=bool)))
+        return sum(len(r) + 1 for r in self.raw or ())
+
+    def head(self, n: int) -> "Chunk":
+        """The first ``n`` records."""
+        if n >= len(self):
+            return self
+        cut = Chunk(
+            self.lines[:n], None if self._ids is None else self._ids[:n],
+            texts=None if self._texts is None else self._texts[:n],
+            hashes=None if self.hashes is None else self.hashes[:n],
+            raw=None if self.raw is None else self.raw[:n],
+            final_newline=True, nbytes=self.nbytes, batch=self.batch,
+            rows=None if self.rows is None else self.rows[:n], core=self.core,
+            entries=None if self.entries is None else self.entries[:n], shingling=self.shingling,
+            extra_texts=self.extra_texts,
+        )
+        return cut
 
 
 def json_type(value: Any) -> str:
@@ -135,6 +210,9 @@ class Source:
         limit: Optional[int] = None,
         full_rows: bool = False,
         chunk_bytes: int = CHUNK_BYTES,
+        shingling: Optional[Tuple[str, Optional[int]]] = None,
+        threads: Optional[int] = None,
+        engine: str = "core",
     ):
         self.path = path
         self.format = guess_format(path, fmt)
@@ -146,14 +224,24 @@ class Source:
         self.limit = limit
         self.full_rows = full_rows
         self.chunk_bytes = chunk_bytes
+        # JSON lines: fingerprint the texts this way (mode, width) as they are parsed
+        self.shingling = shingling
+        self.threads = threads
+        if engine not in ("core", "python"):
+            raise ValueError(f"engine must be 'core' or 'python', got {engine!r}")
+        self.engine = engine
         self.records = 0          # records yielded so far
         self.nbytes = 0           # input bytes read so far (uncompressed)
         self.line_ids = False     # ids are line numbers (json without an id field)
         self.total: Optional[int] = None  # size of the input file, when known
         self.header: Optional[bytes] = None  # hash TSV: the header line as read, with its b"\n"
         self._raw: Optional[BinaryIO] = None
+        self._compression = "plain"
+        self._failure: Optional[str] = None  # why a compressed stream stopped early
         self._stream: Any = None
         self._parquet: Any = None
+        self._core: Any = None          # the core's JsonLines reader
+        self._consumed = 0              # file bytes behind the chunks yielded (core reader)
         self._open()
 
     # -- opening -------------------------------------------------------------
@@ -178,23 +266,45 @@ class Source:
                 self.total = os.fstat(raw.fileno()).st_size
             except OSError:
                 self.total = None
+        if self.format == "json" and self.engine == "core" and (os.name == "posix" or self.path != "-"):
+            self._open_core(raw)
+            return
         self._raw = raw
         if hasattr(raw, "peek"):
             head = raw.peek(4)[:4]
         else:
             head = _read_upto(raw, 4)
             raw = _Prefixed(head, raw)
+        self._compression = "plain"
         if head[:2] == b"\x1f\x8b":
+            self._compression = "gzip"
             self._stream = gzip.GzipFile(fileobj=raw, mode="rb")
         elif head == b"\x28\xb5\x2f\xfd":
+            self._compression = "zstd"
             try:
                 zstandard = module("zstandard")
             except ImportError:
                 raise self._error(None, "is zstd-compressed; reading it needs the zstandard "
                                         "package (pip install zstandard)") from None
-            self._stream = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+            self._stream = _ZstdFrames(zstandard, raw)
         else:
             self._stream = raw
+
+    def _open_core(self, raw: BinaryIO) -> None:
+        from .. import _rsimhash
+
+        try:
+            source: Any = os.dup(raw.fileno()) if os.name == "posix" else self.path
+        finally:
+            raw.close()
+        mode, width = self.shingling if self.shingling is not None else (None, None)
+        try:
+            self._core = _rsimhash.JsonLines(
+                source, text_field=self.text_column,
+                id_field=self.id_column if self.need_ids else None,
+                mode=mode, width=width, threads=self.threads, chunk_bytes=self.chunk_bytes)
+        except OSError as e:
+            raise self._error(None, f"cannot read: {e.strerror or e}") from None
 
     def _open_parquet(self) -> None:
         try:
@@ -208,7 +318,9 @@ class Source:
             else:
                 source = self.path
                 self.total = os.path.getsize(self.path)
-            self._parquet = pq.ParquetFile(source)
+            # Column chunks are read as the batches need them: pre-buffering
+            # holds whole row groups ahead (3 x the memory, and slower here).
+            self._parquet = pq.ParquetFile(source, pre_buffer=False)
         except OSError as e:  # pyarrow's ArrowIOError is an OSError; so is a missing file
             if isinstance(e, FileNotFoundError) or getattr(e, "strerror", None):
                 raise self._error(None, f"cannot read: {e.strerror or e}") from None
@@ -226,6 +338,8 @@ class Source:
 
     def position(self) -> int:
         """Bytes consumed from the file (compressed, when it is): for a progress bar."""
+        if self._core is not None:
+            return self._consumed if self.path != "-" else self.nbytes
         if self._raw is not None and self.path != "-":
             try:
                 return self._raw.tell()
@@ -234,6 +348,8 @@ class Source:
         return self.nbytes
 
     def close(self) -> None:
+        if self._core is not None:
+            self._core.close()
         for f in (self._stream, self._raw):
             if f is not None:
                 try:
@@ -250,10 +366,15 @@ class Source:
     # -- reading -------------------------------------------------------------
     def chunks(self) -> Iterator[Chunk]:
         """The input's records, in order, in chunks of bounded size."""
-        it = self._parquet_chunks() if self.format == "parquet" else self._line_chunks()
+        if self.format == "parquet":
+            it = self._parquet_chunks()
+        elif self._core is not None:
+            it = self._core_chunks()
+        else:
+            it = self._line_chunks()
         for chunk in it:
             if self.limit is not None and self.records + len(chunk) >= self.limit:
-                chunk = _head(chunk, self.limit - self.records)
+                chunk = chunk.head(self.limit - self.records)
                 self.records += len(chunk)
                 if len(chunk):
                     yield chunk
@@ -266,12 +387,16 @@ class Source:
         it has no b"\\n" (flag False)."""
         carry = b""
         while True:
-            try:
-                data = _read_upto(self._stream, self.chunk_bytes)
-            except (OSError, EOFError, zlib.error) as e:
-                raise self._error(None, f"cannot be read past byte {self.nbytes + len(carry)}: {e}") from None
-            except Exception as e:  # zstandard.ZstdError and the like
-                raise self._error(None, f"cannot be decompressed: {e}") from None
+            data, error = _read_block(self._stream, self.chunk_bytes)
+            if error is not None:
+                # As the core reader does: the lines read whole, then the failure at the next line.
+                data = carry + data
+                cut = data.rfind(b"\n")
+                if cut >= 0:
+                    yield data[: cut + 1], True
+                what = "the file" if self._compression == "plain" else f"the {self._compression} stream"
+                self._failure = f"{what} cannot be read past this line: it is cut short or damaged ({error})"
+                return
             if not data:
                 break
             if carry:
@@ -302,11 +427,65 @@ class Source:
             chunk.final_newline = complete
             lineno += len(parts)
             yield chunk
+        if self._failure is not None:
+            self.bad(self._error(lineno + 1, self._failure))
+
+    # -- the core's reader -----------------------------------------------------
+    def _core_chunks(self) -> Iterator[Chunk]:
+        for item in self._core:
+            if isinstance(item, tuple):  # the input stopped early, at this line
+                line, message = item
+                self.bad(self._error(line, message))
+                return
+            self.nbytes += item.nbytes
+            self._consumed = item.consumed
+            yield self._from_core(item)
+
+    def _from_core(self, rc: Any) -> Chunk:
+        """A chunk of the core's records, its rare lines read by the reference reader."""
+        status = rc.status()
+        lines = rc.lines()
+        fps = rc.fingerprints()
+        keep = status == 0
+        extra: Dict[int, str] = {}
+        extra_ids: Dict[int, Id] = {}
+        special = np.flatnonzero(status != 0).tolist()
+        if special:
+            first_record = int(np.argmax(keep)) if keep.any() else len(status)
+            seen_record = self.records > 0
+            for i in special:
+                first = not seen_record and i < first_record
+                lineno = int(lines[i])
+                if status[i] == 1 and (self.line_ids or (first and not self.id_given)):
+                    self.line_ids = True   # no id field in the first record: ids are line numbers
+                    keep[i] = True
+                else:
+                    found = self._json_record(rc.line(i), lineno, first)
+                    if found is None:
+                        continue
+                    keep[i] = True
+                    if status[i] == 2:  # a line the core left to json.loads: its text comes from there
+                        extra[i] = found[0]
+                        if fps is not None and self.shingling is not None:
+                            from .. import fingerprints
+
+                            mode, width = self.shingling
+                            fps[i] = fingerprints([found[0]], mode=mode, width=width)[0]
+                    extra_ids[i] = found[1]
+                seen_record = True
+        entries = np.flatnonzero(keep)
+        ids: Optional[List[Id]] = None
+        if self.need_ids and not self.line_ids:
+            all_ids = rc.ids()
+            for i, rid in extra_ids.items():
+                all_ids[i] = rid
+            ids = [all_ids[i] for i in entries.tolist()] if len(entries) < len(all_ids) else all_ids
+        return Chunk(lines[entries], ids, hashes=None if fps is None else fps[entries],
+                     shingling=self.shingling if fps is not None else None, nbytes=rc.nbytes,
+                     core=rc, entries=entries, extra_texts=extra)
 
     def _parse_json(self, parts: List[bytes], lineno: int) -> Chunk:
-        loads = json.loads
-        text_column, id_column = self.text_column, self.id_column
-        need_ids = self.need_ids
+        """The reference reader: each line through ``json.loads``."""
         lines: List[int] = []
         ids: List[Id] = []
         texts: List[str] = []
@@ -315,46 +494,54 @@ class Source:
             lineno += 1
             if not part or part.isspace():
                 continue
-            try:
-                record = loads(part)
-            except UnicodeDecodeError as e:
-                self.bad(self._error(lineno, f"is not valid UTF-8 (byte {e.start + 1} of the line)"))
+            found = self._json_record(part, lineno, self.records == 0 and not lines)
+            if found is None:
                 continue
-            except ValueError as e:
-                detail = f"{e.msg} at column {e.colno}" if isinstance(e, json.JSONDecodeError) else str(e)
-                self.bad(self._error(lineno, f"is not valid JSON ({detail})"))
-                continue
-            if type(record) is not dict:
-                self.bad(self._error(lineno, f"expected a JSON object, got {json_type(record)}"))
-                continue
-            text = record.get(text_column, _MISSING)
-            if type(text) is not str:
-                if text is _MISSING:
-                    self.bad(self._error(lineno, f'has no "{text_column}" field (the text field is set '
-                                                 f"with --text-column)"))
-                else:
-                    self.bad(self._error(lineno, f'"{text_column}" must be a string, got {json_type(text)}'))
-                continue
-            if need_ids and not self.line_ids:
-                rid = record.get(id_column, _MISSING)
-                if rid is _MISSING and not self.id_given and self.records == 0 and not ids:
-                    self.line_ids = True   # no id field in the first record: ids are line numbers
-                elif rid is _MISSING:
-                    self.bad(self._error(lineno, f'has no "{id_column}" field (the id field is set '
-                                                 f"with --id-column)"))
-                    continue
-                else:
-                    problem = _check_id(rid, id_column)
-                    if problem is not None:
-                        self.bad(self._error(lineno, problem))
-                        continue
-                    ids.append(rid)
-            if not need_ids or self.line_ids:
-                ids.append(lineno)
             lines.append(lineno)
-            texts.append(text)
+            texts.append(found[0])
+            ids.append(found[1])
             raw.append(part)
         return Chunk(lines, ids, texts=texts, raw=raw)
+
+    def _json_record(self, part: bytes, lineno: int, first: bool) -> Optional[Tuple[str, Id]]:
+        """The text and id of one non-blank line (``first``: no record came
+        before it), or None when it is bad (reported to ``self.bad``)."""
+        try:
+            record = json.loads(part)
+        except UnicodeDecodeError as e:
+            self.bad(self._error(lineno, f"is not valid UTF-8 (byte {e.start + 1} of the line)"))
+            return None
+        except ValueError as e:
+            detail = f"{e.msg} at column {e.colno}" if isinstance(e, json.JSONDecodeError) else str(e)
+            self.bad(self._error(lineno, f"is not valid JSON ({detail})"))
+            return None
+        if type(record) is not dict:
+            self.bad(self._error(lineno, f"expected a JSON object, got {json_type(record)}"))
+            return None
+        text_column, id_column = self.text_column, self.id_column
+        text = record.get(text_column, _MISSING)
+        if type(text) is not str:
+            if text is _MISSING:
+                self.bad(self._error(lineno, f'has no "{text_column}" field (the text field is set '
+                                             f"with --text-column)"))
+            else:
+                self.bad(self._error(lineno, f'"{text_column}" must be a string, got {json_type(text)}'))
+            return None
+        if not self.need_ids or self.line_ids:
+            return text, lineno
+        rid = record.get(id_column, _MISSING)
+        if rid is _MISSING and not self.id_given and first:
+            self.line_ids = True   # no id field in the first record: ids are line numbers
+            return text, lineno
+        if rid is _MISSING:
+            self.bad(self._error(lineno, f'has no "{id_column}" field (the id field is set '
+                                         f"with --id-column)"))
+            return None
+        problem = _check_id(rid, id_column)
+        if problem is not None:
+            self.bad(self._error(lineno, problem))
+            return None
+        return text, rid
 
     def _parse_hash(self, parts: List[bytes], lineno: int) -> Chunk:
         lines: List[int] = []
@@ -451,19 +638,17 @@ class Source:
                 valid = np.ones(n, dtype=bool)
                 if text.null_count:
                     valid &= ~np.asarray(text.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-                ids: List[Any]
+                ids: Optional[List[Any]] = None  # None: the row numbers (made only if asked for)
                 if use_ids:
                     idcol = batch.column(batch.schema.get_field_index(self.id_column))
                     ids = idcol.to_pylist()
                     if idcol.null_count:
                         valid &= ~np.asarray(idcol.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-                else:
-                    ids = list(range(row + 1, row + n + 1))
                 problems = {}
                 for j in np.flatnonzero(~valid).tolist():
                     what = self.text_column if text[j].as_py() is None else self.id_column
                     problems[j] = f'"{what}" is null'
-                if use_ids and not pa.types.is_integer(idcol.type):
+                if ids is not None and not pa.types.is_integer(idcol.type):
                     for j, rid in enumerate(ids):
                         if rid is not None and ("\t" in rid or "\n" in rid or "\r" in rid):
                             problems[j] = str(_check_id(rid, self.id_column))
@@ -475,9 +660,10 @@ class Source:
                 self.nbytes += nbytes
                 if len(rows) < n:
                     text = text.take(pa.array(rows))
-                    ids = [ids[j] for j in rows.tolist()]
-                yield Chunk([row + j + 1 for j in rows.tolist()], ids, texts=text,
-                            nbytes=nbytes, batch=batch, rows=rows)
+                    if ids is not None:
+                        ids = [ids[j] for j in rows.tolist()]
+                # The texts stay Arrow buffers, read in place by the core.
+                yield Chunk(rows + (row + 1), ids, texts=text, nbytes=nbytes, batch=batch, rows=rows)
                 row += n
         except (OSError, pa.ArrowException) as e:
             raise self._error(None, f"cannot be read past row {row}: {e}") from None
@@ -493,6 +679,53 @@ def _read_upto(stream: Any, n: int) -> bytes:
         parts.append(more)
         got += len(more)
     return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _read_block(stream: Any, n: int) -> Tuple[bytes, Optional[BaseException]]:
+    """Up to ``n`` bytes, and the error that stopped the reading early, if one did."""
+    parts: List[bytes] = []
+    got = 0
+    while got < n:
+        try:
+            more = stream.read(min(n - got, 1 << 16))
+        except Exception as e:  # OSError, EOFError, zlib.error, zstandard.ZstdError, ...
+            return b"".join(parts), e
+        if not more:
+            break
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts), None
+
+
+class _ZstdFrames:
+    """zstd frames one after another, read as one stream; a last frame cut
+    short is an error (``zstandard``'s stream reader ends quietly there)."""
+
+    def __init__(self, zstandard: Any, raw: Any):
+        self.zstandard, self.raw = zstandard, raw
+        self.frame: Any = None     # the frame being decompressed, if one is begun
+        self.pending = b""
+
+    def read(self, n: int) -> bytes:
+        while len(self.pending) < n:
+            data = self.raw.read(1 << 20)
+            if not data:
+                if self.frame is not None:
+                    raise EOFError("incomplete frame")
+                break
+            while data:
+                if self.frame is None:
+                    self.frame = self.zstandard.ZstdDecompressor().decompressobj()
+                self.pending += self.frame.decompress(data)
+                data = b""
+                if self.frame.eof:
+                    data = self.frame.unused_data
+                    self.frame = None
+        out, self.pending = self.pending[:n], self.pending[n:]
+        return out
+
+    def close(self) -> None:
+        self.raw.close()
 
 
 class _Prefixed:
@@ -513,21 +746,6 @@ class _Prefixed:
 
     def close(self) -> None:
         self.raw.close()
-
-
-def _head(chunk: Chunk, n: int) -> Chunk:
-    """The first ``n`` records of a chunk."""
-    if n >= len(chunk):
-        return chunk
-    return Chunk(
-        chunk.lines[:n], chunk.ids[:n],
-        texts=None if chunk.texts is None else chunk.texts[:n],
-        hashes=None if chunk.hashes is None else chunk.hashes[:n],
-        raw=None if chunk.raw is None else chunk.raw[:n],
-        final_newline=True,
-        nbytes=chunk.nbytes, batch=chunk.batch,
-        rows=None if chunk.rows is None else chunk.rows[:n],
-    )
 
 
 def _parse_u64(field: bytes) -> Optional[int]:

@@ -136,10 +136,15 @@ def make_index(k: int, blocks: Optional[int]) -> Any:
 
 def open_source(args: argparse.Namespace, *, need_ids: bool = True, limit: Optional[int] = None,
                 full_rows: bool = False, formats: "tuple[str, ...]" = FORMATS, path: Optional[str] = None,
-                quiet_bad_lines: bool = False) -> Source:
+                quiet_bad_lines: bool = False, shingling: Any = "args") -> Source:
     """The command's ``--input`` as a ``Source`` configured from its flags;
     ``path`` reads another file the same way (a copy of stdin), and
-    ``quiet_bad_lines`` skips bad lines without reporting them again."""
+    ``quiet_bad_lines`` skips bad lines without reporting them again.
+    JSON lines are fingerprinted as they are parsed with ``shingling``
+    (mode, width): by default the command's ``--mode`` and ``--width``;
+    None parses only."""
+    if shingling == "args":
+        shingling = (args.mode, args.width) if hasattr(args, "mode") else None
     fmt = guess_format(args.input, getattr(args, "format", "auto"))
     if fmt not in formats:
         raise UsageError(f"--format {fmt} cannot be used here; use one of {', '.join(formats)}")
@@ -153,6 +158,8 @@ def open_source(args: argparse.Namespace, *, need_ids: bool = True, limit: Optio
         limit=limit,
         full_rows=full_rows,
         chunk_bytes=max(1, int(args.chunk_mb * (1 << 20))),
+        shingling=shingling,
+        threads=getattr(args, "threads", None),
     )
 
 

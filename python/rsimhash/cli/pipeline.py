@@ -1,9 +1,10 @@
 """The streaming pipeline of the commands: a reader thread ahead of the
 consumer, and the fingerprints of a chunk.
 
-Reading and JSON parsing hold the GIL while ``fingerprints`` and the index
-release it, so the commands parse the next chunk on a thread while the
-current one is fingerprinted on all cores.
+JSON lines are read, parsed and fingerprinted by the core's reader on
+threads of its own; the other formats are parsed in Python, which holds the
+GIL while ``fingerprints`` and the index release it, so the commands read
+the next chunk on a thread while the current one is worked on.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from .inputs import Chunk
 
 
 def fingerprints_of(chunk: Chunk, mode: str, width: Optional[int], threads: Optional[int]) -> np.ndarray:
-    """The chunk's fingerprints: read from a hash input, else computed from the texts."""
-    if chunk.hashes is not None:
+    """The chunk's fingerprints: read from a hash input, made by the core's
+    reader as it parsed the texts (when with this mode and width), else
+    computed from the texts."""
+    if chunk.hashes is not None and (chunk.shingling is None or chunk.shingling == (mode, width)):
         return chunk.hashes
     from .. import fingerprints
 

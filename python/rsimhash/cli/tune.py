@@ -121,7 +121,7 @@ def read_sample(args: argparse.Namespace) -> Tuple[Sample, str, Progress]:
     if fmt not in ("json", "parquet"):
         raise UsageError(f"tune needs texts, and --format {fmt} holds fingerprints; give JSON lines or Parquet")
     limit = None if args.seed is not None else args.sample + 1  # one more tells whether the input goes on
-    with open_source(args, need_ids=False, limit=limit, formats=("json", "parquet")) as source:
+    with open_source(args, need_ids=False, limit=limit, formats=("json", "parquet"), shingling=None) as source:
         progress = Progress("tune", source.total, args.quiet)
         if args.seed is None:
             sample = _first(source, args.sample, progress)
@@ -142,8 +142,8 @@ def _first(source: Any, n: int, progress: Progress) -> Sample:
     raw_bytes = 0
     for chunk in source.chunks():
         texts += _texts(chunk)
-        lines += chunk.lines
-        raw_bytes += sum(len(r) + 1 for r in chunk.raw or ())
+        lines += list(chunk.lines) if not isinstance(chunk.lines, np.ndarray) else chunk.lines.tolist()
+        raw_bytes += chunk.record_bytes()
         progress.update(source.position(), source.records)
     if len(texts) <= n:
         return Sample(texts, lines, len(texts), len(texts), True, f"all {count(len(texts), 'record')}")
@@ -171,7 +171,7 @@ def _reservoir(source: Any, n: int, seed: int, progress: Progress) -> Sample:
     kept: List[Tuple[int, str]] = []
     seen = 0
     for chunk in source.chunks():
-        for line, text in zip(chunk.lines, _texts(chunk)):
+        for line, text in zip(np.asarray(chunk.lines).tolist(), _texts(chunk)):
             if seen < n:
                 kept.append((line, text))
             else:

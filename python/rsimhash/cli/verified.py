@@ -133,7 +133,7 @@ class SecondPass:
     def again(self) -> Iterator[Tuple[Chunk, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         with_bars(self.args, "candidates", lambda bars: self.two.candidates(dict(
             memory_limit=self.limit, workdir=self.workspace.path, threads=self.args.threads, progress=bars)))
-        with open_source(self.args, need_ids=False, full_rows=self.full_rows, path=self.path,
+        with open_source(self.args, need_ids=False, full_rows=self.full_rows, path=self.path, shingling=None,
                          limit=getattr(self.args, "sample", None), quiet_bad_lines=True) as again:
             self.source = again
             for chunk in prefetch(again.chunks()):
