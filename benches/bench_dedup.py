@@ -1,56 +1,58 @@
 #!/usr/bin/env python3
-"""End-to-end throughput of ``rsimhash dedup`` on a JSON-lines corpus.
+"""End-to-end throughput of ``rsimhash dedup`` against the core's fingerprinting.
 
 The corpus is ``corpus.py``'s English documents (median ~4 KB) with a share
 of them (``--dup-share``, default 0.2) replaced by a copy of an earlier
 document with 1 to 4 words changed, as a crawl holds; written once as
 ``{"id", "text"}`` JSON lines to ``benches/data/`` (git-ignored, reused by
-later runs). Each round runs, in a subprocess as users do::
+later runs), with a gzip copy (``gzip -6``) and a Parquet copy (columns id,
+text) beside it. Each round, interleaved so a busy neighbour hits all alike:
 
-    python -m rsimhash.cli dedup --input CORPUS --output KEPT --removed REMOVED --quiet
+* ``fingerprints``: ``rsimhash.fingerprints(texts)`` in this process on the
+  texts already in memory (all cores): the core's speed, the reference;
+* ``dedup``: ``python -m rsimhash.cli dedup --input CORPUS --output KEPT
+  --removed REMOVED --quiet`` in a subprocess, timed from start to exit
+  (start-up, reading, parsing, fingerprinting, the index, writing, fsync and
+  rename), on the plain, the gzip and the Parquet file;
+* ``zcat``: ``gzip -dc CORPUS.gz > /dev/null``, one thread: what the gzip
+  input allows at best.
 
-and times it from start to exit (interpreter start-up, imports, reading,
-parsing, fingerprinting, the index, writing, fsync and rename included). The
-file is read once before the rounds, so it is in the page cache: this
-measures the program, not the disk. Throughput is MB/s with MB = 10^6 bytes
-of input. Reported: the median over ``--rounds`` (and min..max), records/s,
-the CPU seconds of the run and of other processes on the machine meanwhile
-(a busy neighbour shows up there), and the load average before the rounds.
-
-Unless ``--no-breakdown``, one more pass in this process times each stage
-on each chunk, one after the other: read + split + JSON parse (``Source``),
-fingerprint (``rsimhash.fingerprints``), ``Index.add_unique``, and writing
-the kept lines (with the final fsync). The command overlaps the first with
-the others (the next chunk is parsed while this one is fingerprinted), so
-its wall time can be below the sum.
+Files are read once before the rounds, so they are in the page cache.
+Reported: medians (min..max) of records/s and MB/s (10^6 bytes of JSON
+lines), the ratios the targets name (dedup / fingerprints >= 0.6 for the
+plain and the Parquet file; gzip dedup time <= zcat time), and each dedup's
+peak RSS. ``--memory`` also runs dedup on the first quarter of the corpus:
+peak memory must not grow with the input (beyond the index of kept records).
 
 Usage::
 
-    python benches/bench_dedup.py                       # 1 GB corpus, 5 rounds, breakdown
-    python benches/bench_dedup.py --size-mb 64 --rounds 3   # quick
+    python benches/bench_dedup.py                          # 1 GB corpus, 5 rounds
+    python benches/bench_dedup.py --size-mb 64 --rounds 3  # quick
+    python benches/bench_dedup.py --memory                 # and peak RSS at a quarter of the input
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import random
-import resource
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from typing import Dict, List
+from typing import Any, Dict, List, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import corpus as corpus_mod  # noqa: E402
-from bench_fingerprint import machine_busy_seconds, machine_info  # noqa: E402
+from bench_fingerprint import machine_info  # noqa: E402
 
-TARGET_MB_S = 100.0
+TARGET_RATIO = 0.6
 DATA_DIR = os.path.join(HERE, "data")
 
 
@@ -85,70 +87,143 @@ def warm(path: str) -> None:
             pass
 
 
-def one_round(path: str, out_dir: str, extra: List[str]) -> Dict[str, float]:
-    cmd = [sys.executable, "-m", "rsimhash.cli", "dedup", "--input", path,
-           "--output", os.path.join(out_dir, "kept.jsonl"), "--removed", os.path.join(out_dir, "removed.tsv"),
-           "--quiet", *extra]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    m0 = machine_busy_seconds()
+def gzip_copy(path: str) -> str:
+    """``path``.gz, made once with ``gzip -6`` (Python's gzip when there is no gzip)."""
+    out = path + ".gz"
+    if not os.path.exists(out):
+        tmp = out + ".part"
+        if shutil.which("gzip"):
+            with open(tmp, "wb") as f:
+                subprocess.run(["gzip", "-6", "-c", path], stdout=f, check=True)
+        else:
+            with open(path, "rb") as src, gzip.open(tmp, "wb", compresslevel=6) as dst:
+                shutil.copyfileobj(src, dst, 1 << 24)
+        os.replace(tmp, out)
+    return out
+
+
+def parquet_copy(path: str) -> str:
+    """The corpus as Parquet (id int64, text string), made once."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = path[: -len(".jsonl")] + ".parquet"
+    if not os.path.exists(out):
+        tmp = out + ".part"
+        writer = None
+        with open(path, "rb") as f:
+            while True:
+                lines = f.readlines(64 << 20)
+                if not lines:
+                    break
+                records = [json.loads(line) for line in lines]
+                table = pa.table({"id": [r["id"] for r in records], "text": [r["text"] for r in records]})
+                writer = writer or pq.ParquetWriter(tmp, table.schema)
+                writer.write_table(table, row_group_size=16384)
+        if writer is not None:
+            writer.close()
+        os.replace(tmp, out)
+    return out
+
+
+def head_copy(path: str, share: float) -> str:
+    """The first ``share`` of the corpus's lines, made once."""
+    out = path[: -len(".jsonl")] + f"-head{share:g}.jsonl"
+    if not os.path.exists(out):
+        limit = os.path.getsize(path) * share
+        with open(path, "rb") as src, open(out + ".part", "wb") as dst:
+            for line in src:
+                if dst.tell() >= limit:
+                    break
+                dst.write(line)
+        os.replace(out + ".part", out)
+    return out
+
+
+GNU_TIME = "/usr/bin/time" if os.path.exists("/usr/bin/time") else None
+
+
+def timed(cmd: List[str]) -> Dict[str, float]:
+    """Wall seconds and, with GNU time, the peak RSS (MB) of one command.
+
+    The peak comes from ``/usr/bin/time -f %M``, a small process that starts
+    the command: a child forked straight from this process would report this
+    process's own memory as its peak."""
+    wrapped = [GNU_TIME, "-f", "RSIMHASH_BENCH_MAXRSS_KB=%M", *cmd] if GNU_TIME else cmd
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True)
+    proc = subprocess.run(wrapped, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wall = time.perf_counter() - t0
-    m1 = machine_busy_seconds()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
-        raise SystemExit(f"rsimhash dedup failed ({proc.returncode}): {proc.stderr.decode(errors='replace')}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"wall": wall, "cpu": cpu, "other_cpu": max(0.0, m1 - m0 - cpu), "maxrss_mb": after.ru_maxrss / 1024}
+        raise SystemExit(f"{' '.join(cmd[:6])} ... failed ({proc.returncode}): "
+                         f"{proc.stderr.decode(errors='replace')}")
+    out = {"wall": wall}
+    for line in proc.stderr.decode(errors="replace").splitlines():
+        if line.startswith("RSIMHASH_BENCH_MAXRSS_KB="):
+            out["maxrss_mb"] = int(line.split("=", 1)[1]) / 1024
+    return out
 
 
-def breakdown(path: str, out_dir: str) -> Dict[str, float]:
-    """Seconds of each stage, one after the other on each chunk as the command
-    does them but without its overlap, in this process, over the whole input."""
-    import numpy as np
+def dedup_cmd(path: str, out_dir: str, extra: List[str]) -> List[str]:
+    suffix = ".parquet" if path.endswith(".parquet") else ".jsonl"
+    return [sys.executable, "-m", "rsimhash.cli", "dedup", "--input", path,
+            "--output", os.path.join(out_dir, "kept" + suffix), "--removed", os.path.join(out_dir, "removed.tsv"),
+            "--quiet", *extra]
 
+
+def load_texts(path: str) -> List[str]:
+    with open(path, "rb") as f:
+        return [json.loads(line)["text"] for line in f if line.strip()]
+
+
+class FingerprintWorker:
+    """``rsimhash.fingerprints`` on the corpus's texts, held in memory by a
+    process of its own: this one stays small, so the peak RSS of each
+    command it starts is the command's own (a child forked from a process
+    holding a gigabyte of texts reports that gigabyte as its peak)."""
+
+    def __init__(self, path: str):
+        self.proc = subprocess.Popen([sys.executable, __file__, "--fingerprint-worker", path],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        self.records, self.text_bytes = (int(x) for x in self.proc.stdout.readline().split())
+
+    def time(self) -> float:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+        return float(self.proc.stdout.readline())
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def fingerprint_worker(path: str) -> int:
     import rsimhash
-    from rsimhash.cli.inputs import Source
 
-    spent = {"read_parse": 0.0, "fingerprint": 0.0, "add_unique": 0.0, "write_fsync": 0.0, "removed": 0.0}
-    index = rsimhash.Index(3)
-    position = 0
-    with Source(path, "json", need_ids=False) as source, \
-            open(os.path.join(out_dir, "breakdown.jsonl"), "wb", buffering=1 << 20) as out:
-        chunks = source.chunks()
-        while True:
-            t0 = time.perf_counter()
-            chunk = next(chunks, None)
-            t1 = time.perf_counter()
-            spent["read_parse"] += t1 - t0
-            if chunk is None:
-                break
-            fps = rsimhash.fingerprints(chunk.texts)
-            t2 = time.perf_counter()
-            is_new, _ = index.add_unique(fps, ids=np.arange(position, position + len(fps), dtype=np.uint64))
-            t3 = time.perf_counter()
-            assert chunk.raw is not None
-            out.write(b"\n".join([chunk.raw[j] for j in np.flatnonzero(is_new).tolist()]) + b"\n")
-            t4 = time.perf_counter()
-            spent["fingerprint"] += t2 - t1
-            spent["add_unique"] += t3 - t2
-            spent["write_fsync"] += t4 - t3
-            spent["removed"] += len(fps) - int(np.count_nonzero(is_new))
-            position += len(fps)
+    texts = load_texts(path)
+    print(len(texts), sum(len(t.encode("utf-8")) for t in texts), flush=True)
+    for _ in sys.stdin:
         t0 = time.perf_counter()
-        out.flush()
-        os.fsync(out.fileno())
-        spent["write_fsync"] += time.perf_counter() - t0
-    return spent
+        rsimhash.fingerprints(texts)
+        print(time.perf_counter() - t0, flush=True)
+    return 0
 
 
-def main(argv=None) -> int:
+def median_of(rounds: List[Dict[str, float]], key: str) -> float:
+    return statistics.median(r[key] for r in rounds)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size-mb", type=float, default=1000, help="corpus size in 10^6 bytes of text (default 1000)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dup-share", type=float, default=0.2, help="share of planted near-duplicates (default 0.2)")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--no-breakdown", action="store_true", help="skip the per-stage timing")
+    ap.add_argument("--memory", action="store_true", help="also peak RSS on the first quarter of the corpus")
+    ap.add_argument("--no-gzip", action="store_true")
+    ap.add_argument("--no-parquet", action="store_true")
     ap.add_argument("--tmpdir", default=None, help="where the outputs go (default: the system's temp dir)")
     ap.add_argument("--cli-args", default="", help="extra flags for rsimhash dedup, e.g. '--threads 1'")
     args = ap.parse_args(argv)
@@ -158,50 +233,85 @@ def main(argv=None) -> int:
     import rsimhash
 
     path = build_corpus(args.size_mb, args.seed, args.dup_share)
+    inputs = {"plain": path}
+    if not args.no_gzip:
+        inputs["gzip"] = gzip_copy(path)
+    if not args.no_parquet:
+        inputs["parquet"] = parquet_copy(path)
     size = os.path.getsize(path)
-    with open(path, "rb") as f:
-        records = sum(block.count(b"\n") for block in iter(lambda: f.read(1 << 24), b""))
-    warm(path)
+    worker = FingerprintWorker(path)
+    records, text_mb = worker.records, worker.text_bytes / 1e6
+    for p in inputs.values():
+        warm(p)
     info = machine_info(rsimhash, np)
-    print(f"rsimhash dedup: {path}, {size / 1e6:.1f} MB, {records:,} records; "
-          f"nproc {info['nproc']}, {info['cpu']}, Python {info['python']}, load average {info['loadavg']}")
+    print(f"rsimhash dedup: {path}, {size / 1e6:.1f} MB of JSON lines ({text_mb:.1f} MB of text), "
+          f"{records:,} records; nproc {info['nproc']}, {info['cpu']}, Python {info['python']}, "
+          f"load average {info['loadavg']}", flush=True)
 
-    rounds = []
+    extra = args.cli_args.split()
+    runs: Dict[str, List[Dict[str, float]]] = {name: [] for name in ["fingerprints", *inputs, "zcat"]}
+    if "gzip" not in inputs:
+        del runs["zcat"]
     with tempfile.TemporaryDirectory(dir=args.tmpdir) as out_dir:
         for r in range(args.rounds):
-            res = one_round(path, out_dir, args.cli_args.split())
-            rounds.append(res)
-            print(f"  round {r + 1}: {res['wall']:.2f} s, {size / 1e6 / res['wall']:.0f} MB/s, "
-                  f"cpu {res['cpu']:.1f} s, other processes {res['other_cpu']:.1f} cpu-s, "
-                  f"peak RSS {res['maxrss_mb']:.0f} MB", flush=True)
-        stages = None if args.no_breakdown else breakdown(path, out_dir)
-    walls = [r["wall"] for r in rounds]
-    median = statistics.median(walls)
-    mb_s = size / 1e6 / median
-    print(f"median {median:.2f} s: {mb_s:.0f} MB/s ({size / 1e6 / max(walls):.0f}..{size / 1e6 / min(walls):.0f}), "
-          f"{records / median:,.0f} records/s; target > {TARGET_MB_S:.0f} MB/s: "
-          f"{'met' if mb_s > TARGET_MB_S else 'MISSED'}")
-    if stages is not None:
-        total = sum(v for k, v in stages.items() if k != "removed")
-        print(f"stages one after the other (this process, whole input; sum {total:.2f} s):")
-        for name in ("read_parse", "fingerprint", "add_unique", "write_fsync"):
-            print(f"  {name:<12} {stages[name]:6.2f} s  {size / 1e6 / stages[name]:8.0f} MB/s  "
-                  f"{stages[name] / total:5.1%}")
-        print(f"  removed {int(stages['removed']):,} of {records:,} records as near-duplicates (k = 3)")
-    summary = {
-        "bench": "dedup_cli", "size_mb": round(size / 1e6, 1), "records": records,
-        "rounds": len(walls), "median_s": round(median, 3), "mb_s": round(mb_s, 1),
-        "mb_s_min": round(size / 1e6 / max(walls), 1), "mb_s_max": round(size / 1e6 / min(walls), 1),
-        "records_s": round(records / median), "target_mb_s": TARGET_MB_S, "met": mb_s > TARGET_MB_S,
-        "cpu_s": round(statistics.median(r["cpu"] for r in rounds), 2),
-        "other_cpu_s": round(statistics.median(r["other_cpu"] for r in rounds), 2),
-        "peak_rss_mb": round(max(r["maxrss_mb"] for r in rounds)),
-        "stages_s": None if stages is None else {k: round(v, 3) for k, v in stages.items() if k != "removed"},
-        "machine": info,
-    }
+            runs["fingerprints"].append({"wall": worker.time()})
+            for name, p in inputs.items():
+                runs[name].append(timed(dedup_cmd(p, out_dir, extra)))
+            if "gzip" in inputs:
+                runs["zcat"].append(timed(["gzip", "-dc", inputs["gzip"]]))
+            print(f"  round {r + 1}: " + ", ".join(f"{name} {res[-1]['wall']:.2f} s" for name, res in runs.items()),
+                  flush=True)
+        quarter = None
+        if args.memory:
+            small = head_copy(path, 0.25)
+            warm(small)
+            quarter = [timed(dedup_cmd(small, out_dir, extra)) for _ in range(2)]
+            quarter_size = os.path.getsize(small)
+    worker.close()
+
+    fp_wall = median_of(runs["fingerprints"], "wall")
+    print("\n| run | median s (min..max) | records/s | MB/s of JSON lines | vs fingerprints | peak RSS |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    summary: Dict[str, Any] = {"bench": "dedup_cli", "size_mb": round(size / 1e6, 1), "records": records,
+                               "text_mb": round(text_mb, 1), "rounds": args.rounds, "runs": {}}
+    for name, res in runs.items():
+        walls = [x["wall"] for x in res]
+        med = statistics.median(walls)
+        rss = max((x.get("maxrss_mb", 0.0) for x in res), default=0.0)
+        label = {"fingerprints": "`fingerprints` (texts in memory)", "zcat": "`gzip -dc` (1 thread)"}.get(
+            name, f"`rsimhash dedup`, {name}")
+        ratio = fp_wall / med
+        print(f"| {label} | {med:.2f} ({min(walls):.2f}..{max(walls):.2f}) | {records / med:,.0f} | "
+              f"{size / 1e6 / med:.0f} | {ratio:.2f} x | {f'{rss:.0f} MB' if rss else ''} |")
+        summary["runs"][name] = {"median_s": round(med, 3), "min_s": round(min(walls), 3),
+                                 "max_s": round(max(walls), 3), "ratio_to_fingerprints": round(ratio, 3),
+                                 "peak_rss_mb": round(rss)}
+    verdicts = []
+    for name in ("plain", "parquet"):
+        if name in runs:
+            ratio = fp_wall / median_of(runs[name], "wall")
+            verdicts.append(f"{name} dedup {ratio:.2f} x fingerprints (target >= {TARGET_RATIO}): "
+                            f"{'met' if ratio >= TARGET_RATIO else 'MISSED'}")
+    if "gzip" in runs:
+        g, z = median_of(runs["gzip"], "wall"), median_of(runs["zcat"], "wall")
+        verdicts.append(f"gzip dedup {g:.2f} s vs gzip -dc {z:.2f} s ({g / z:.2f} x; target <= 1 plus the "
+                        f"start-up and the fsync): {'met' if g <= z * 1.05 + 0.3 else 'MISSED'}")
+    if quarter is not None:
+        full = max(x["maxrss_mb"] for x in runs["plain"])
+        small_rss = max(x["maxrss_mb"] for x in quarter)
+        verdicts.append(f"peak RSS {small_rss:.0f} MB on {quarter_size / 1e6:.0f} MB of input, {full:.0f} MB on "
+                        f"{size / 1e6:.0f} MB")
+        summary["memory"] = {"quarter_mb": round(quarter_size / 1e6), "quarter_rss_mb": round(small_rss),
+                             "full_rss_mb": round(full)}
+    for v in verdicts:
+        print(v)
+    summary["verdicts"] = verdicts
+    summary["machine"] = info
     print("JSON " + json.dumps(summary))
     return 0
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--fingerprint-worker":
+        sys.exit(fingerprint_worker(sys.argv[2]))
     sys.exit(main())
