@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use rayon::prelude::*;
 
-use super::input::Block;
+use super::input::{Block, Spare};
 use super::json::{parse_line, parse_line_with, Fields, Id, Line, Texts};
 use crate::fingerprint::{Fingerprinter, Shingling};
 
@@ -56,6 +56,16 @@ pub struct RecordChunk {
     pub lines: u64,
     /// The file's bytes read when the block was cut.
     pub consumed: u64,
+    /// Where `data` goes when the chunk is dropped.
+    spare: Option<Spare>,
+}
+
+impl Drop for RecordChunk {
+    fn drop(&mut self) {
+        if let Some(spare) = self.spare.take() {
+            spare.put(std::mem::take(&mut self.data));
+        }
+    }
 }
 
 impl RecordChunk {
@@ -63,6 +73,18 @@ impl RecordChunk {
     /// rayon pool; with `shingling`, each record's text is fingerprinted
     /// while it is in cache.
     pub fn parse(block: Block, first_line: u64, fields: &Fields, shingling: Option<Shingling>) -> RecordChunk {
+        Self::parse_with_spare(block, first_line, fields, shingling, None)
+    }
+
+    /// [`Self::parse`], the block's buffer given back to `spare` when the
+    /// chunk is dropped.
+    pub fn parse_with_spare(
+        block: Block,
+        first_line: u64,
+        fields: &Fields,
+        shingling: Option<Shingling>,
+        spare: Option<Spare>,
+    ) -> RecordChunk {
         let data = block.data;
         let mut spans = Vec::with_capacity(data.len() / 1024 + 16);
         let mut start = 0;
@@ -118,7 +140,7 @@ impl RecordChunk {
                 v.push(id);
             }
         }
-        RecordChunk { data, final_newline: block.final_newline, entries, fingerprints, ids, lines, consumed: block.consumed }
+        RecordChunk { data, final_newline: block.final_newline, entries, fingerprints, ids, lines, consumed: block.consumed, spare }
     }
 
     /// Entry `i`'s line, without its `\n`.

@@ -4,7 +4,7 @@
 use std::fs::File;
 use std::io::{self, BufReader, Cursor, Read, Seek, SeekFrom};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// How an input is compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +109,33 @@ impl Input {
     }
 }
 
+/// Block buffers given back when their chunk is dropped, for the next
+/// blocks: fresh memory would be cleared by the kernel page by page (a
+/// tenth of the reading thread's time), and the pages' first touch is slow
+/// on virtual machines.
+#[derive(Clone, Default, Debug)]
+pub struct Spare(Arc<Mutex<Vec<Vec<u8>>>>);
+
+impl Spare {
+    /// At most this many buffers are kept: the blocks the pipeline holds.
+    const KEEP: usize = 8;
+
+    /// A buffer, empty, from the spares if there is one.
+    pub fn take(&self) -> Vec<u8> {
+        let mut data = self.0.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default();
+        data.clear();
+        data
+    }
+
+    /// Gives a buffer back.
+    pub fn put(&self, data: Vec<u8>) {
+        let mut spares = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if spares.len() < Self::KEEP {
+            spares.push(data);
+        }
+    }
+}
+
 /// A block of whole lines of the decompressed input.
 #[derive(Debug)]
 pub struct Block {
@@ -134,6 +161,7 @@ pub struct ReadFailure {
 /// (a single longer line is a block of its own).
 pub struct Blocks {
     input: Input,
+    spare: Spare,
     block_bytes: usize,
     carry: Vec<u8>,
     /// A failure to report after the block of whole lines read before it.
@@ -142,8 +170,10 @@ pub struct Blocks {
 }
 
 impl Blocks {
-    pub fn new(input: Input, block_bytes: usize) -> Self {
-        Blocks { input, block_bytes: block_bytes.max(1), carry: Vec::new(), pending: None, done: false }
+    /// Blocks are read into buffers taken from `spare` when it has some
+    /// (see [`Spare`]).
+    pub fn new(input: Input, block_bytes: usize, spare: Spare) -> Self {
+        Blocks { input, spare, block_bytes: block_bytes.max(1), carry: Vec::new(), pending: None, done: false }
     }
 
     /// The file's bytes read so far, shared with other threads.
@@ -166,7 +196,9 @@ impl Iterator for Blocks {
         if self.done {
             return None;
         }
-        let mut data = std::mem::take(&mut self.carry);
+        let mut data = self.spare.take();
+        data.extend_from_slice(&self.carry);
+        self.carry.clear();
         let mut searched = 0;
         loop {
             let want = self.block_bytes.saturating_sub(data.len()).max(self.block_bytes / 4).max(1);
@@ -198,7 +230,7 @@ impl Iterator for Blocks {
             if data.len() >= self.block_bytes {
                 if let Some(cut) = memchr::memrchr(b'\n', &data[searched..]) {
                     let cut = searched + cut;
-                    self.carry = data[cut + 1..].to_vec();
+                    self.carry.extend_from_slice(&data[cut + 1..]);
                     data.truncate(cut + 1);
                     return Some(Ok(self.block(data, true)));
                 }

@@ -65,7 +65,8 @@ impl JsonLinesReader {
         let io_error = |action, source| crate::Error::Io { path: name.to_owned(), action, source };
         let input = Input::new(file).map_err(|e| io_error("read", e))?;
         let compression = input.compression;
-        let blocks = input::Blocks::new(input, options.block_bytes);
+        let spare = input::Spare::default();
+        let blocks = input::Blocks::new(input, options.block_bytes, spare.clone());
         let consumed = blocks.consumed();
         // Two blocks in each hand-over: a consumer that stalls on a slow
         // write does not stall the parsing behind it at once.
@@ -89,7 +90,7 @@ impl JsonLinesReader {
                 for block in block_rx {
                     let item = match block {
                         Ok(block) => pool.install(|| {
-                            RecordChunk::parse(block, next_line, &options.fields, options.shingling)
+                            RecordChunk::parse_with_spare(block, next_line, &options.fields, options.shingling, Some(spare.clone()))
                         })
                         .map(|chunk| {
                             next_line += chunk.lines;
