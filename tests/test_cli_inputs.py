@@ -129,6 +129,27 @@ def test_parquet_errors(tmp_path):
     assert_one_error(run_cli("dedup", "-i", not_parquet, "-o", tmp_path / "o"), 1, str(not_parquet), "Parquet")
 
 
+def test_cut_short_gzip_is_a_bad_line(tmp_path):
+    """A stream that stops early names the line where it stops; with
+    --skip-bad-lines the records before it are kept and it is counted."""
+    records = "".join(json.dumps({"id": i, "text": f"record {i} alpha{i} beta{i} gamma{i}"}) + "\n"
+                      for i in range(3000))
+    packed = gzip.compress(records.encode())
+    path = tmp_path / "in.jsonl.gz"
+    path.write_bytes(packed[: len(packed) // 2])
+    out = tmp_path / "kept.jsonl"
+    line = assert_one_error(run_cli("dedup", "-i", path, "-o", out, "-k", "0"), 1, str(path),
+                            "the gzip stream cannot be read past this line")
+    at = int(line.split(f"{path}:")[1].split(":")[0])
+    assert 1 < at < 3000
+    assert not out.exists()
+    proc = ok(run_cli("dedup", "-i", path, "-o", out, "-k", "0", "--skip-bad-lines"))
+    warning, summary = stderr_lines(proc)
+    assert warning.startswith(f"rsimhash: warning: {path}:{at}: the gzip stream cannot be read past this line")
+    assert f"{at - 1:,} records read" in summary and "1 bad line skipped" in summary
+    assert out.read_bytes() == "".join(records.splitlines(keepends=True)[: at - 1]).encode()
+
+
 def test_skip_bad_lines_caps_messages(tmp_path):
     path = tmp_path / "in.jsonl"
     path.write_bytes(jsonl(*["not json\n"] * 30))
