@@ -52,7 +52,7 @@ impl<R: Read> Read for Counted<R> {
 
 /// An input's decompressed bytes.
 pub struct Input {
-    pub(super) reader: Box<dyn Read + Send>,
+    reader: Box<dyn Read + Send>,
     pub compression: Compression,
     /// Bytes read from the file so far (compressed, when it is).
     pub consumed: Arc<AtomicU64>,
@@ -174,11 +174,6 @@ impl Blocks {
     /// (see [`Spare`]).
     pub fn new(input: Input, block_bytes: usize, spare: Spare) -> Self {
         Blocks { input, spare, block_bytes: block_bytes.max(1), carry: Vec::new(), pending: None, done: false }
-    }
-
-    /// The file's bytes read so far, shared with other threads.
-    pub fn consumed(&self) -> Arc<AtomicU64> {
-        Arc::clone(&self.input.consumed)
     }
 
     fn block(&self, data: Vec<u8>, final_newline: bool) -> Block {

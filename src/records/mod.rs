@@ -13,9 +13,8 @@ pub mod input;
 pub mod json;
 
 use std::fs::File;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::thread;
 use std::time::Duration;
 
@@ -51,7 +50,6 @@ pub struct ReaderOptions {
 pub struct JsonLinesReader {
     /// In a mutex only to be `Sync` (one consumer takes the chunks).
     rx: Mutex<Receiver<crate::Result<Item>>>,
-    consumed: Arc<AtomicU64>,
     pub compression: Compression,
 }
 
@@ -67,7 +65,6 @@ impl JsonLinesReader {
         let compression = input.compression;
         let spare = input::Spare::default();
         let blocks = input::Blocks::new(input, options.block_bytes, spare.clone());
-        let consumed = blocks.consumed();
         // Two blocks in each hand-over: a consumer that stalls on a slow
         // write does not stall the parsing behind it at once.
         let (block_tx, block_rx) = sync_channel(2);
@@ -105,7 +102,7 @@ impl JsonLinesReader {
                 }
             })
             .map_err(|e| io_error("start a thread to parse", e))?;
-        Ok(JsonLinesReader { rx: Mutex::new(chunk_rx), consumed, compression })
+        Ok(JsonLinesReader { rx: Mutex::new(chunk_rx), compression })
     }
 
     /// The next item, waiting at most `timeout`: `Ok(None)` at the end of
@@ -121,11 +118,6 @@ impl JsonLinesReader {
         }
     }
 
-    /// The file's bytes read so far (compressed, when it is; read ahead of
-    /// the chunks handed over).
-    pub fn consumed(&self) -> u64 {
-        self.consumed.load(Ordering::Relaxed)
-    }
 }
 
 impl Iterator for JsonLinesReader {
