@@ -19,6 +19,7 @@ pub mod batch;
 mod cluster;
 mod codec;
 pub mod container;
+pub mod cpu;
 pub mod distributed;
 pub mod error;
 pub mod fingerprint;

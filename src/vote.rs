@@ -48,7 +48,7 @@ impl Default for Tally {
 fn has_avx2() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx2")
+        crate::cpu::x86_has!("avx2")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {

@@ -16,6 +16,7 @@ __all__ = [
     "ShuffleTables",
     "UNICODE_VERSION",
     "fnv1a64",
+    "portable_paths",
     "compute",
     "fingerprint",
     "fingerprints",
@@ -297,6 +298,9 @@ class ShuffleTables:
         sides: npt.NDArray[np.uint8],
         fps: npt.NDArray[np.uint64],
     ) -> npt.NDArray[np.uint32]: ...
+
+def portable_paths() -> bool:
+    """Whether only the portable code paths run (``RSIMHASH_PORTABLE=1``), not the CPU's SIMD extensions."""
 
 @final
 class JsonLines:

@@ -78,7 +78,7 @@ const WIDE_GROUP: usize = 24;
 fn wide_popcount() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vpopcntdq")
+        crate::cpu::x86_has!("avx512f", "avx512vpopcntdq")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {

@@ -151,7 +151,7 @@ fn decode_rows_by(by: Loop, data: &[u8], decoder: &Decoder, rt: &RowTable, start
 /// `data`; `steps <= ROW`.
 unsafe fn lockstep_loop(by: Loop, data: &[u8], rt: &RowTable, steps: usize, pos: &mut [usize; LANES], rows: &mut Rows) {
     #[cfg(target_arch = "x86_64")]
-    if by != Loop::Portable && std::arch::is_x86_feature_detected!("bmi1") && std::arch::is_x86_feature_detected!("bmi2") {
+    if by != Loop::Portable && crate::cpu::x86_has!("bmi1", "bmi2") {
         let out = rows.keys.as_mut_ptr().cast::<u64>().add(1);
         let table: *const Table = &*rt.table;
         // SAFETY: the CPU has BMI1 and BMI2; the caller's promises.
@@ -192,7 +192,7 @@ impl Groups {
             carry: Vec::new(),
             close: Vec::new(),
             #[cfg(target_arch = "x86_64")]
-            avx2: std::arch::is_x86_feature_detected!("avx2"),
+            avx2: crate::cpu::x86_has!("avx2"),
         }
     }
 

@@ -22,6 +22,7 @@ fn _rsimhash(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SPEC_VERSION", crate::SPEC_VERSION)?;
     let (a, b, c) = crate::unicode::UNICODE_VERSION;
     m.add("UNICODE_VERSION", format!("{a}.{b}.{c}"))?;
+    m.add_function(wrap_pyfunction!(portable_paths, m)?)?;
     fingerprint::register(m)?;
     batch::register(m)?;
     similar::register(m)?;
@@ -29,4 +30,11 @@ fn _rsimhash(m: &Bound<'_, PyModule>) -> PyResult<()> {
     records::register(m)?;
     m.add_class::<index::PyIndex>()?;
     Ok(())
+}
+
+/// Whether the core runs its portable paths only (`RSIMHASH_PORTABLE=1`:
+/// the code non-x86 builds run), not the CPU's SIMD extensions.
+#[pyfunction]
+fn portable_paths() -> bool {
+    crate::cpu::portable()
 }

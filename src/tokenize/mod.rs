@@ -144,7 +144,7 @@ const SLACK: usize = 17;
 fn simd_available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("ssse3")
+        crate::cpu::x86_has!("ssse3")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {

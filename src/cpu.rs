@@ -1,0 +1,28 @@
+//! Which instruction-set extensions the core may use.
+//!
+//! Each fast path checks the CPU at run time; `RSIMHASH_PORTABLE=1` in the
+//! environment (read once, at the first check) turns them all off, so the
+//! code that an aarch64 or Apple silicon build runs (the portable loops every
+//! target compiles) is run and tested on x86-64 too.
+
+use std::sync::OnceLock;
+
+/// The environment variable that forces the portable paths.
+pub const PORTABLE_VAR: &str = "RSIMHASH_PORTABLE";
+
+/// Whether the portable paths are forced (`RSIMHASH_PORTABLE` set to
+/// anything but empty or `0`).
+pub fn portable() -> bool {
+    static PORTABLE: OnceLock<bool> = OnceLock::new();
+    *PORTABLE.get_or_init(|| std::env::var_os(PORTABLE_VAR).is_some_and(|v| !v.is_empty() && v != "0"))
+}
+
+/// Whether the CPU has an x86 feature and the fast paths are allowed.
+#[cfg(target_arch = "x86_64")]
+macro_rules! x86_has {
+    ($($feature:tt),+) => {
+        !$crate::cpu::portable() $(&& std::arch::is_x86_feature_detected!($feature))+
+    };
+}
+#[cfg(target_arch = "x86_64")]
+pub(crate) use x86_has;
