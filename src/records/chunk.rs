@@ -5,19 +5,8 @@ use std::borrow::Cow;
 use rayon::prelude::*;
 
 use super::input::{Block, Spare};
-use super::json::{parse_line, parse_line_with, Fields, Id, Line, Texts};
+use super::json::{parse_line, parse_line_with, Fields, Id, Line};
 use crate::fingerprint::{Fingerprinter, Shingling};
-
-/// Checks a text field and lets it go (parsing without fingerprints).
-struct NoText;
-
-impl<'de> Texts<'de> for NoText {
-    type Out = ();
-
-    fn borrowed(&mut self, _: &'de str) {}
-
-    fn transient(&mut self, _: &str) {}
-}
 
 /// What became of a non-blank line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,14 +60,9 @@ impl Drop for RecordChunk {
 impl RecordChunk {
     /// Parses `block`, whose first line is line `first_line`, on the current
     /// rayon pool; with `shingling`, each record's text is fingerprinted
-    /// while it is in cache.
-    pub fn parse(block: Block, first_line: u64, fields: &Fields, shingling: Option<Shingling>) -> RecordChunk {
-        Self::parse_with_spare(block, first_line, fields, shingling, None)
-    }
-
-    /// [`Self::parse`], the block's buffer given back to `spare` when the
-    /// chunk is dropped.
-    pub fn parse_with_spare(
+    /// while it is in cache. With `spare`, the block's buffer goes back
+    /// there when the chunk is dropped.
+    pub fn parse(
         block: Block,
         first_line: u64,
         fields: &Fields,
@@ -104,20 +88,12 @@ impl RecordChunk {
             .map_init(
                 || shingling.map(Fingerprinter::new),
                 |fp, &(start, end)| {
-                    let line = &data[start..end];
                     // Fingerprinted in the parse, from the line or serde_json's
                     // buffer of an escaped text: texts are never copied.
-                    let (hash, id) = match fp.as_mut() {
-                        Some(f) => match parse_line_with(line, fields, f) {
-                            Line::Blank => return None,
-                            Line::Defer => return Some((Status::Defer, 0, None)),
-                            Line::Record { text, id } => (text, id),
-                        },
-                        None => match parse_line_with(line, fields, &mut NoText) {
-                            Line::Blank => return None,
-                            Line::Defer => return Some((Status::Defer, 0, None)),
-                            Line::Record { id, .. } => (0, id),
-                        },
+                    let (hash, id) = match parse_line_with(&data[start..end], fields, fp) {
+                        Line::Blank => return None,
+                        Line::Defer => return Some((Status::Defer, 0, None)),
+                        Line::Record { text, id } => (text, id),
                     };
                     Some(match id {
                         Some(id) => (Status::Record, hash, Some(id.into_owned())),
@@ -155,18 +131,15 @@ impl RecordChunk {
     /// # Panics
     /// If an index is out of range.
     pub fn write_lines(&self, picked: impl IntoIterator<Item = usize>, out: &mut Vec<u8>) {
-        for i in picked {
-            out.extend_from_slice(self.line(i));
-            // Only a line that ends the block can have no `\n`.
-            if self.final_newline || self.entries[i].end < self.data.len() {
-                out.push(b'\n');
-            }
-        }
+        // A Vec takes every slice: this cannot fail.
+        let _ = self.write_to(picked, out);
     }
 
     /// Writes the lines of the entries `picked` (ascending indices) to `out`
     /// as [`Self::write_lines`] gives them, without copying: runs of
-    /// adjacent lines go out as one slice of the block. Returns the bytes written.
+    /// adjacent lines go out as one slice of the block, each line with its
+    /// `\n` (only a line that ends the block can lack one). Returns the
+    /// bytes written.
     ///
     /// # Errors
     /// The writer's.
@@ -177,7 +150,6 @@ impl RecordChunk {
         let mut runs: Vec<(usize, usize)> = Vec::new();
         for i in picked {
             let e = self.entries[i];
-            // With its `\n`: only a line that ends the block can lack one (see `write_lines`).
             let end = (e.end + 1).min(self.data.len());
             match runs.last_mut() {
                 Some(last) if last.1 == e.start => last.1 = end,

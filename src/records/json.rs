@@ -64,7 +64,7 @@ pub enum Line<'a, T = Cow<'a, str>> {
 
 /// What to make of a text field's string while the line is parsed: the
 /// string itself ([`KeepText`]), or, without keeping or copying it, its
-/// fingerprint (a [`crate::Fingerprinter`]). An escaped string is decoded
+/// fingerprint (an `Option<`[`crate::Fingerprinter`]`>`). An escaped string is decoded
 /// into serde_json's scratch buffer and is only valid during the call.
 pub trait Texts<'de> {
     type Out;
@@ -87,15 +87,16 @@ impl<'de> Texts<'de> for KeepText {
     }
 }
 
-impl<'de> Texts<'de> for crate::Fingerprinter {
+/// The text's fingerprint with a fingerprinter; 0 without one (parsing only).
+impl<'de> Texts<'de> for Option<crate::Fingerprinter> {
     type Out = u64;
 
     fn borrowed(&mut self, text: &'de str) -> u64 {
-        self.fingerprint(text)
+        self.as_mut().map_or(0, |f| f.fingerprint(text))
     }
 
     fn transient(&mut self, text: &str) -> u64 {
-        self.fingerprint(text)
+        self.as_mut().map_or(0, |f| f.fingerprint(text))
     }
 }
 

@@ -87,7 +87,7 @@ impl JsonLinesReader {
                 for block in block_rx {
                     let item = match block {
                         Ok(block) => pool.install(|| {
-                            RecordChunk::parse_with_spare(block, next_line, &options.fields, options.shingling, Some(spare.clone()))
+                            RecordChunk::parse(block, next_line, &options.fields, options.shingling, Some(spare.clone()))
                         })
                         .map(|chunk| {
                             next_line += chunk.lines;
