@@ -306,7 +306,7 @@ def portable_paths() -> bool:
 class JsonLines:
     """The chunks of a JSON-lines input (plain, gzip or zstd), read, parsed and fingerprinted on threads of the core.
 
-    Iterating gives ``RecordChunk`` objects and, when the input stops early, one last ``(line, message)`` tuple.
+    Iterating gives ``RecordChunk`` objects and, when the input stops early, one last ``(line, compression, error)`` tuple.
     """
 
     def __new__(
@@ -324,7 +324,7 @@ class JsonLines:
     def compression(self) -> str: ...
     def close(self) -> None: ...
     def __iter__(self) -> "JsonLines": ...
-    def __next__(self) -> Union["RecordChunk", tuple[int, str]]: ...
+    def __next__(self) -> Union["RecordChunk", tuple[int, str, str]]: ...
 
 @final
 class RecordChunk:

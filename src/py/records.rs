@@ -25,7 +25,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 ///
 /// Iterating gives a `RecordChunk`, or, when the input stops early (a
 /// cut-short or corrupt compressed stream, a read error), one last
-/// `(line, message)` tuple naming the first line not read whole.
+/// `(line, compression, error)` tuple: the first line not read whole, the
+/// input's compression (`"plain"`, `"gzip"`, `"zstd"`) and what failed.
 #[pyclass(name = "JsonLines", module = "rsimhash._rsimhash", frozen)]
 pub(crate) struct PyJsonLines {
     /// Taken by `__next__` for its wait; `None` once the input is done.
@@ -114,12 +115,8 @@ impl PyJsonLines {
                 Ok(Some(Py::new(py, chunk)?.into_any()))
             }
             Some(Ok(Item::Failed { failure, line })) => {
-                let what = match failure.compression {
-                    crate::records::Compression::None => "the file".to_owned(),
-                    c => format!("the {} stream", c.name()),
-                };
-                let message = format!("{what} cannot be read past this line: it is cut short or damaged ({})", failure.error);
-                Ok(Some((line, message).into_pyobject(py)?.into_any().unbind()))
+                let failed = (line, failure.compression.name(), failure.error.to_string());
+                Ok(Some(failed.into_pyobject(py)?.into_any().unbind()))
             }
         }
     }
@@ -161,13 +158,14 @@ pub(crate) struct PyRecordChunk {
 }
 
 impl PyRecordChunk {
-    fn picked(&self, indices: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>> {
+    /// `i` as an entry's index, or an `IndexError` naming it.
+    fn entry(&self, i: i64) -> PyResult<usize> {
         let n = self.chunk.entries.len();
-        indices
-            .as_array()
-            .iter()
-            .map(|&i| usize::try_from(i).ok().filter(|&i| i < n).ok_or_else(|| PyIndexError::new_err(format!("entry {i} out of 0..{n}"))))
-            .collect()
+        usize::try_from(i).ok().filter(|&i| i < n).ok_or_else(|| PyIndexError::new_err(format!("entry {i} out of 0..{n}")))
+    }
+
+    fn picked(&self, indices: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>> {
+        indices.as_array().iter().map(|&i| self.entry(i)).collect()
     }
 }
 
@@ -228,11 +226,8 @@ impl PyRecordChunk {
     }
 
     /// Entry `i`'s line as read, without its `\n`.
-    fn line<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyBytes>> {
-        if i >= self.chunk.entries.len() {
-            return Err(PyIndexError::new_err(format!("entry {i} out of 0..{}", self.chunk.entries.len())));
-        }
-        Ok(PyBytes::new(py, self.chunk.line(i)))
+    fn line<'py>(&self, py: Python<'py>, i: i64) -> PyResult<Bound<'py, PyBytes>> {
+        Ok(PyBytes::new(py, self.chunk.line(self.entry(i)?)))
     }
 
     /// The lines of the entries `indices` (ascending int64), as read, each

@@ -273,7 +273,9 @@ class Source:
         if hasattr(raw, "peek"):
             head = raw.peek(4)[:4]
         else:
-            head = _read_upto(raw, 4)
+            head, error = _read_block(raw, 4)  # a pipe may give fewer at a time
+            if error is not None:
+                raise error
             raw = _Prefixed(head, raw)
         self._compression = "plain"
         if head[:2] == b"\x1f\x8b":
@@ -394,8 +396,7 @@ class Source:
                 cut = data.rfind(b"\n")
                 if cut >= 0:
                     yield data[: cut + 1], True
-                what = "the file" if self._compression == "plain" else f"the {self._compression} stream"
-                self._failure = f"{what} cannot be read past this line: it is cut short or damaged ({error})"
+                self._failure = _stopped(self._compression, error)
                 return
             if not data:
                 break
@@ -434,8 +435,8 @@ class Source:
     def _core_chunks(self) -> Iterator[Chunk]:
         for item in self._core:
             if isinstance(item, tuple):  # the input stopped early, at this line
-                line, message = item
-                self.bad(self._error(line, message))
+                line, compression, error = item
+                self.bad(self._error(line, _stopped(compression, error)))
                 return
             self.nbytes += item.nbytes
             self._consumed = item.consumed
@@ -668,21 +669,15 @@ class Source:
         except (OSError, pa.ArrowException) as e:
             raise self._error(None, f"cannot be read past row {row}: {e}") from None
 
-def _read_upto(stream: Any, n: int) -> bytes:
-    """``n`` bytes, fewer only at the end of the input (a pipe gives a little at a time)."""
-    parts = []
-    got = 0
-    while got < n:
-        more = stream.read(n - got)
-        if not more:
-            break
-        parts.append(more)
-        got += len(more)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
+def _stopped(compression: str, error: object) -> str:
+    """The bad line's message when an input stops early (both readers)."""
+    what = "the file" if compression == "plain" else f"the {compression} stream"
+    return f"{what} cannot be read past this line: it is cut short or damaged ({error})"
 
 
 def _read_block(stream: Any, n: int) -> Tuple[bytes, Optional[BaseException]]:
-    """Up to ``n`` bytes, and the error that stopped the reading early, if one did."""
+    """``n`` bytes, fewer at the end of the input (a pipe gives a little at a
+    time) or when an error stops the reading: then the error too."""
     parts: List[bytes] = []
     got = 0
     while got < n:
