@@ -28,11 +28,9 @@ from __future__ import annotations
 
 import argparse
 from array import array
-from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
 from bisect import bisect_left
 from itertools import chain
-from typing import Any, Deque, Iterator, List, Optional
+from typing import Any, Iterator, List, Optional
 
 import numpy as np
 
@@ -43,7 +41,7 @@ from .pipeline import fingerprints_of, prefetch
 from .options import (
     add_distance, add_input, add_memory, add_run, add_text, bad_lines_part, make_index, memory_limit, open_source,
 )
-from .outputs import Output, Outputs
+from .outputs import Behind, Output, Outputs
 from .progress import Progress, count
 from .spill import Workspace, copy_stdin
 
@@ -225,23 +223,15 @@ class _ParquetSink:
         pa = module("pyarrow")
         pq = module("pyarrow.parquet")
         self.writer = pq.ParquetWriter(pa.PythonFile(_Sink(out), mode="w"), schema)
-        self.thread = ThreadPoolExecutor(1, thread_name_prefix="rsimhash-parquet")
-        self.pending: Deque[Future] = deque()
+        self.behind = Behind("rsimhash-parquet", 2)
 
     def write(self, chunk: Chunk, is_new: np.ndarray) -> None:
         pa = module("pyarrow")
         assert chunk.rows is not None
-        batch = chunk.batch.take(pa.array(chunk.rows[is_new]))
-        self.pending.append(self.thread.submit(self.writer.write_batch, batch))
-        while len(self.pending) > 2:
-            self.pending.popleft().result()
+        self.behind.submit(self.writer.write_batch, chunk.batch.take(pa.array(chunk.rows[is_new])))
 
     def close(self) -> None:
-        try:
-            while self.pending:
-                self.pending.popleft().result()
-        finally:
-            self.thread.shutdown(wait=True)
+        self.behind.close()
         self.writer.close()
 
 

@@ -34,6 +34,51 @@ def _start_writeback(fd: int, offset: int, length: int) -> None:
 _fadvise = _start_writeback if sys.platform.startswith("linux") and hasattr(os, "posix_fadvise") else None
 
 
+class Behind:
+    """Calls run in order on one thread of their own, at most ``depth`` behind
+    the caller (a call past that waits for the oldest, and raises its failure)."""
+
+    def __init__(self, name: str, depth: int):
+        self.name, self.depth = name, depth
+        self._thread: Optional[ThreadPoolExecutor] = None
+        self._pending: Deque[Future] = deque()
+
+    def submit(self, fn: Any, *args: Any) -> None:
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(1, thread_name_prefix=self.name)
+        self._pending.append(self._thread.submit(fn, *args))
+        while len(self._pending) > self.depth:
+            self._pending.popleft().result()
+
+    def wait(self) -> None:
+        """Waits for every call; raises the first failure (the rest are dropped)."""
+        while self._pending:
+            future = self._pending.popleft()
+            try:
+                future.result()
+            except BaseException:
+                self._pending.clear()
+                raise
+
+    def close(self, errors: bool = True) -> None:
+        """Waits for every call (raising the first failure unless ``errors`` is
+        false) and stops the thread."""
+        try:
+            if errors:
+                self.wait()
+            else:
+                for future in self._pending:
+                    try:
+                        future.result()
+                    except BaseException:
+                        pass
+                self._pending.clear()
+        finally:
+            if self._thread is not None:
+                self._thread.shutdown(wait=True)
+                self._thread = None
+
+
 class Output:
     """One output: a path written atomically, or ``-`` for stdout."""
 
@@ -43,8 +88,7 @@ class Output:
         self._raw: Any = None
         self._written = 0    # bytes written by write_records
         self._flushed = 0    # of which the disk was asked to start writing
-        self._writer: Optional[ThreadPoolExecutor] = None   # write_records' thread
-        self._pending: Deque[Future] = deque()               # its writes not yet waited for
+        self._writer = Behind("rsimhash-write", 3)  # write_records' thread
         if path == "-":
             self._file: Any = sys.stdout.buffer
             return
@@ -71,7 +115,7 @@ class Output:
             self._file = zstandard.ZstdCompressor().stream_writer(self._raw, closefd=False)
 
     def write(self, data: bytes) -> None:
-        self._drain()
+        self._writer.wait()
         self._file.write(data)
 
     def write_records(self, chunk: Any, keep: Any) -> None:
@@ -88,11 +132,7 @@ class Output:
             self.write(chunk.write_lines(keep))
             return
         self._file.flush()  # anything written through the file object first
-        if self._writer is None:
-            self._writer = ThreadPoolExecutor(1, thread_name_prefix="rsimhash-write")
-        self._pending.append(self._writer.submit(self._write_core, chunk.core, chunk.entries[keep]))
-        while len(self._pending) > 3:
-            self._pending.popleft().result()
+        self._writer.submit(self._write_core, chunk.core, chunk.entries[keep])
 
     def _write_core(self, core: Any, entries: Any) -> None:
         fd = self._file.fileno()
@@ -108,32 +148,14 @@ class Output:
                 pass
             self._flushed = self._written
 
-    def _drain(self, errors: bool = True) -> None:
-        """Waits for the writes on the output's thread; raises the first failure."""
-        while self._pending:
-            future = self._pending.popleft()
-            try:
-                future.result()
-            except BaseException:
-                if errors:
-                    self._pending.clear()
-                    raise
-        if self._writer is not None and not errors:
-            self._writer.shutdown(wait=True)
-            self._writer = None
-
     def commit(self) -> None:
         """Flushes the output and, for a file, moves it into place (fsync, rename,
         fsync of the directory)."""
         try:
-            self._drain()
+            self._writer.close()
         except OSError as e:
             self.discard()
             raise InputError(self.path, None, f"cannot write: {e.strerror or e}") from None
-        finally:
-            if self._writer is not None:
-                self._writer.shutdown(wait=True)
-                self._writer = None
         if self._tmp is None:
             self._file.flush()
             return
@@ -152,7 +174,7 @@ class Output:
 
     def discard(self) -> None:
         """Drops a file output's temporary file; the target is left as it was."""
-        self._drain(errors=False)
+        self._writer.close(errors=False)
         if self._tmp is None:
             return
         for f in (self._file, self._raw):
