@@ -1,3 +1,8 @@
+# The functions written in Python keep their docstrings in their .py files
+# only: griffe (the documentation site) merges this stub into __init__.py and
+# shows the source's docstring, and editors look there when a stub has none.
+# The compiled module's objects are documented in _rsimhash.pyi.
+
 from collections.abc import Iterable
 from typing import Any, Union, overload
 
@@ -39,11 +44,7 @@ def fingerprints(
     mode: str = "words",
     width: Union[int, None] = None,
     threads: Union[int, None] = None,
-) -> npt.NDArray[np.uint64]:
-    """Fingerprints of many texts as a ``uint64`` array, computed on Rust threads.
-
-    ``texts``: a list, tuple, numpy object array or iterable of str, or a
-    pyarrow string array (read in place). Equal to ``fingerprint`` one by one."""
+) -> npt.NDArray[np.uint64]: ...
 
 def dedup(
     texts: Any,
@@ -55,16 +56,7 @@ def dedup(
     jaccard: Union[float, None] = None,
     candidates: Union[str, tuple[str, int, int]] = "auto",
     measure: str = "jaccard",
-) -> Any:
-    """Keep mask of ``texts``: False exactly for each text within ``k`` bits of
-    a text kept before it (``Index.add_unique`` in order).
-
-    A pandas Series gives a boolean Series with the same index, a polars Series
-    a Boolean Series, a pyarrow array a ``BooleanArray``, anything else (a list
-    or iterable of str) a numpy ``bool`` array.
-
-    With ``jaccard=T``: False for each text whose shingle set is at least ``T``
-    alike that of a text kept before it (see ``similar_pairs``)."""
+) -> Any: ...
 
 def similar_pairs(
     texts: Any,
@@ -77,18 +69,13 @@ def similar_pairs(
     measure: str = "jaccard",
     threads: Union[int, None] = None,
     progress: Any = None,
-) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]:
-    """Every pair of texts whose shingle sets are at least ``threshold`` alike,
-    among the simhash candidates: ``(pairs, similarity)``."""
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]: ...
 
-def shingles(text: str, *, mode: str = "words", width: Union[int, None] = None) -> npt.NDArray[np.uint64]:
-    """The shingle set of one text: its distinct FNV-1a 64 shingle hashes, sorted."""
+def shingles(text: str, *, mode: str = "words", width: Union[int, None] = None) -> npt.NDArray[np.uint64]: ...
 
 @overload
-def hamming(a: int, b: int) -> int:
-    """Number of differing bits of two fingerprints."""
+def hamming(a: int, b: int) -> int: ...
 @overload
-def hamming(a: npt.NDArray[np.uint64], b: Union[int, npt.NDArray[np.uint64]]) -> npt.NDArray[np.uint8]:
-    """Differing bits, broadcast over ``uint64`` arrays (a ``uint8`` array)."""
+def hamming(a: npt.NDArray[np.uint64], b: Union[int, npt.NDArray[np.uint64]]) -> npt.NDArray[np.uint8]: ...
 @overload
 def hamming(a: int, b: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint8]: ...

@@ -39,25 +39,69 @@ __all__ = [
 
 __version__: str
 SPEC_VERSION: int
+"""The version of the fingerprint spec (SPEC.md) that ``fingerprint`` and
+``fingerprints`` follow; index files record it, and ``Index.load`` refuses
+fingerprints of another version.
+
+>>> rsimhash.SPEC_VERSION
+1
+"""
 UNICODE_VERSION: str
+"""The Unicode version of the tokenizer's and the normalizer's tables: which
+characters are letters, digits or spaces, and their lower case.
+
+>>> rsimhash.UNICODE_VERSION
+'15.1.0'
+"""
 
 def fnv1a64(data: Union[str, bytes, bytearray]) -> int:
     """FNV-1a 64 of ``data`` (a str is hashed as UTF-8).
 
     Raises ``ValueError`` for a str holding a lone surrogate and ``TypeError``
-    for anything else than str or bytes."""
+    for anything else than str or bytes.
+
+    >>> rsimhash.fnv1a64("a")
+    12638187200555641996
+    >>> rsimhash.fnv1a64("a") == rsimhash.fnv1a64(b"a")
+    True
+    >>> hex(rsimhash.fnv1a64(b""))  # the FNV offset basis
+    '0xcbf29ce484222325'
+    """
 
 def compute(hashes: Union[Sequence[int], npt.NDArray[np.uint64]]) -> int:
     """Unweighted simhash of feature hashes (SPEC v1 ``compute``): bit ``j`` is
     set iff more hashes have bit ``j`` set than clear. No hashes give 0.
 
-    ``hashes`` is a sequence of ints in ``0..2**64-1`` or a 1-D ``uint64`` array."""
+    ``hashes`` is a sequence of ints in ``0..2**64-1`` or a 1-D ``uint64`` array.
+
+    >>> bin(rsimhash.compute([0b1100, 0b1010, 0b1001]))  # bit 3 in all three, bits 0-2 in one each
+    '0b1000'
+    >>> rsimhash.compute([rsimhash.fnv1a64(w) for w in "a bag of words".split()])
+    590288262392783240
+    >>> rsimhash.compute([])
+    0
+    """
 
 def fingerprint(text: str, *, mode: str = "words", width: Union[int, None] = None) -> int:
     """SPEC v1 fingerprint of one text.
 
     ``mode="words"`` shingles tokens (width default 3); ``mode="chars"`` takes
-    windows of code points of the normalized text (width default 4)."""
+    windows of code points of the normalized text (width default 4). Case,
+    punctuation and spacing do not count in either mode.
+
+    >>> rsimhash.fingerprint("The quick brown fox")
+    801640746765152521
+    >>> rsimhash.fingerprint("the QUICK, brown  fox!")
+    801640746765152521
+    >>> rsimhash.fingerprint("The quick brown fox", mode="chars")
+    7597028271780175128
+
+    A copy with a few words more is a few bits away (more for short texts):
+
+    >>> text = "The city council voted on Tuesday to approve a new budget for the schools and the roads."
+    >>> rsimhash.hamming(rsimhash.fingerprint(text), rsimhash.fingerprint("Updated 09:41. " + text))
+    6
+    """
 
 def fingerprints(
     texts: Union[Iterable[str], npt.NDArray[Any]],
@@ -80,7 +124,15 @@ def fingerprints_arrow(
 
 def fingerprint_weighted(features: Iterable[tuple[Union[str, bytes, int], float]]) -> int:
     """Weighted simhash: str/bytes features are hashed with FNV-1a 64, ints are
-    taken as hashes; weights are finite floats (negative and zero allowed)."""
+    taken as hashes; weights are finite floats (negative and zero allowed).
+    Bit ``j`` is set iff the weights of the features with bit ``j`` set sum
+    to more than those with it clear.
+
+    >>> rsimhash.fingerprint_weighted([("rust", 2.0), ("python", 1.0)]) == rsimhash.fnv1a64("rust")
+    True
+    >>> rsimhash.fingerprint_weighted([("rust", 2.0), (b"\\x00\\x01", 0.5), (0xDEADBEEF, -1.0)])
+    13834740431434729255
+    """
 
 def hamming_arrays(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint8]:
     """Popcount of ``a ^ b`` over two equal-length 1-D ``uint64`` arrays."""
@@ -212,6 +264,17 @@ class Index:
     ``blocks`` (one level of that many blocks, ``C(blocks, k)`` tables) or
     ``tables`` (a design with that many tables) fixes it. Queries share a
     read lock and adds take a write lock; heavy work runs without the GIL.
+    ``len(index)`` is the number of stored ``(id, fingerprint)`` items.
+
+    >>> index = rsimhash.Index(k=3)
+    >>> index.add(np.array([0, 0b111, 0xFF00, 0xFF01], dtype=np.uint64)).tolist()
+    [0, 1, 2, 3]
+    >>> index.query(0b1)  # (id, distance)
+    [(0, 1), (1, 2)]
+    >>> index.find_all().tolist()
+    [[0, 1], [2, 3]]
+    >>> len(index)
+    4
     """
 
     def __new__(
@@ -230,52 +293,198 @@ class Index:
         With ``mmap`` the compressed tables are used in place from a read-only
         mapping of the file. Raises ``ValueError`` naming the problem for a
         damaged, truncated or foreign file, and ``OSError`` when it cannot be read.
+        A loaded index answers as the saved one did and can take more ``add`` calls.
+
+        >>> import os, tempfile
+        >>> index = rsimhash.Index(k=3)
+        >>> index.add([0, 0b111, 0xFF00]).tolist()
+        [0, 1, 2]
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     index.save(os.path.join(tmp, "corpus.rsh"))
+        ...     loaded = rsimhash.Index.load(os.path.join(tmp, "corpus.rsh"), mmap=False)
+        >>> len(loaded), loaded.k, loaded.query(0b1)
+        (3, 3, [(0, 1), (1, 2)])
         """
     def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
-        """Writes the index atomically: a crash mid-save leaves the old file intact."""
+        """Writes the index atomically: a crash mid-save leaves the old file intact.
+
+        The file is written under a temporary name beside ``path``, synced and
+        renamed over ``path``; ``Index.load`` reads it back.
+
+        >>> import os, tempfile
+        >>> index = rsimhash.Index(k=3)
+        >>> index.add([0, 0b111]).tolist()
+        [0, 1]
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     index.save(os.path.join(tmp, "corpus.rsh"))
+        ...     os.listdir(tmp)
+        ['corpus.rsh']
+        """
     @property
     def compressed(self) -> bool:
-        """Whether the tables are stored compressed (Huffman-coded XOR deltas)."""
+        """Whether the tables are stored compressed (Huffman-coded XOR deltas).
+
+        >>> rsimhash.Index().compressed, rsimhash.Index(compress=False).compressed
+        (True, False)
+        """
     def info(self) -> dict[str, Any]:
-        """Counts, sizes and versions: items, k, tables, design, compressed, bytes per item per table, ..."""
+        """Counts, sizes and versions: items, k, tables, design, compressed, bytes per item per table, ...
+
+        >>> index = rsimhash.Index(k=3)
+        >>> index.add([0, 0b111, 0xFF00]).tolist()
+        [0, 1, 2]
+        >>> info = index.info()
+        >>> info["items"], info["k"], info["tables"], info["compressed"]
+        (3, 3, 4, True)
+        >>> info["spec_version"], info["format_version"]
+        (1, 1)
+        """
     @property
     def k(self) -> int:
-        """The largest distance answered completely."""
+        """The largest distance answered completely.
+
+        >>> rsimhash.Index(k=5).k
+        5
+        """
     @property
     def tables(self) -> int:
-        """Permuted tables held per item."""
+        """Permuted tables held per item.
+
+        >>> rsimhash.Index(k=3, blocks=6).tables  # C(6, 3)
+        20
+        """
     @property
     def design(self) -> str:
-        """The table design in words, e.g. ``"10 tables, blocks 5, 25-26 leading bits, k=3"``."""
+        """The table design in words, e.g. ``"10 tables, blocks 5, 25-26 leading bits, k=3"``.
+
+        >>> rsimhash.Index(k=3, blocks=5).design
+        '10 tables, blocks 5, 25-26 leading bits, k=3'
+        """
     @property
     def nbytes(self) -> int:
-        """Bytes of memory held by the tables and ids."""
+        """Bytes of memory held by the tables and ids.
+
+        >>> index = rsimhash.Index()
+        >>> index.nbytes
+        0
+        >>> index.add([0, 0b111, 0xFF00, 0xFF01]).tolist()
+        [0, 1, 2, 3]
+        >>> index.nbytes
+        64
+        """
     def __len__(self) -> int: ...
     def add(
         self, fps: Union[int, Sequence[int], npt.NDArray[np.uint64]], ids: Union[int, Sequence[int], npt.NDArray[np.uint64], None] = None
     ) -> npt.NDArray[np.uint64]:
-        """Stores fingerprints and returns their ids (default: consecutive after the largest id so far)."""
+        """Stores fingerprints and returns their ids (default: consecutive after the largest id so far).
+
+        ``fps``: an int or a 1-D ``uint64`` array (or a sequence of ints);
+        ``ids``: one ``uint64`` id per fingerprint. One fingerprint may carry
+        many ids; adding an id already stored raises ``ValueError``.
+
+        >>> index = rsimhash.Index(k=3)
+        >>> index.add(np.array([0, 0b111], dtype=np.uint64)).tolist()
+        [0, 1]
+        >>> index.add(0xFF00).tolist()
+        [2]
+        >>> index.add([0xFF01, 0xFF01], ids=[100, 101]).tolist()
+        [100, 101]
+        >>> index.add(5).tolist()
+        [102]
+        """
     def query(self, fp: int, k: Union[int, None] = None) -> list[tuple[int, int]]:
-        """``(id, distance)`` of every stored item within ``k``, sorted by distance, then id."""
+        """``(id, distance)`` of every stored item within ``k``, sorted by distance, then id.
+
+        ``k`` defaults to the index's ``k``; a larger one raises ``ValueError``.
+
+        >>> index = rsimhash.Index(k=3)
+        >>> index.add([0, 0b111, 0xFF00, 0xFF01]).tolist()
+        [0, 1, 2, 3]
+        >>> index.query(0)
+        [(0, 0), (1, 3)]
+        >>> index.query(0, k=1)
+        [(0, 0)]
+        >>> index.query(0xFF03)
+        [(3, 1), (2, 2)]
+        """
     def query_batch(
         self, fps: Union[Sequence[int], npt.NDArray[np.uint64]], k: Union[int, None] = None
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64], npt.NDArray[np.uint8]]:
-        """``(qi, ids, dist)``: query position, matching id and distance, sorted by qi, distance, id."""
+        """``(qi, ids, dist)``: query position, matching id and distance, sorted by qi, distance, id.
+
+        Three equal-length arrays (``int64``, ``uint64``, ``uint8``), one row
+        per match; ``k`` as in ``query``.
+
+        >>> index = rsimhash.Index(k=3)
+        >>> index.add([0, 0b111, 0xFF00, 0xFF01]).tolist()
+        [0, 1, 2, 3]
+        >>> qi, ids, dist = index.query_batch(np.array([0b1, 0xFF00, 1 << 40 | 0xF0F0], dtype=np.uint64))
+        >>> qi.tolist(), ids.tolist(), dist.tolist()
+        ([0, 0, 1, 1], [0, 1, 2, 3], [1, 2, 0, 1])
+        """
     def find_all(self, k: Union[int, None] = None) -> npt.NDArray[np.uint64]:
-        """Every unordered pair of distinct stored ids within ``k``: shape ``(P, 2)``, smaller id first, sorted."""
+        """Every unordered pair of distinct stored ids within ``k``: shape ``(P, 2)``, smaller id first, sorted.
+
+        A ``uint64`` array; ids sharing one fingerprint pair at distance 0.
+
+        >>> index = rsimhash.Index(k=3)
+        >>> index.add([0, 0b111, 0xFF00, 0xFF01]).tolist()
+        [0, 1, 2, 3]
+        >>> index.find_all().tolist()
+        [[0, 1], [2, 3]]
+        >>> index.find_all(k=1).tolist()
+        [[2, 3]]
+        """
     def cluster(
         self, k: Union[int, None] = None, min_size: int = 2, method: str = "connected"
     ) -> list[npt.NDArray[np.uint64]]:
-        """Clusters of ids: ``"connected"`` components of the within-k graph, or ``"leader"`` groups."""
+        """Clusters of ids: ``"connected"`` components of the within-k graph, or ``"leader"`` groups.
+
+        ``"connected"``: each member is within ``k`` of at least one other
+        member. ``"leader"``: in id order, each item joins the first
+        representative within ``k`` or becomes one. Only clusters of at least
+        ``min_size`` ids; each a sorted ``uint64`` array, clusters sorted by
+        their smallest id.
+
+        >>> index = rsimhash.Index(k=3)
+        >>> index.add([0, 0b111, 0b111111, 0xFF00]).tolist()  # 0-1 and 1-2 are 3 bits apart, 0-2 six
+        [0, 1, 2, 3]
+        >>> [c.tolist() for c in index.cluster()]
+        [[0, 1, 2]]
+        >>> [c.tolist() for c in index.cluster(method="leader", min_size=1)]
+        [[0, 1], [2], [3]]
+        """
     def remove(self, ids: Union[int, Sequence[int], npt.NDArray[np.uint64]]) -> int:
-        """Removes items by id; returns how many were stored."""
+        """Removes items by id; returns how many were stored.
+
+        >>> index = rsimhash.Index(k=3)
+        >>> index.add([0, 0b111, 0xFF00]).tolist()
+        [0, 1, 2]
+        >>> index.remove([1, 7])
+        1
+        >>> len(index), index.query(0)
+        (2, [(0, 0)])
+        """
     def add_unique(
         self,
         fps: Union[int, Sequence[int], npt.NDArray[np.uint64]],
         ids: Union[int, Sequence[int], npt.NDArray[np.uint64], None] = None,
         k: Union[int, None] = None,
     ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.uint64]]:
-        """``(is_new, matched)``: each input, in order, is new unless a stored or earlier new item is within ``k``."""
+        """``(is_new, matched)``: each input, in order, is new unless a stored or earlier new item is within ``k``.
+
+        Only the new items are stored (with their ids; the default ids are
+        given to every input, as ``add`` gives them). ``is_new`` is a ``bool``
+        array; ``matched`` a ``uint64`` array of the id each item that is not
+        new matched (undefined where new). A streaming dedup, in order.
+
+        >>> index = rsimhash.Index(k=2)
+        >>> is_new, matched = index.add_unique(np.array([0, 0b1, 0xFF << 40, 0b11], dtype=np.uint64))
+        >>> is_new.tolist(), matched[~is_new].tolist()
+        ([True, False, True, False], [0, 0])
+        >>> len(index)
+        2
+        """
 
 @final
 class ShuffleTables:
