@@ -95,7 +95,22 @@ def _u64_operand(x: Any, name: str) -> np.ndarray:
 
 def hamming(a: Any, b: Any) -> Any:
     """Number of differing bits: an ``int`` for two ints, else a ``uint8``
-    array broadcast from ``uint64`` arrays (and ints)."""
+    array broadcast from ``uint64`` arrays (and ints).
+
+    Two fingerprints are near-duplicates at ``k`` when this is at most ``k``.
+    Ints must be in ``0..2**64-1`` (else ``ValueError``); arrays must be
+    ``uint64`` (else ``TypeError``, naming the conversion).
+
+    >>> rsimhash.hamming(0b1011, 0b0001)
+    2
+    >>> fps = np.array([0, 1, 3], dtype=np.uint64)
+    >>> rsimhash.hamming(fps, 0)
+    array([0, 1, 2], dtype=uint8)
+    >>> rsimhash.hamming(fps[:, None], fps[None, :])  # every pair
+    array([[0, 1, 2],
+           [1, 0, 1],
+           [2, 1, 0]], dtype=uint8)
+    """
     if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool) and not isinstance(b, bool):
         for name, value in (("a", a), ("b", b)):
             if not 0 <= value <= _U64_MAX:

@@ -46,7 +46,14 @@ def dedup(
     measure: str = "jaccard",
 ) -> Any:
     """Keep mask of ``texts``: False exactly for each text within ``k`` bits of
-    a text kept before it. See the module documentation for the mask's type.
+    a text kept before it (``Index.add_unique`` in order), so the first of each
+    group of near-duplicates is kept.
+
+    The mask has the kind of its input: a pandas Series gives a boolean Series
+    with the same index, a polars Series a Boolean Series, a pyarrow array a
+    ``BooleanArray``, anything else (a list or iterable of str) a numpy
+    ``bool`` array. A missing value (None, NaN, null) is a ``TypeError``
+    naming its position.
 
     With ``jaccard=T``: False exactly for each text whose shingle set (SPEC
     v1 shingles of ``mode``/``width``, words of 3 by default) is at least
@@ -56,6 +63,9 @@ def dedup(
 
     >>> rsimhash.dedup(["a b c d e f", "a b c d e f!", "x y z"]).tolist()
     [True, False, True]
+    >>> texts = ["a b c d e f g", "a b c d e f g h", "x y z"]
+    >>> rsimhash.dedup(texts).tolist(), rsimhash.dedup(texts, jaccard=0.5).tolist()
+    ([True, True, True], [True, False, True])
     """
     from . import Index
 

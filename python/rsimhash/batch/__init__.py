@@ -41,6 +41,18 @@ stays bounded for corpora larger than RAM::
 
     pairs, sim = rsimhash.batch.similar_pairs("corpus.jsonl", 0.9, memory_limit="4GiB")
     keep = rsimhash.batch.similar_dedup("corpus.parquet", 0.8, column="body")
+
+A job on a directory of ``.npy`` files, its pairs written to a file:
+
+>>> import os, tempfile
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     os.mkdir(os.path.join(tmp, "fps"))
+...     np.save(os.path.join(tmp, "fps", "part-0.npy"), np.array([0b1011, 1 << 40], dtype=np.uint64))
+...     np.save(os.path.join(tmp, "fps", "part-1.npy"), np.array([0b1001, 0b1011], dtype=np.uint64))
+...     n = rsimhash.batch.find_all(os.path.join(tmp, "fps"), k=1, out=os.path.join(tmp, "pairs.npy"), progress=False)
+...     pairs = np.load(os.path.join(tmp, "pairs.npy"))
+>>> n, pairs.tolist()
+(3, [[0, 2], [0, 3], [2, 3]])
 """
 
 from __future__ import annotations

@@ -32,7 +32,16 @@ _UNITS = {
 
 
 def parse_memory(value: Union[int, float, str]) -> int:
-    """Bytes from ``8589934592``, ``"8GiB"``, ``"8g"`` (binary), ``"8GB"`` (decimal) or ``"1.5G"``."""
+    """Bytes from ``8589934592``, ``"8GiB"``, ``"8g"`` (binary), ``"8GB"`` (decimal) or ``"1.5G"``.
+
+    What ``memory_limit=`` takes. Raises ``ValueError`` for another string or
+    less than 1 KiB, ``TypeError`` for another type.
+
+    >>> rsimhash.batch.parse_memory("8GiB"), rsimhash.batch.parse_memory("8g")
+    (8589934592, 8589934592)
+    >>> rsimhash.batch.parse_memory("8GB"), rsimhash.batch.parse_memory("1.5G")
+    (8000000000, 1610612736)
+    """
     if isinstance(value, bool):
         raise TypeError(f"memory_limit must be a number of bytes or a string like '8GiB', got {value!r}")
     if isinstance(value, (int, float)):

@@ -122,6 +122,11 @@ def near_duplicate_pairs(df: Any, id_col: str, fp_col: str, k: int = 3, *, table
     make smaller groups). ``nulls``: ``"error"`` refuses null ids or
     fingerprints, ``"skip"`` leaves those rows out and warns with their
     count. ``max_group``: values one task compares at most (default 4096).
+
+    >>> df = spark.createDataFrame([(1, 0), (2, 0b111), (3, 0xFF00), (4, 0)], ["id", "simhash"])
+    >>> pairs = rsimhash.spark.near_duplicate_pairs(df, "id", "simhash", k=3)
+    >>> [tuple(r) for r in pairs.orderBy("id_a", "id_b").collect()]
+    [(1, 2), (1, 4), (2, 4)]
     """
     _require()
     from pyspark.sql import functions as F
@@ -188,6 +193,10 @@ def clusters(pairs_df: Any, id_a: str = "id_a", id_b: str = "id_b") -> Any:
     listed. Large-star / small-star rounds with DataFrame operations, the
     lineage cut every round (reliably with ``SparkContext.setCheckpointDir``,
     else with local checkpoints).
+
+    >>> pairs = spark.createDataFrame([(1, 2), (2, 3), (7, 8)], ["id_a", "id_b"])
+    >>> [tuple(r) for r in rsimhash.spark.clusters(pairs).orderBy("id").collect()]
+    [(1, 1), (2, 1), (3, 1), (7, 7), (8, 7)]
     """
     _require()
     from pyspark.sql import functions as F
@@ -208,7 +217,10 @@ def dedup(df: Any, text_col: str, id_col: str, k: int = 3, *, mode: str = "words
     ``Index.cluster``), the row with the smallest id stays; every column is
     unchanged. Ids must be distinct and not null.
 
-    >>> kept = rsimhash.spark.dedup(df, "text", "id", k=3)
+    >>> df = spark.createDataFrame(
+    ...     [(1, "The cat sat on the mat."), (2, "the cat sat on the MAT!"), (3, "Dogs bark.")], ["id", "text"])
+    >>> [tuple(r) for r in rsimhash.spark.dedup(df, "text", "id", k=3).orderBy("id").collect()]
+    [(1, 'The cat sat on the mat.'), (3, 'Dogs bark.')]
     """
     _require()
     from pyspark.sql import functions as F
@@ -240,6 +252,11 @@ def near_duplicates_of(df_new: Any, old: Union[Any, str, "os.PathLike[str]"], k:
     at most the file's). Of two DataFrames the smaller is built into an
     index file on the driver and shipped to the executors; the larger
     streams past it.
+
+    >>> old = spark.createDataFrame([(1, 0), (2, 0xFF00)], ["id", "simhash"])
+    >>> new = spark.createDataFrame([(10, 0b11), (11, 0xF0F0F0)], ["id", "simhash"])
+    >>> [tuple(r) for r in rsimhash.spark.near_duplicates_of(new, old, k=3).collect()]
+    [(10, 1, 2)]
     """
     _require()
     from pyspark.sql.types import LongType

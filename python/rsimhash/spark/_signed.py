@@ -20,9 +20,9 @@ def to_signed(values: Any) -> Any:
     """The signed ``long`` (int64) holding the same bits as each unsigned
     fingerprint: an int, or an array (or pandas Series) of uint64.
 
-    >>> to_signed(2**64 - 1), to_signed(5)
+    >>> rsimhash.spark.to_signed(2**64 - 1), rsimhash.spark.to_signed(5)
     (-1, 5)
-    >>> to_signed(np.array([0, 2**63], dtype=np.uint64)).tolist()
+    >>> rsimhash.spark.to_signed(np.array([0, 2**63], dtype=np.uint64)).tolist()
     [0, -9223372036854775808]
     """
     if isinstance(values, (bool, np.bool_)):
@@ -45,9 +45,9 @@ def to_unsigned(values: Any) -> Any:
     """The unsigned fingerprint (uint64) whose bits each signed ``long``
     holds: an int, or an array (or pandas Series) of int64.
 
-    >>> to_unsigned(-1), to_unsigned(5)
+    >>> rsimhash.spark.to_unsigned(-1), rsimhash.spark.to_unsigned(5)
     (18446744073709551615, 5)
-    >>> to_unsigned(np.array([0, -2**63], dtype=np.int64)).tolist()
+    >>> rsimhash.spark.to_unsigned(np.array([0, -2**63], dtype=np.int64)).tolist()
     [0, 9223372036854775808]
     """
     if isinstance(values, (bool, np.bool_)):
