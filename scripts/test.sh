@@ -15,7 +15,7 @@ step "venv $venv"
 python3 -m venv --clear "$venv"
 py="$(cd "$venv" && pwd)/bin/python"
 "$py" -m pip install --quiet --upgrade pip
-"$py" -m pip install --quiet "maturin>=1.7,<2" "numpy>=1.21" "pytest>=7" "hypothesis>=6" pyarrow mypy tqdm zstandard \
+"$py" -m pip install --quiet "maturin>=1.7,<2" "numpy>=1.21" "pytest>=7" "hypothesis>=6" pyarrow mypy tqdm zstandard griffe \
     matplotlib "pandas<3" polars "pyspark[sql]>=3.5"
 
 step "release wheel"
