@@ -34,5 +34,11 @@ RSIMHASH_PORTABLE=1 "$py" -m pytest -q -p no:cacheprovider tests/test_portable.p
 step "stubs match the compiled module"
 (cd /tmp && "$py" -m mypy.stubtest rsimhash)
 
+step "docs site builds with warnings as errors"
+"$py" -m pip install --quiet -r docs/requirements.txt
+site=$(mktemp -d)
+NO_MKDOCS_2_WARNING=1 "$py" -m mkdocs build --strict --quiet --site-dir "$site"
+rm -rf "$site"
+
 step "pytest against the installed wheel"
 "$py" -m pytest -q -p no:cacheprovider
