@@ -36,7 +36,7 @@ Verified near-duplicates (``similar_pairs``, ``similar_dedup``,
 ``similar_clusters``) take texts instead of fingerprints: a column in
 memory, JSON lines or Parquet files, or a function that reads them in
 chunks. They read the texts twice (fingerprints first, then the shingle
-sets of the texts that candidates name; see ``_similar.py``), so memory
+sets of the texts that candidates name), so memory
 stays bounded for corpora larger than RAM::
 
     pairs, sim = rsimhash.batch.similar_pairs("corpus.jsonl", 0.9, memory_limit="4GiB")
