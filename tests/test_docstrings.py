@@ -19,7 +19,6 @@ import functools
 import io
 import os
 import re
-import sys
 from typing import Any
 
 import numpy as np
@@ -102,29 +101,6 @@ def test_the_site_reads_the_stubs_not_the_compiled_module():
         assert re.search(r"^\s*allow_inspection:\s*false\b", config, re.M), (
             "mkdocs.yml must set the mkdocstrings python option allow_inspection: false, as this test loads "
             "the package; with inspection the site shows the compiled Index's docstrings, not the stubs'")
-
-
-@pytest.fixture(scope="module")
-def spark():
-    pytest.importorskip("pyspark")
-    pytest.importorskip("pyarrow")
-    pytest.importorskip("pandas")
-    from pyspark.sql import SparkSession
-
-    # The workers' Python is this one (with numpy and rsimhash).
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (SparkSession.builder.master("local[1]").appName("rsimhash-docstrings")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "1")
-               .config("spark.default.parallelism", "1")
-               .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-               .config("spark.pyspark.python", sys.executable)
-               .config("spark.pyspark.driver.python", sys.executable)
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 @pytest.mark.parametrize("name", PUBLIC)
