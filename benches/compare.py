@@ -70,25 +70,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import compare_tools as ct  # noqa: E402
+from bench_index import flip_bits  # noqa: E402
 
 K = 3
 
 
 # --------------------------------------------------------------------------
 # data
-
-
-def flip_bits(rng, vals: np.ndarray, nbits: np.ndarray) -> np.ndarray:
-    """``vals`` with ``nbits[i]`` distinct random bits flipped in item i."""
-    mask = np.zeros(len(vals), dtype=np.uint64)
-    for j in range(int(nbits.max(initial=0))):
-        rows = np.flatnonzero(nbits > j)
-        while len(rows):
-            bit = np.left_shift(np.uint64(1), rng.integers(0, 64, size=len(rows)).astype(np.uint64))
-            free = (mask[rows] & bit) == 0
-            mask[rows[free]] |= bit[free]
-            rows = rows[~free]
-    return vals ^ mask
 
 
 def planted(n: int, seed: int) -> np.ndarray:

@@ -42,3 +42,6 @@ rm -rf "$site"
 
 step "pytest against the installed wheel"
 "$py" -m pytest -q -p no:cacheprovider
+
+step "side by side: benches/compare.py --quick (with the peers installed here, if any)"
+"$py" benches/compare.py --quick
