@@ -31,6 +31,9 @@ times slower).
   near-duplicates (10 % copies of an earlier value with 1 to 3 bits flipped,
   2 % with exactly 4), at ``--pairs-sizes``. Every exact tool's pairs are
   compared with the reference: numpy brute force where it ran, else rsimhash.
+  The script exits with status 1 when rsimhash's pairs or query results
+  differ from brute force's, or a run of rsimhash fails (a peer's difference
+  or failure is reported, not an error).
 * **Query latency**: an index of the same data at ``--query-sizes``, then
   ``--queries`` calls of one fingerprint each (half stored values with 0 to 3
   bits flipped, half random), each call timed; build time too. Results are
@@ -120,6 +123,7 @@ class Runner:
 
     def __init__(self, pythons: Dict[str, str], timeout: float, slow: float, workdir: str):
         self.pythons, self.timeout, self.slow, self.workdir = pythons, timeout, slow, workdir
+        self.failures: List[str] = []  # rsimhash's own runs that failed
 
     def run(self, tool: str, task: Dict[str, Any]) -> Dict[str, Any]:
         """The worker's JSON, plus ``rss_mb`` and ``wall``; ``error`` when it failed."""
@@ -143,6 +147,8 @@ class Runner:
                 why = f"killed (SIGKILL) after {wall:.0f} s: the out-of-memory killer, unless killed from outside"
             else:
                 why = (errors.strip().splitlines() or [f"exit status {proc.returncode}"])[-1][:160]
+            if tool.startswith("rsimhash"):
+                self.failures.append(f"{tool} {task['task']}: {why}")
             return {"error": why, "rss_mb": None, "wall": wall}
         result = json.loads(text.strip().splitlines()[-1])
         result.update(wall=wall)
@@ -251,6 +257,8 @@ def section_pairs(args, runner: Runner, tools: List[str], note: List[str]) -> Li
             s = median(runs[t], lambda r: r["seconds"])
             check = "reference" if t == ref_tool else agreement(
                 os.path.join(args.workdir, f"pairs-{t}-{n}-r0.npy"), ref_path, ct.BY_NAME[ref_tool].label)
+            if t.startswith("rsimhash") and ref_tool == "numpy" and check.startswith("**"):
+                args.failures.append(f"all pairs at {n:,}: {ct.BY_NAME[t].label} has {check.replace('**', '')}")
             lines.append(f"| {fmt_n(n)} | {label} | {fmt(s, 3)} | {ratio(base, s)} | {runs[t][0]['pairs']:,} | "
                          f"{check} | {peak(runs[t]):.0f} |")
         lines.append(f"| {fmt_n(n)} | *input loaded, no work* | | | | | {floor['rss_mb']:.0f} |")
@@ -290,6 +298,8 @@ def section_query(args, runner: Runner, tools: List[str]) -> List[str]:
             check = "reference" if t == "rsimhash" else agreement(
                 os.path.join(args.workdir, f"query-{t}-{n}-r0.npy"), ref, "rsimhash",
                 limit_q=args.brute_queries if t == "numpy" else args.queries)
+            if t == "numpy" and check.startswith("**"):  # brute force is the truth
+                args.failures.append(f"queries at {n:,}: numpy brute force found {check.replace('**', '')}")
             lines.append(f"| {fmt_n(n)} | {label} | {fmt(median(runs[t], lambda r: r['build_s']), 3)} | "
                          f"{fmt(med, 1)} | {fmt(median(runs[t], lambda r: r['p99_us']), 1)} | {ratio(base, med)} | "
                          f"{check} | {peak(runs[t]):.0f} |")
@@ -482,6 +492,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         quality_corpus.write(args.texts, 300 if q else None)
 
     args.elsewhere = []
+    args.failures = []  # rsimhash disagreeing with brute force: the run fails
     pythons, versions = detect(args)
     if "rsimhash" not in pythons:
         p.error("rsimhash is not importable by this interpreter: install it first")
@@ -512,7 +523,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         os.replace(args.results + ".tmp", args.results)
     if tmp:
         tmp.cleanup()
-    return 0
+    for f in args.failures:
+        print(f"compare.py: WRONG ANSWER: {f}", file=sys.stderr)
+    for f in runner.failures:
+        print(f"compare.py: FAILED: {f}", file=sys.stderr)
+    return 1 if args.failures or runner.failures else 0
 
 
 if __name__ == "__main__":
