@@ -28,7 +28,7 @@ cargo test --locked --release
 
 step "portable paths: RSIMHASH_PORTABLE=1 runs the code non-x86 builds run (Rust tests, fingerprint and index properties)"
 RSIMHASH_PORTABLE=1 cargo test --locked --release --lib
-RSIMHASH_PORTABLE=1 "$py" -m pytest -q -p no:cacheprovider tests/test_portable.py tests/test_spec_vectors.py \
+RSIMHASH_PORTABLE=1 RSIMHASH_TEST_EXAMPLES=0.5 "$py" -m pytest -q -p no:cacheprovider tests/test_portable.py tests/test_spec_vectors.py \
     tests/test_fingerprint_properties.py tests/test_index_properties.py
 
 step "stubs match the compiled module"

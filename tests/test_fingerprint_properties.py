@@ -28,6 +28,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 import reference_v1 as ref  # noqa: E402
+from budget import examples  # noqa: E402
 
 rsimhash = pytest.importorskip("rsimhash")
 
@@ -35,9 +36,9 @@ U64_MAX = (1 << 64) - 1
 
 # Modest example counts: the whole file must finish well under a minute on a
 # slow 2-core machine.
-FAST = settings(max_examples=150, deadline=None,
+FAST = settings(max_examples=examples(150), deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-SLOW = settings(max_examples=60, deadline=None,
+SLOW = settings(max_examples=examples(60), deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

@@ -42,6 +42,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 from brute import U64_MAX, BruteIndex  # noqa: E402
+from budget import examples  # noqa: E402
 
 rsimhash = pytest.importorskip("rsimhash")
 if not hasattr(rsimhash, "Index"):
@@ -50,9 +51,9 @@ if not hasattr(rsimhash, "Index"):
 Index = rsimhash.Index
 
 _HC = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
-FAST = settings(max_examples=120, deadline=None, suppress_health_check=_HC)
-MEDIUM = settings(max_examples=60, deadline=None, suppress_health_check=_HC)
-SLOW = settings(max_examples=400, deadline=None, suppress_health_check=_HC)
+FAST = settings(max_examples=examples(120), deadline=None, suppress_health_check=_HC)
+MEDIUM = settings(max_examples=examples(60), deadline=None, suppress_health_check=_HC)
+SLOW = settings(max_examples=examples(400), deadline=None, suppress_health_check=_HC)
 
 # Ids near the top of the uint64 range, with room for a few thousand default ids
 # after them (what happens on id overflow is not specified).
@@ -862,7 +863,7 @@ class IndexMachine(RuleBasedStateMachine):
 
 
 IndexMachine.TestCase.settings = settings(
-    max_examples=60, stateful_step_count=30, deadline=None, suppress_health_check=_HC)
+    max_examples=examples(60), stateful_step_count=30, deadline=None, suppress_health_check=_HC)
 test_index_state_machine = IndexMachine.TestCase
 
 
@@ -930,7 +931,7 @@ class IndexRunsMachine(IndexMachine):
 
 
 IndexRunsMachine.TestCase.settings = settings(
-    max_examples=10, stateful_step_count=20, deadline=None, suppress_health_check=_HC)
+    max_examples=examples(10), stateful_step_count=20, deadline=None, suppress_health_check=_HC)
 test_index_runs_state_machine = IndexRunsMachine.TestCase
 
 
@@ -939,7 +940,7 @@ class IndexRunsMachineLong(IndexRunsMachine):
 
 
 IndexRunsMachineLong.TestCase.settings = settings(
-    max_examples=50, stateful_step_count=40, deadline=None, suppress_health_check=_HC)
+    max_examples=examples(50), stateful_step_count=40, deadline=None, suppress_health_check=_HC)
 test_index_runs_state_machine_long = pytest.mark.slow(IndexRunsMachineLong.TestCase)
 
 
@@ -948,7 +949,7 @@ class IndexMachineLong(IndexMachine):
 
 
 IndexMachineLong.TestCase.settings = settings(
-    max_examples=300, stateful_step_count=60, deadline=None, suppress_health_check=_HC)
+    max_examples=examples(300), stateful_step_count=60, deadline=None, suppress_health_check=_HC)
 test_index_state_machine_long = pytest.mark.slow(IndexMachineLong.TestCase)
 
 
