@@ -28,8 +28,10 @@ cargo test --locked --release
 
 step "portable paths: RSIMHASH_PORTABLE=1 runs the code non-x86 builds run (Rust tests, fingerprint and index properties)"
 RSIMHASH_PORTABLE=1 cargo test --locked --release --lib
+# Half the examples, and not the two long state machines (index bookkeeping:
+# merges, rebuilds, removals, the same code on both paths; the full pass runs them).
 RSIMHASH_PORTABLE=1 RSIMHASH_TEST_EXAMPLES=0.5 "$py" -m pytest -q -p no:cacheprovider tests/test_portable.py tests/test_spec_vectors.py \
-    tests/test_fingerprint_properties.py tests/test_index_properties.py
+    tests/test_fingerprint_properties.py tests/test_index_properties.py -k "not state_machine_long"
 
 step "stubs match the compiled module"
 (cd /tmp && "$py" -m mypy.stubtest rsimhash)
