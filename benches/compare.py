@@ -177,13 +177,13 @@ def peak(runs: List[Dict[str, Any]]) -> float:
     return max(r["rss_mb"] for r in runs if r.get("rss_mb") is not None)
 
 
-def compare_rows(found: np.ndarray, ref: np.ndarray) -> Tuple[int, int]:
-    """(rows of ref missing from found, rows of found not in ref)."""
+def compare_rows(found: np.ndarray, ref: np.ndarray) -> Tuple[np.ndarray, int]:
+    """(the rows of ref missing from found, how many rows of found are not in ref)."""
     def view(a):
         a = np.ascontiguousarray(a, dtype=np.uint64).reshape(-1, 2)
         return a.view([("a", np.uint64), ("b", np.uint64)]).ravel()
     f, r = view(found), view(ref)
-    return int((~np.isin(r, f)).sum()), int((~np.isin(f, r)).sum())
+    return np.asarray(ref).reshape(-1, 2)[~np.isin(r, f)], int((~np.isin(f, r)).sum())
 
 
 def agreement(found_path: str, ref_path: Optional[str], ref_name: str, limit_q: Optional[int] = None) -> str:
@@ -192,13 +192,12 @@ def agreement(found_path: str, ref_path: Optional[str], ref_name: str, limit_q: 
     found, ref = np.load(found_path), np.load(ref_path)
     if limit_q is not None:
         found, ref = found[found[:, 0] < limit_q], ref[ref[:, 0] < limit_q]
-    missing, extra = compare_rows(found, ref)
+    miss, extra = compare_rows(found, ref)
+    missing = len(miss)
     if not missing and not extra:
         return f"same as {ref_name}"
     out = []
     if missing:
-        miss = ref[~np.isin(ref.view([("a", np.uint64), ("b", np.uint64)]).ravel(),
-                            found.view([("a", np.uint64), ("b", np.uint64)]).ravel())]
         if limit_q is None:  # value pairs: say at which distances the missing ones are
             d = ct.popcount(miss[:, 0] ^ miss[:, 1])
             dist = ", ".join(f"{c} at {v}" for v, c in zip(*np.unique(d, return_counts=True)))
@@ -233,13 +232,18 @@ def ratio(ref: Optional[float], x: Optional[float]) -> str:
     return f"{r:.0f} x" if r >= 10 else f"{r:.2f} x" if r >= 0.1 else f"{r:.2g} x"
 
 
+def tools_at(tools: List[str], task: str, n: int) -> List[str]:
+    """The tools that do ``task`` and are run at size ``n`` (not above their cap)."""
+    return [t for t in tools if task in ct.BY_NAME[t].tasks and n <= ct.BY_NAME[t].caps.get(task, n)]
+
+
 def section_pairs(args, runner: Runner, tools: List[str], note: List[str]) -> List[str]:
     lines = ["## All pairs within k = 3 bits", "",
              "| fingerprints | tool | seconds | speed vs rsimhash | pairs | pairs check | peak RSS MB |",
              "| ---: | --- | ---: | ---: | ---: | --- | ---: |"]
     for n in args.pairs_sizes:
         fps = cached(args.workdir, f"fps-{n}-seed{args.seed}.npy", lambda: planted(n, args.seed))
-        here = [t for t in tools if "pairs" in ct.BY_NAME[t].tasks and n <= ct.BY_NAME[t].caps.get("pairs", n)]
+        here = tools_at(tools, "pairs", n)
         print(f"pairs, n = {n:,}: {', '.join(here)}", file=sys.stderr)
         runs = runner.rounds(here, lambda t, r: {"task": "pairs", "fps": fps, "k": K,
                                                  "out": os.path.join(args.workdir, f"pairs-{t}-{n}-r{r}.npy")},
@@ -281,7 +285,7 @@ def section_query(args, runner: Runner, tools: List[str]) -> List[str]:
                     lambda: queries(np.load(fps), args.queries, args.seed))
         small = cached(args.workdir, f"queries-{n}-{args.brute_queries}-seed{args.seed}.npy",
                        lambda: np.load(qs)[:args.brute_queries])
-        here = [t for t in tools if "query" in ct.BY_NAME[t].tasks and n <= ct.BY_NAME[t].caps.get("query", n)]
+        here = tools_at(tools, "query", n)
         print(f"query, n = {n:,}: {', '.join(here)}", file=sys.stderr)
         runs = runner.rounds(here, lambda t, r: {"task": "query", "fps": fps, "k": K,
                                                  "queries": small if t == "numpy" else qs,
