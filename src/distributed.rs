@@ -186,7 +186,7 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(64))]
 
         #[test]
-        fn each_pair_once(fps in crate::index::tests::planted(30, 300), k in 0u32..=6, extra in 1u32..4, part in 1usize..50) {
+        fn each_pair_once(fps in crate::testing::planted(30, 300), k in 0u32..=6, extra in 1u32..4, part in 1usize..50) {
             let values: Vec<u64> = fps.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
             let got = shuffled(&values, k, k + extra, part);
             prop_assert!(got.windows(2).all(|w| w[0] < w[1]), "a pair twice");

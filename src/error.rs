@@ -38,9 +38,22 @@ pub enum Error {
     #[error("{what}: {problem}")]
     BadInput { what: String, problem: String },
 
+    /// An answer or a buffer larger than the memory there is, found before
+    /// it is made (`available` 0 when an allocation was refused).
+    #[error("{what} need {:.2} GB of memory{}; {advice}", *bytes as f64 / 1e9, available_text(*available))]
+    TooLarge { what: String, bytes: u64, available: u64, advice: String },
+
     /// The caller asked a long job to stop (Ctrl-C in Python).
     #[error("interrupted")]
     Interrupted,
+}
+
+fn available_text(available: u64) -> String {
+    if available == 0 {
+        " and the allocation was refused".to_string()
+    } else {
+        format!(" and {:.2} GB are available", available as f64 / 1e9)
+    }
 }
 
 /// `Result` with the core [`Error`].

@@ -18,14 +18,15 @@
 //! largest id ever added, so they are never reused, even after a remove.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::batch::{Control, Source};
-use crate::cluster::UnionFind;
+use crate::batch::{Control, Copies, Source};
+pub use crate::cluster::ClusterMethod;
 use crate::plan::{self, Design, MAX_K};
-use crate::run::{probe_batch, Run};
+use crate::run::{probe_batch, probe_each, Run};
 use crate::table::Layout;
 use crate::{Error, Result};
 
@@ -44,28 +45,6 @@ const BUFFER_MAX: usize = 1024;
 /// Batch jobs run for an index: in memory, as its answers must be.
 fn in_memory(k: u32) -> crate::batch::Options {
     crate::batch::Options { memory_limit: u64::MAX, ..crate::batch::Options::new(k) }
-}
-
-/// How [`Index::cluster`] groups items.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum ClusterMethod {
-    /// Connected components of the within-`k` graph.
-    Connected,
-    /// In id order, each item joins the first representative within `k`
-    /// (the one with the smallest id) or becomes one.
-    Leader,
-}
-
-impl std::str::FromStr for ClusterMethod {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "connected" => Ok(ClusterMethod::Connected),
-            "leader" => Ok(ClusterMethod::Leader),
-            other => Err(Error::invalid("method", "\"connected\" or \"leader\"", format!("{other:?}"))),
-        }
-    }
 }
 
 /// Matches of a batch query: query positions, ids and distances, sorted by
@@ -480,11 +459,32 @@ impl Index {
     }
 
     /// Every unordered pair of distinct stored ids within `k`, smaller id
-    /// first, sorted.
-    pub fn find_all(&self, k: Option<u32>) -> Result<Vec<[u64; 2]>> {
+    /// first, sorted. Ids on one fingerprint (copies) pair as `copies`
+    /// says: all with each other (the default), or each with the smallest
+    /// of them only ([`Copies::First`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for `k` above the index's;
+    /// [`Error::TooLarge`] when the pairs of copies alone would not fit in
+    /// memory (before any is made).
+    pub fn find_all(&self, k: Option<u32>, copies: Copies) -> Result<Vec<[u64; 2]>> {
         let k = self.op_k(k)?;
+        if copies == Copies::First {
+            return self.find_all_by_kernel(k, copies);
+        }
+        if let Some(available) = crate::mem::available() {
+            let need = self.copy_pairs().saturating_mul(16);
+            if need > available {
+                return Err(Error::TooLarge {
+                    what: format!("the {} pairs of ids sharing a fingerprint", self.copy_pairs()),
+                    bytes: need,
+                    available,
+                    advice: "pass copies=\"first\" to pair each with the smallest id of its fingerprint only".into(),
+                });
+            }
+        }
         if self.kernel_is_faster() {
-            return self.find_all_by_kernel(k);
+            return self.find_all_by_kernel(k, copies);
         }
         let mut pairs: Vec<[u64; 2]> = Vec::new();
         let mut emit = |a: u64, b: u64| pairs.push([a.min(b), a.max(b)]);
@@ -551,13 +551,16 @@ impl Index {
     }
 
     /// [`Self::find_all`] through the batch kernel.
-    fn find_all_by_kernel(&self, k: u32) -> Result<Vec<[u64; 2]>> {
+    fn find_all_by_kernel(&self, k: u32, copies: Copies) -> Result<Vec<[u64; 2]>> {
         let (fps, ids) = self.items_by_id();
-        crate::batch::find_all(&Source::Memory(&fps), Some(&ids), &in_memory(k), &Control::default())
+        let opts = crate::batch::Options { copies: Some(copies), ..in_memory(k) };
+        crate::batch::find_all(&Source::Memory(&fps), Some(&ids), &opts, &Control::default())
     }
 
-    /// Pairs of live ids that share a fingerprint (in runs; the buffer is small).
-    fn copy_pairs(&self) -> u64 {
+    /// Pairs of live ids that share a fingerprint in one run (the pairs of
+    /// copies [`Self::find_all`] lists, but for copies in different runs
+    /// and the buffer, which are few).
+    pub fn copy_pairs(&self) -> u64 {
         let mut pairs = 0u64;
         for run in &self.runs {
             for i in run.shared_fps() {
@@ -576,37 +579,17 @@ impl Index {
     }
 
     /// Clusters of stored ids, each sorted, ordered by their smallest id;
-    /// clusters smaller than `min_size` are left out.
+    /// clusters smaller than `min_size` are left out. The batch kernel
+    /// finds them over the items in id order, joining pairs as it finds
+    /// them: memory follows the items, however dense the clusters.
     pub fn cluster(&self, k: Option<u32>, min_size: usize, method: ClusterMethod) -> Result<Vec<Vec<u64>>> {
         let k = self.op_k(k)?;
         if min_size < 1 {
             return Err(Error::invalid("min_size", "at least 1", min_size));
         }
         let (fps, ids) = self.items_by_id();
-        if method == ClusterMethod::Connected && self.copy_pairs() > self.live as u64 {
-            // Many ids on one fingerprint: find_all would list every pair of
-            // them; the batch kernel joins each to the first instead.
-            let (members, starts) = crate::batch::clusters(&Source::Memory(&fps), method, min_size, &in_memory(k), &Control::default())?;
-            return Ok(starts.windows(2).map(|w| members[w[0] as usize..w[1] as usize].iter().map(|&m| ids[m as usize]).collect()).collect());
-        }
-        let mut groups = UnionFind::new(ids.len());
-        match method {
-            ClusterMethod::Connected => {
-                let dense = |id: u64| ids.binary_search(&id).expect("a stored id");
-                for [a, b] in self.find_all(Some(k))? {
-                    groups.union(dense(a), dense(b));
-                }
-            }
-            ClusterMethod::Leader => {
-                // Leaders are what add_unique keeps over the items in id
-                // order: the batch kernel's dedup, on positions in that order.
-                let d = crate::batch::dedup(&Source::Memory(&fps), &in_memory(k), &Control::default())?;
-                for (&j, &m) in d.dropped.iter().zip(&d.matched) {
-                    groups.union(m as usize, j as usize);
-                }
-            }
-        }
-        Ok(groups.groups(min_size).into_iter().map(|g| g.into_iter().map(|i| ids[i]).collect()).collect())
+        let (members, starts) = crate::batch::clusters(&Source::Memory(&fps), method, min_size, &in_memory(k), &Control::default())?;
+        Ok(starts.windows(2).map(|w| members[w[0] as usize..w[1] as usize].iter().map(|&m| ids[m as usize]).collect()).collect())
     }
 
     /// Every stored `(fingerprint, id)`.
@@ -621,53 +604,84 @@ impl Index {
     /// smallest such id; otherwise it is new and is stored. Default ids are
     /// given to every input in order, stored or not, so that `matched` and
     /// positions correspond (`id = first id + position`).
+    ///
+    /// Each input is decided against the kept items only: the stored ones
+    /// (a lookup), then, for the inputs none is near, the batch kernel's
+    /// dedup in order, where the copies of a fingerprint follow their first
+    /// copy and only first copies are compared. Time and memory follow the
+    /// items, however many copies or near neighbours they have.
     pub fn add_unique(&mut self, fps: &[u64], ids: Option<&[u64]>, k: Option<u32>) -> Result<(Vec<bool>, Vec<u64>)> {
         let k = self.op_k(k)?;
         Self::check_batch(fps.len())?;
         self.check_room(fps.len())?;
+        let fresh_from = self.next_id;
         let ids = self.assign_ids(fps.len(), ids)?;
         let n = fps.len();
+
         // 1. The smallest stored id within k of each input.
-        let mut stored: Vec<Option<u64>> = vec![None; n];
+        let near: Vec<AtomicBool> = (0..n).map(|_| AtomicBool::new(false)).collect();
+        let smallest: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(u64::MAX)).collect();
         self.with_batch_runs(|runs| {
-            for (r, pos, i, _) in probe_batch(runs, fps, k) {
-                let id = runs[r as usize].first_id(i as usize);
-                let slot = &mut stored[pos as usize];
-                *slot = match (*slot, id) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
-            }
-        });
-        // 2. Pairs within the batch: each input's earlier neighbours.
-        let mut earlier: Vec<(u32, u32)> = Vec::new();
-        if n > 1 {
-            let positions: Vec<(u64, u64)> = fps.iter().enumerate().map(|(p, &fp)| (fp, p as u64)).collect();
-            let batch = Run::build(plan::plan_cached(k, n)?, Layout::Raw, positions);
-            // Ids of the batch run are positions (below 2^32: checked above).
-            batch.id_pairs(k, |a, b| earlier.push((a.max(b) as u32, a.min(b) as u32)));
-            earlier.par_sort_unstable();
-        }
-        // 3. In input order: new unless a stored or an earlier new item is near.
-        let mut is_new = vec![false; n];
-        let mut matched = vec![0u64; n];
-        let mut next = earlier.iter().peekable();
-        for b in 0..n {
-            let mut best = stored[b];
-            while let Some(&(_, a)) = next.next_if(|&&(x, _)| x as usize == b) {
-                if is_new[a as usize] {
-                    best = Some(best.map_or(ids[a as usize], |m| m.min(ids[a as usize])));
+            probe_each(runs, fps, k, |(r, pos, i, _)| {
+                if let Some(id) = runs[r as usize].first_id(i as usize) {
+                    near[pos as usize].store(true, Ordering::Relaxed);
+                    smallest[pos as usize].fetch_min(id, Ordering::Relaxed);
                 }
-            }
-            match best {
-                Some(m) => matched[b] = m,
-                None => is_new[b] = true,
-            }
+            });
+        });
+        let near: Vec<bool> = near.into_iter().map(AtomicBool::into_inner).collect();
+        let mut matched: Vec<u64> = smallest.into_iter().map(AtomicU64::into_inner).collect();
+
+        // 2. The inputs no stored item is near, deduplicated in order.
+        let open: Vec<u32> = (0..n as u32).filter(|&p| !near[p as usize]).collect();
+        let open_fps: Vec<u64> = open.iter().map(|&p| fps[p as usize]).collect();
+        let d = crate::batch::dedup(&Source::Memory(&open_fps), &in_memory(k), &Control::default())?;
+        let mut is_new = vec![false; n];
+        for (&p, &keep) in open.iter().zip(&d.keep) {
+            is_new[p as usize] = keep;
         }
+
+        // 3. What each duplicate matched: with ids ascending past every id
+        // so far, the stored match is the smallest, and an open input's is
+        // the earliest new one the dedup names; otherwise every new input
+        // before it is looked at.
+        let ascending = ids.first().is_none_or(|&first| u128::from(first) >= fresh_from) && ids.windows(2).all(|w| w[0] < w[1]);
+        if ascending {
+            for (&j, &m) in d.dropped.iter().zip(&d.matched) {
+                matched[open[j as usize] as usize] = ids[open[m as usize] as usize];
+            }
+        } else {
+            self.smallest_new_before(fps, &ids, &is_new, k, &mut matched);
+        }
+
         // 4. Store the new ones.
         let new_items: Vec<(u64, u64)> = (0..n).filter(|&i| is_new[i]).map(|i| (fps[i], ids[i])).collect();
         self.insert(new_items);
         Ok((is_new, matched))
+    }
+
+    /// For each input that is not new, the smallest of `matched` (its
+    /// smallest stored match, `u64::MAX` for none) and the ids of the new
+    /// inputs before it within `k`.
+    fn smallest_new_before(&self, fps: &[u64], ids: &[u64], is_new: &[bool], k: u32, matched: &mut [u64]) {
+        let new: Vec<(u64, u64)> = (0..fps.len()).filter(|&p| is_new[p]).map(|p| (fps[p], p as u64)).collect();
+        if new.is_empty() {
+            return;
+        }
+        // Ids of this run are input positions (below 2^32: checked by the caller).
+        let run = Run::build(plan::plan_cached(k, new.len()).unwrap_or_else(|_| Arc::clone(&self.design)), Layout::Raw, new);
+        let dups: Vec<u32> = (0..fps.len() as u32).filter(|&p| !is_new[p as usize]).collect();
+        let queries: Vec<u64> = dups.iter().map(|&p| fps[p as usize]).collect();
+        let best: Vec<AtomicU64> = dups.iter().map(|&p| AtomicU64::new(matched[p as usize])).collect();
+        probe_each(&[&run], &queries, k, |(_, q, i, _)| {
+            let b = dups[q as usize] as u64;
+            for a in run.ids_of(i as usize).filter(|&a| a < b) {
+                best[q as usize].fetch_min(ids[a as usize], Ordering::Relaxed);
+            }
+        });
+        for (&p, m) in dups.iter().zip(best) {
+            matched[p as usize] = m.into_inner();
+        }
     }
 }
 
@@ -698,21 +712,7 @@ pub(crate) mod tests {
         planted(40, 120)
     }
 
-    /// Fingerprints with planted near neighbours, duplicates and extremes:
-    /// up to `centers` centers and `near` items 0 to 4 bits from one of them.
-    pub(crate) fn planted(centers: usize, near: usize) -> impl Strategy<Value = Vec<u64>> {
-        (
-            prop::collection::vec(prop_oneof![any::<u64>(), Just(0u64), Just(u64::MAX)], 1..centers),
-            prop::collection::vec((0usize..centers, prop::collection::vec(0u32..64, 0..5)), 0..near),
-        )
-            .prop_map(|(centers, noise)| {
-                let mut out = centers.clone();
-                for (c, flips) in noise {
-                    out.push(flips.iter().fold(centers[c % centers.len()], |x, &b| x ^ (1 << b)));
-                }
-                out
-            })
-    }
+    pub(crate) use crate::testing::planted;
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
@@ -726,8 +726,8 @@ pub(crate) mod tests {
             }
             let items: Vec<(u64, u64)> = fps.iter().enumerate().map(|(i, &f)| (f, i as u64)).collect();
             prop_assert_eq!(index.len(), items.len());
-            prop_assert_eq!(index.find_all(None).unwrap(), brute_pairs(&items, k));
-            prop_assert_eq!(index.find_all_by_kernel(k).unwrap(), brute_pairs(&items, k));
+            prop_assert_eq!(index.find_all(None, Copies::All).unwrap(), brute_pairs(&items, k));
+            prop_assert_eq!(index.find_all_by_kernel(k, Copies::All).unwrap(), brute_pairs(&items, k));
             for &q in fps.iter().take(20).chain([0, u64::MAX].iter()) {
                 let mut expected: Vec<(u64, u32)> = items.iter()
                     .map(|&(f, id)| (id, (f ^ q).count_ones()))
@@ -775,13 +775,75 @@ pub(crate) mod tests {
             prop_assert_eq!(index.remove(&gone), unique.len());
             items.retain(|(_, id)| !unique.contains(id));
             prop_assert_eq!(index.len(), items.len());
-            prop_assert_eq!(index.find_all(None).unwrap(), brute_pairs(&items, k));
-            prop_assert_eq!(index.find_all_by_kernel(k).unwrap(), brute_pairs(&items, k));
-            prop_assert_eq!(index.find_all_by_kernel(k).unwrap(), brute_pairs(&items, k));
+            prop_assert_eq!(index.find_all(None, Copies::All).unwrap(), brute_pairs(&items, k));
+            prop_assert_eq!(index.find_all_by_kernel(k, Copies::All).unwrap(), brute_pairs(&items, k));
+            prop_assert_eq!(index.find_all_by_kernel(k, Copies::All).unwrap(), brute_pairs(&items, k));
             // Ids are never reused; removed ids may be added again explicitly.
             let again: Vec<u64> = unique.iter().copied().collect();
             index.add(&vec![7; again.len()], Some(&again)).unwrap();
             prop_assert_eq!(index.len(), fps.len());
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Streamed or at once, on copies and dense balls, with default ids
+        /// or ids in any order (some below those stored before): each input
+        /// is new exactly when no kept item is within k, and matches the
+        /// smallest id of those.
+        #[test]
+        fn add_unique_on_skew(fps in crate::testing::skewed(1500, 1500), k in 0u32..=4, split in prop_oneof![Just(usize::MAX), 1usize..400],
+                              explicit in any::<bool>(), seed in any::<u64>(), stored in prop::collection::vec(any::<u64>(), 0..20)) {
+            let mut index = Index::new(k, None, None).unwrap();
+            // Items stored before, some near the stream (its first few, moved a bit).
+            let mut before: Vec<u64> = stored;
+            before.extend(fps.iter().take(3).map(|&f| f ^ 1 << (seed % 64)));
+            let before_ids: Vec<u64> = (0..before.len() as u64).map(|i| 1_000_000 + 7 * i).collect();
+            index.add(&before, Some(&before_ids)).unwrap();
+            let mut kept: Vec<(u64, u64)> = before.iter().copied().zip(before_ids.iter().copied()).collect();
+            let ids: Vec<u64> = (0..fps.len() as u64).map(|i| if explicit { crate::batch::source::mix(i ^ seed) >> 8 } else { 1_000_000 + 7 * (before.len() as u64 - 1) + 1 + i }).collect();
+            let mut offset = 0;
+            for part in fps.chunks(split.min(fps.len().max(1))) {
+                let part_ids = &ids[offset..offset + part.len()];
+                let (is_new, matched) = index.add_unique(part, explicit.then_some(part_ids), None).unwrap();
+                for (p, &fp) in part.iter().enumerate() {
+                    let near = kept.iter().filter(|&&(f, _)| (f ^ fp).count_ones() <= k).map(|&(_, i)| i).min();
+                    match near {
+                        Some(m) => { prop_assert!(!is_new[p], "input {}", offset + p); prop_assert_eq!(matched[p], m, "input {}", offset + p); }
+                        None => { prop_assert!(is_new[p], "input {}", offset + p); kept.push((fp, part_ids[p])); }
+                    }
+                }
+                offset += part.len();
+            }
+            prop_assert_eq!(index.len(), kept.len());
+        }
+
+        /// Clusters and both kinds of find_all on copies and dense balls,
+        /// with ids in any order, against brute force.
+        #[test]
+        fn clusters_and_pairs_on_skew(fps in crate::testing::skewed(600, 800), k in 0u32..=4, seed in any::<u64>(), min_size in 1usize..3) {
+            let ids: Vec<u64> = (0..fps.len() as u64).map(|i| crate::batch::source::mix(i ^ seed)).collect();
+            let mut index = Index::new(k, None, None).unwrap();
+            index.add(&fps, Some(&ids)).unwrap();
+            // By id order, positions are ranks.
+            let mut order: Vec<usize> = (0..fps.len()).collect();
+            order.sort_unstable_by_key(|&i| ids[i]);
+            let by_id: Vec<u64> = order.iter().map(|&i| fps[i]).collect();
+            let id_of = |r: u64| ids[order[r as usize]];
+            for method in [ClusterMethod::Connected, ClusterMethod::Leader] {
+                let expected: Vec<Vec<u64>> = crate::testing::brute_clusters(&by_id, k, min_size, method)
+                    .into_iter().map(|g| g.into_iter().map(id_of).collect()).collect();
+                prop_assert_eq!(index.cluster(None, min_size, method).unwrap(), expected);
+            }
+            let mut all: Vec<[u64; 2]> = crate::testing::brute_pairs(&by_id, k).into_iter().map(|[a, b]| [id_of(a), id_of(b)]).collect();
+            all.iter_mut().for_each(|p| p.sort_unstable());
+            all.sort_unstable();
+            prop_assert_eq!(index.find_all(None, Copies::All).unwrap(), all);
+            let first = crate::testing::brute_first_pairs(&by_id, k);
+            let mut first: Vec<[u64; 2]> = first.into_iter().map(|[a, b]| { let (x, y) = (id_of(a), id_of(b)); [x.min(y), x.max(y)] }).collect();
+            first.sort_unstable();
+            prop_assert_eq!(index.find_all(None, Copies::First).unwrap(), first);
         }
     }
 
@@ -814,7 +876,7 @@ pub(crate) mod tests {
                 index.set_layout(layout).unwrap();
                 index.add(&fps, None).unwrap();
                 assert_eq!(index.shape(), (1, 0), "one run, nothing buffered");
-                let mut pairs = index.find_all(None).unwrap();
+                let mut pairs = index.find_all(None, Copies::All).unwrap();
                 pairs.sort_unstable();
                 assert_eq!(pairs, brute_pairs(&items, k), "{layout:?}, k = {k}");
             }
@@ -836,11 +898,10 @@ pub(crate) mod tests {
             index.set_layout(layout).unwrap();
             index.add(&fps, Some(&ids)).unwrap();
             assert!(index.copy_pairs() > index.len() as u64, "the test takes the kernel's path");
-            let mut uf = UnionFind::new(fps.len());
-            for [a, b] in brute_pairs(&items, 3) {
-                uf.union((a / 5) as usize, (b / 5) as usize);
-            }
-            let expected: Vec<Vec<u64>> = uf.groups(2).into_iter().map(|g| g.into_iter().map(|i| ids[i]).collect()).collect();
+            let expected: Vec<Vec<u64>> = crate::testing::brute_clusters(&fps, 3, 2, ClusterMethod::Connected)
+                .into_iter()
+                .map(|g| g.into_iter().map(|i| ids[i as usize]).collect())
+                .collect();
             assert_eq!(index.cluster(None, 2, ClusterMethod::Connected).unwrap(), expected, "{layout:?}");
         }
     }

@@ -33,6 +33,8 @@ mod radix;
 pub mod records;
 mod run;
 mod table;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod unicode;
 mod shingle;
 pub mod similar;
@@ -45,7 +47,9 @@ mod py;
 pub use error::{Error, Result};
 pub use fingerprint::{fingerprint, fingerprints, Fingerprinter, Mode, Shingling};
 pub use fnv::fnv1a64;
-pub use index::{BatchMatches, ClusterMethod, Index};
+pub use batch::Copies;
+pub use cluster::ClusterMethod;
+pub use index::{BatchMatches, Index};
 pub use table::Layout;
 pub use vote::{compute, compute_weighted};
 

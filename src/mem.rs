@@ -24,6 +24,33 @@ pub(crate) fn zeroed<T: bytemuck::Zeroable + Clone>(n: usize) -> Vec<T> {
     v
 }
 
+/// Bytes this process can still allocate, where the OS says: the memory
+/// Linux reports available (`MemAvailable`), or less under an address-space
+/// limit (`RLIMIT_AS`) beyond what the process has mapped.
+#[cfg(target_os = "linux")]
+pub(crate) fn available() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib = meminfo.lines().find_map(|l| l.strip_prefix("MemAvailable:"))?.trim().trim_end_matches("kB").trim().parse::<u64>().ok()?;
+    let mut available = kib * 1024;
+    let mut limit = std::mem::MaybeUninit::<libc::rlimit>::uninit();
+    // SAFETY: getrlimit fills the struct on success; read only then.
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, limit.as_mut_ptr()) } == 0 {
+        let limit = unsafe { limit.assume_init() }.rlim_cur;
+        if limit != libc::RLIM_INFINITY {
+            let mapped = std::fs::read_to_string("/proc/self/statm").ok().and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok());
+            // SAFETY: sysconf has no preconditions.
+            let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+            available = available.min((limit as u64).saturating_sub(mapped.unwrap_or(0) * page));
+        }
+    }
+    Some(available)
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn available() -> Option<u64> {
+    None
+}
+
 #[cfg(target_os = "linux")]
 fn advise_huge<T>(v: &Vec<T>) {
     let bytes = v.capacity() * std::mem::size_of::<T>();

@@ -480,49 +480,15 @@ const STREAM_RATIO: usize = 40;
 const PIPELINE: usize = 32;
 
 /// Every match within `k` of a batch of queries in runs that share one
-/// design, sorted. Each table (in parallel) permutes and sorts the queries
-/// once for all runs, so that every run's directory and keys are read in
-/// ascending order: neighbouring queries share cache lines and the reads form
-/// a stream.
+/// design, sorted; the tables are probed in parallel ([`probe_table`]).
 pub(crate) fn probe_batch(runs: &[&Run], queries: &[u64], k: u32) -> Vec<BatchHit> {
     let Some(first) = runs.first() else { return Vec::new() };
     let design = Arc::clone(first.design());
-    debug_assert!(runs.iter().all(|r| Arc::ptr_eq(r.design(), &design)));
-    let spec = design.tables();
-    let per_table: Vec<Vec<(u32, u32, u64, u32)>> = (0..spec.len())
+    let per_table: Vec<Vec<(u32, u32, u64, u32)>> = (0..design.tables().len())
         .into_par_iter()
         .map(|t| {
-            let perm = &spec[t].perm;
-            let mut sorted: Vec<(u64, u32)> =
-                queries.iter().enumerate().map(|(pos, &q)| (perm.apply(q), pos as u32)).collect();
-            let bits = sort_bits(sorted.len(), spec[t].prefix);
-            sort_by_top_bits(&mut sorted, &mut Vec::new(), bits, |p| p.0, |a, b| a.0.cmp(&b.0));
             let mut found = Vec::new();
-            let mask = spec[t].prefix_mask;
-            for (r, run) in runs.iter().enumerate() {
-                let mut check = |qp: u64, pos: u32, key: u64| {
-                    let x = key ^ qp;
-                    let d = x.count_ones();
-                    if d <= k && design.reports(t, x) {
-                        found.push((r as u32, pos, design.unpermute(t, key), d));
-                    }
-                };
-                match &run.tables[t] {
-                    Table::Raw(raw) => scan_sorted(raw, &sorted, |qp, pos, keys| {
-                        keys.iter().for_each(|&key| check(qp, pos, key));
-                    }),
-                    // Many queries for the table's size: one pass decoding it
-                    // all beats a search per query, each decoding from a mark.
-                    Table::Packed(packed) if sorted.len() * STREAM_RATIO >= packed.len() => {
-                        stream_sorted(packed, mask, &sorted, |qp, pos, keys| keys.iter().for_each(|&key| check(qp, pos, key)));
-                    }
-                    Table::Packed(packed) => {
-                        for &(qp, pos) in &sorted {
-                            packed.for_each_in(qp & mask, qp | !mask, |key| check(qp, pos, key));
-                        }
-                    }
-                }
-            }
+            probe_table(runs, &design, t, queries, k, |r, pos, fp, d| found.push((r, pos, fp, d)));
             found
         })
         .collect();
@@ -533,6 +499,60 @@ pub(crate) fn probe_batch(runs: &[&Run], queries: &[u64], k: u32) -> Vec<BatchHi
         .collect();
     hits.sort_unstable();
     hits
+}
+
+/// [`probe_batch`] with each match handed to `hit` as the tables find it
+/// (on rayon threads, in no order), none kept: memory follows the queries,
+/// however many matches they have.
+pub(crate) fn probe_each(runs: &[&Run], queries: &[u64], k: u32, hit: impl Fn(BatchHit) + Sync) {
+    let Some(first) = runs.first() else { return };
+    let design = Arc::clone(first.design());
+    (0..design.tables().len()).into_par_iter().for_each(|t| {
+        probe_table(runs, &design, t, queries, k, |r, pos, fp, d| {
+            if let Some(i) = runs[r as usize].live_index(fp) {
+                hit((r, pos, i as u32, d));
+            }
+        });
+    });
+}
+
+/// The matches table `t` reports for a batch of queries in runs of one
+/// design, as `(run, query position, fingerprint, distance)`. The queries
+/// are permuted and sorted once for all runs, so that every run's directory
+/// and keys are read in ascending order: neighbouring queries share cache
+/// lines and the reads form a stream.
+fn probe_table(runs: &[&Run], design: &Design, t: usize, queries: &[u64], k: u32, mut found: impl FnMut(u32, u32, u64, u32)) {
+    debug_assert!(runs.iter().all(|r| std::ptr::eq(r.design().as_ref(), design)));
+    let spec = &design.tables()[t];
+    let perm = &spec.perm;
+    let mut sorted: Vec<(u64, u32)> = queries.iter().enumerate().map(|(pos, &q)| (perm.apply(q), pos as u32)).collect();
+    let bits = sort_bits(sorted.len(), spec.prefix);
+    sort_by_top_bits(&mut sorted, &mut Vec::new(), bits, |p| p.0, |a, b| a.0.cmp(&b.0));
+    let mask = spec.prefix_mask;
+    for (r, run) in runs.iter().enumerate() {
+        let mut check = |qp: u64, pos: u32, key: u64| {
+            let x = key ^ qp;
+            let d = x.count_ones();
+            if d <= k && design.reports(t, x) {
+                found(r as u32, pos, design.unpermute(t, key), d);
+            }
+        };
+        match &run.tables[t] {
+            Table::Raw(raw) => scan_sorted(raw, &sorted, |qp, pos, keys| {
+                keys.iter().for_each(|&key| check(qp, pos, key));
+            }),
+            // Many queries for the table's size: one pass decoding it
+            // all beats a search per query, each decoding from a mark.
+            Table::Packed(packed) if sorted.len() * STREAM_RATIO >= packed.len() => {
+                stream_sorted(packed, mask, &sorted, |qp, pos, keys| keys.iter().for_each(|&key| check(qp, pos, key)));
+            }
+            Table::Packed(packed) => {
+                for &(qp, pos) in &sorted {
+                    packed.for_each_in(qp & mask, qp | !mask, |key| check(qp, pos, key));
+                }
+            }
+        }
+    }
 }
 
 /// [`scan_sorted`] for a packed table, decoded once from start to end by

@@ -17,6 +17,7 @@ pub struct Control {
     step_done: AtomicU64,
     step_total: AtomicU64,
     step: Mutex<String>,
+    notices: Mutex<Vec<String>>,
 }
 
 /// A reading of the progress counters.
@@ -85,6 +86,17 @@ impl Control {
     /// Counts `n` units done in the step only (a step outside the job's total).
     pub(crate) fn advance_step(&self, n: u64) {
         self.step_done.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Leaves a message for the caller (Python shows it as a warning as the
+    /// job runs): something the caller did not ask for and may not want.
+    pub(crate) fn notice(&self, message: String) {
+        self.notices.lock().unwrap_or_else(|e| e.into_inner()).push(message);
+    }
+
+    /// The notices left since the last call.
+    pub fn notices(&self) -> Vec<String> {
+        std::mem::take(&mut *self.notices.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Counts `n` units of the job as done without work (a table finished

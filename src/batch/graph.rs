@@ -50,6 +50,63 @@ impl DedupSweep {
     }
 }
 
+/// The copies of a dedup, after its sweep: each copy of a fingerprint is
+/// linked to its first copy (`copy << 32 | first`, fed in ascending order)
+/// and goes, matched to its first when that was kept, else to what its
+/// first matched (the earliest kept item within `k` of both). Copies never
+/// stay, so the sweep never needs them.
+pub(crate) struct CopySweep {
+    out: Dedup,
+    dropped: Vec<u32>,
+    matched: Vec<u32>,
+}
+
+impl CopySweep {
+    pub fn new(swept: Dedup) -> CopySweep {
+        CopySweep { out: swept, dropped: Vec::new(), matched: Vec::new() }
+    }
+
+    pub fn feed(&mut self, links: &[u64]) -> Result<()> {
+        let d = &mut self.out;
+        for &link in links {
+            let (copy, first) = ((link >> 32) as usize, link as u32);
+            let m = if d.keep[first as usize] {
+                first
+            } else {
+                let at = d.dropped.binary_search(&first).expect("a first copy that went was swept");
+                d.matched[at]
+            };
+            d.keep[copy] = false;
+            self.dropped.push(copy as u32);
+            self.matched.push(m);
+        }
+        Ok(())
+    }
+
+    /// The dedup with its copies: dropped items ascending again.
+    pub fn finish(self) -> Dedup {
+        let CopySweep { out, dropped, matched } = self;
+        if dropped.is_empty() {
+            return out;
+        }
+        let total = out.dropped.len() + dropped.len();
+        let (mut all_dropped, mut all_matched) = (Vec::with_capacity(total), Vec::with_capacity(total));
+        let (mut i, mut j) = (0, 0);
+        while i < out.dropped.len() || j < dropped.len() {
+            if j == dropped.len() || (i < out.dropped.len() && out.dropped[i] < dropped[j]) {
+                all_dropped.push(out.dropped[i]);
+                all_matched.push(out.matched[i]);
+                i += 1;
+            } else {
+                all_dropped.push(dropped[j]);
+                all_matched.push(matched[j]);
+                j += 1;
+            }
+        }
+        Dedup { keep: out.keep, dropped: all_dropped, matched: all_matched }
+    }
+}
+
 /// Union-find over positions whose root is always the smallest member.
 pub(crate) struct Components {
     parent: Vec<u32>,
@@ -75,12 +132,20 @@ impl Components {
     /// Joins the items of pairs `lower << 32 | higher`, in any order.
     pub fn feed(&mut self, pairs: &[u64]) -> Result<()> {
         for &p in pairs {
-            let (a, b) = (self.find((p >> 32) as u32), self.find(p as u32));
-            if a != b {
-                self.parent[a.max(b) as usize] = a.min(b);
-            }
+            self.join((p >> 32) as u32, p as u32);
         }
         Ok(())
+    }
+
+    /// Joins the clusters of `a` and `b`; false when they were one already.
+    #[inline]
+    pub fn join(&mut self, a: u32, b: u32) -> bool {
+        let (a, b) = (self.find(a), self.find(b));
+        if a == b {
+            return false;
+        }
+        self.parent[a.max(b) as usize] = a.min(b);
+        true
     }
 
     /// Each item's root (its component's smallest item).

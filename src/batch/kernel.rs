@@ -64,10 +64,22 @@ pub(crate) struct TableKernel<'d> {
     prefix_mask: u64,
     bucket_bits: u32,
     /// Copies of a fingerprint collapsed onto their first (see
-    /// [`Self::collapsed_pairs`]): for dedup and clusters, not find_all.
+    /// [`Self::collapsed_pairs`]).
     collapse: bool,
+    /// Groups of more first copies than [`super::dense::DENSE_GROUP`] are
+    /// not compared but handed on as dense (a dedup's).
+    leave_dense: bool,
     /// Large groups are compared eight keys at a time (AVX-512 popcounts).
     wide: bool,
+}
+
+/// Work space of [`TableKernel::collapsed_pairs`], one per worker: a group's
+/// items sorted by key, and the first copy of each distinct key.
+#[derive(Default)]
+struct Copies {
+    items: Vec<(u64, u32)>,
+    keys: Vec<u64>,
+    pos: Vec<u32>,
 }
 
 /// Groups from this many keys go through the eight-wide comparison; in
@@ -88,6 +100,28 @@ fn wide_popcount() -> bool {
 
 /// A pair of positions packed as `lower << 32 | higher`.
 pub(crate) type Pair = u64;
+
+/// What a task of the kernel hands on.
+#[derive(Default)]
+pub(crate) struct Found {
+    /// The pairs within `k` that this table reports.
+    pub pairs: Vec<Pair>,
+    /// When copies collapse, in the one table that reports distance 0: the
+    /// links from each first copy of a fingerprint to its other copies,
+    /// `first << 32 | copy`.
+    pub links: Vec<Pair>,
+    /// When dense groups are left to the sweep: their first copies
+    /// (see `super::dense`).
+    pub dense: Vec<u32>,
+}
+
+impl Found {
+    fn is_empty(&self) -> bool {
+        self.pairs.is_empty() && self.links.is_empty() && self.dense.is_empty()
+    }
+}
+
+pub(crate) type Emit<'e> = &'e (dyn Fn(Found) -> Result<()> + Sync);
 
 #[inline]
 pub(crate) fn pack(a: u32, b: u32) -> Pair {
@@ -185,6 +219,11 @@ impl<'d> TableKernel<'d> {
     /// The kernel of table `t`, bucketing on at most `bucket_bits` bits
     /// (see [`bucket_bits`]; never more than the table's prefix).
     pub fn new(design: &'d Design, t: usize, k: u32, collapse: bool, bucket_bits: u32) -> TableKernel<'d> {
+        Self::with_dense(design, t, k, collapse, false, bucket_bits)
+    }
+
+    /// [`Self::new`], leaving dense groups to the caller when `leave_dense`.
+    pub fn with_dense(design: &'d Design, t: usize, k: u32, collapse: bool, leave_dense: bool, bucket_bits: u32) -> TableKernel<'d> {
         let spec = &design.tables()[t];
         TableKernel {
             design,
@@ -195,6 +234,7 @@ impl<'d> TableKernel<'d> {
             prefix_mask: spec.prefix_mask,
             bucket_bits: spec.prefix.min(bucket_bits).min(MAX_BUCKET_BITS),
             collapse,
+            leave_dense,
             wide: wide_popcount(),
         }
     }
@@ -223,7 +263,7 @@ impl<'d> TableKernel<'d> {
         range: std::ops::Range<usize>,
         arena: &mut Arena,
         control: &Control,
-        emit: &(dyn Fn(Vec<Pair>) -> Result<()> + Sync),
+        emit: Emit<'_>,
     ) -> Result<()> {
         let mut starts = Vec::with_capacity(range.len() + 1);
         let mut at = 0u64;
@@ -313,7 +353,7 @@ impl<'d> TableKernel<'d> {
         mut keys: &mut [u64],
         mut pos: &mut [u32],
         control: &Control,
-        emit: &(dyn Fn(Vec<Pair>) -> Result<()> + Sync),
+        emit: Emit<'_>,
     ) -> Result<()> {
         // Tasks of whole buckets, about TASK_ITEMS items each.
         let mut tasks: Vec<(Vec<usize>, &mut [u64], &mut [u32])> = Vec::new();
@@ -333,15 +373,15 @@ impl<'d> TableKernel<'d> {
             tasks.push((sizes, k, p));
         }
         tasks.into_par_iter().try_for_each_init(
-            || (Vec::new(), Vec::new()),
-            |(sk, sp), (sizes, keys, pos)| {
+            || (Vec::new(), Vec::new(), Copies::default()),
+            |(sk, sp, copies), (sizes, keys, pos)| {
                 control.check()?;
-                let mut found = Vec::new();
+                let mut found = Found::default();
                 let mut at = 0;
                 for size in sizes {
                     let (k, p) = (&mut keys[at..at + size], &mut pos[at..at + size]);
                     self.sort_bucket(k, p, sk, sp);
-                    self.scan(k, p, &mut found);
+                    self.scan(k, p, &mut found, copies);
                     at += size;
                 }
                 control.advance(at as u64);
@@ -417,7 +457,7 @@ impl<'d> TableKernel<'d> {
     }
 
     /// Compares the keys of every group sharing the prefix in a sorted bucket.
-    fn scan(&self, keys: &mut [u64], pos: &mut [u32], found: &mut Vec<Pair>) {
+    fn scan(&self, keys: &[u64], pos: &[u32], found: &mut Found, copies: &mut Copies) {
         let mask = self.prefix_mask;
         let n = keys.len();
         let mut i = 0;
@@ -431,49 +471,54 @@ impl<'d> TableKernel<'d> {
                 end += 1;
             }
             if self.collapse {
-                self.collapsed_pairs(&mut keys[i..end], &mut pos[i..end], found);
+                self.collapsed_pairs(&keys[i..end], &pos[i..end], found, copies);
             } else {
-                self.group_pairs(&keys[i..end], &pos[i..end], found);
+                self.group_pairs(&keys[i..end], &pos[i..end], &mut found.pairs);
             }
             i = end;
         }
     }
 
-    /// The pairs of a group that dedup and clusters need, with copies of a
-    /// fingerprint (identical keys) collapsed onto the first of them, `r`:
-    /// `r` pairs with each other copy (in table 0 only, where distance 0 is
-    /// reported), and where two fingerprints are close, the first copy of
-    /// each pairs with every copy of the other. A thousand copies of one page
-    /// then make a thousand pairs, not half a million. Every item still
-    /// pairs with the first copy of each fingerprint within `k`, and only
-    /// first copies are ever kept by a dedup, so its answer is unchanged;
-    /// clusters are unchanged as each copy joins its first.
-    fn collapsed_pairs(&self, keys: &mut [u64], pos: &mut [u32], found: &mut Vec<Pair>) {
-        let mut items: Vec<(u64, u32)> = keys.iter().copied().zip(pos.iter().copied()).collect();
-        items.sort_unstable();
-        for (slot, &(k, p)) in items.iter().enumerate() {
-            keys[slot] = k;
-            pos[slot] = p;
+    /// The pairs of a group with copies of a fingerprint (identical keys)
+    /// collapsed onto the first of them (the lowest position), `r`: only the
+    /// first copies are compared, and in the one table that reports
+    /// distance 0 each other copy `q` is linked to `r` (`r << 32 | q` in
+    /// `links`). A page copied 10^5 times then costs 10^5 links and the
+    /// comparisons of one item, not 5 * 10^9 pairs; every pair of the items
+    /// follows from the pairs of their first copies and the links, which is
+    /// all dedup, clusters and `find_all` with `copies="first"` need (and
+    /// all of `find_all`'s pairs are made from them at the end).
+    fn collapsed_pairs(&self, keys: &[u64], pos: &[u32], found: &mut Found, copies: &mut Copies) {
+        let n = keys.len();
+        // Most groups are a few keys with no copies: compared as they are.
+        if n <= 16 && !(1..n).any(|b| keys[..b].contains(&keys[b])) {
+            return self.group_pairs(keys, pos, &mut found.pairs);
         }
-        // Runs of copies: `starts[r]..starts[r + 1]`, first copy first.
-        let mut starts: Vec<usize> = (0..keys.len()).filter(|&i| i == 0 || keys[i] != keys[i - 1]).collect();
-        starts.push(keys.len());
-        let copies_pair = self.design.reports(self.t, 0);
-        for w in starts.windows(2) {
-            if copies_pair {
-                pos[w[0] + 1..w[1]].iter().for_each(|&q| found.push(pack(pos[w[0]], q)));
+        let items = &mut copies.items;
+        items.clear();
+        items.extend(keys.iter().copied().zip(pos.iter().copied()));
+        // By key only: the sort is linear when every key is the same.
+        items.sort_unstable_by_key(|&(key, _)| key);
+        let links_here = self.design.reports(self.t, 0);
+        let (rk, rp) = (&mut copies.keys, &mut copies.pos);
+        rk.clear();
+        rp.clear();
+        let mut i = 0;
+        while i < n {
+            let key = items[i].0;
+            let end = i + items[i..].iter().position(|&(k, _)| k != key).unwrap_or(n - i);
+            let first = items[i..end].iter().map(|&(_, p)| p).min().expect("a run holds an item");
+            if links_here {
+                found.links.extend(items[i..end].iter().filter(|&&(_, p)| p != first).map(|&(_, p)| pack(first, p)));
             }
+            rk.push(key);
+            rp.push(first);
+            i = end;
         }
-        for (a, wa) in starts.windows(2).enumerate() {
-            for wb in starts.windows(2).skip(a + 1) {
-                let x = keys[wa[0]] ^ keys[wb[0]];
-                if x.count_ones() <= self.k && self.design.reports(self.t, x) {
-                    let (ra, rb) = (pos[wa[0]], pos[wb[0]]);
-                    found.push(pack(ra, rb));
-                    pos[wb[0] + 1..wb[1]].iter().for_each(|&q| found.push(pack(ra, q)));
-                    pos[wa[0] + 1..wa[1]].iter().for_each(|&q| found.push(pack(rb, q)));
-                }
-            }
+        if self.leave_dense && rk.len() > super::dense::DENSE_GROUP {
+            found.dense.extend_from_slice(rp);
+        } else if rk.len() >= 2 {
+            self.group_pairs(rk, rp, &mut found.pairs);
         }
     }
 
@@ -587,8 +632,9 @@ mod tests {
             let per = kt.buckets().div_ceil(parts);
             for first in (0..kt.buckets()).step_by(per) {
                 let range = first..(first + per).min(kt.buckets());
-                kt.run_part(Items::Source(&source), counts, range, &mut arena, &control, &|p| {
-                    all.lock().unwrap().extend(p);
+                kt.run_part(Items::Source(&source), counts, range, &mut arena, &control, &|found| {
+                    assert!(found.links.is_empty() && found.dense.is_empty(), "links only when copies collapse");
+                    all.lock().unwrap().extend(found.pairs);
                     Ok(())
                 })
                 .unwrap();
@@ -600,7 +646,7 @@ mod tests {
     }
 
     fn planted() -> impl Strategy<Value = Vec<u64>> {
-        crate::index::tests::planted(40, 400)
+        crate::testing::planted(40, 400)
     }
 
     proptest! {

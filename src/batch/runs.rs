@@ -110,29 +110,48 @@ fn damaged(path: &Path, problem: impl std::fmt::Display) -> Error {
 /// Calls `out` with the records of every run in ascending order, in
 /// batches. Runs all in memory are sorted together in parallel; otherwise
 /// a heap merges them.
-pub(crate) fn merge<T: Pod + Ord + Send + Sync>(runs: Vec<Run<T>>, mut out: impl FnMut(&[T]) -> Result<()>) -> Result<()> {
-    if runs.iter().all(|r| matches!(r, Run::Memory(_))) {
-        let mut all: Vec<T> = Vec::with_capacity(runs.iter().map(|r| r.len() as usize).sum());
-        for run in runs {
-            if let Run::Memory(v) = run {
-                all.extend(v);
-            }
-        }
-        all.par_sort_unstable();
-        return all.chunks(READ_RECORDS).try_for_each(out);
+pub(crate) fn merge<T: Pod + Ord + Send + Sync>(runs: Vec<Run<T>>, out: impl FnMut(&[T]) -> Result<()>) -> Result<()> {
+    match sorted_in_memory(runs).as_slice() {
+        [Run::Memory(all)] => all.chunks(READ_RECORDS).try_for_each(out),
+        runs => merge_ref(runs, out),
     }
-    enum Cursor<T> {
-        Memory(std::vec::IntoIter<T>),
+}
+
+/// Runs all in memory as one, sorted in parallel; others as they are.
+pub(crate) fn sorted_in_memory<T: Pod + Ord + Send + Sync>(runs: Vec<Run<T>>) -> Vec<Run<T>> {
+    if !runs.iter().all(|r| matches!(r, Run::Memory(_))) {
+        return runs;
+    }
+    let mut all: Vec<T> = Vec::with_capacity(runs.iter().map(|r| r.len() as usize).sum());
+    for run in runs {
+        if let Run::Memory(v) = run {
+            all.extend(v);
+        }
+    }
+    all.par_sort_unstable();
+    vec![Run::Memory(all)]
+}
+
+/// [`merge`] without taking the runs, which may be merged again: a heap
+/// merges them (one run in memory is read as it is).
+pub(crate) fn merge_ref<T: Pod + Ord, R: std::borrow::Borrow<Run<T>>>(runs: &[R], mut out: impl FnMut(&[T]) -> Result<()>) -> Result<()> {
+    if let [one] = runs {
+        if let Run::Memory(v) = one.borrow() {
+            return v.chunks(READ_RECORDS).try_for_each(out);
+        }
+    }
+    enum Cursor<'r, T> {
+        Memory(std::iter::Copied<std::slice::Iter<'r, T>>),
         File(Reader<T>),
     }
     let mut cursors = Vec::with_capacity(runs.len());
     for run in runs {
-        cursors.push(match run {
-            Run::Memory(v) => Cursor::Memory(v.into_iter()),
-            Run::File(f) => Cursor::File(Reader::open(&f)?),
+        cursors.push(match run.borrow() {
+            Run::Memory(v) => Cursor::Memory(v.iter().copied()),
+            Run::File(f) => Cursor::File(Reader::open(f)?),
         });
     }
-    let advance = |c: &mut Cursor<T>| -> Result<Option<T>> {
+    let advance = |c: &mut Cursor<'_, T>| -> Result<Option<T>> {
         match c {
             Cursor::Memory(it) => Ok(it.next()),
             Cursor::File(r) => r.next(),

@@ -1,7 +1,7 @@
 //! Batch jobs against brute force, in memory, in parts, spilled and resumed.
 
 use super::*;
-use crate::index::tests::planted;
+use crate::testing::planted;
 use crate::{ClusterMethod, Index};
 use proptest::prelude::*;
 
@@ -98,7 +98,68 @@ proptest! {
         let mut index = Index::new(k, None, None).unwrap();
         index.add(&fps, Some(&ids)).unwrap();
         let got = find_all(&Source::Memory(&fps), Some(&ids), &Options::new(k), &Control::default()).unwrap();
-        prop_assert_eq!(got, index.find_all(None).unwrap());
+        prop_assert_eq!(got, index.find_all(None, Copies::All).unwrap());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// Copies and dense balls, in memory, in parts read again or spilled:
+    /// both kinds of find_all, the dedup and both kinds of clusters equal
+    /// brute force.
+    #[test]
+    fn skewed_jobs_equal_brute_force(fps in crate::testing::skewed(1500, 1500), k in 0u32..=4, how in 0usize..3) {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = match how {
+            0 => Options::new(k),
+            1 => small(k, Some(false)),
+            _ => Options { temp_parent: Some(dir.path().to_path_buf()), ..small(k, Some(true)) },
+        };
+        let source = Source::Memory(&fps);
+        let control = Control::default();
+        prop_assert_eq!(find_all(&source, None, &opts, &control).unwrap(), crate::testing::brute_pairs(&fps, k));
+        let first = Options { copies: Some(Copies::First), ..opts.clone() };
+        prop_assert_eq!(find_all(&source, None, &first, &control).unwrap(), crate::testing::brute_first_pairs(&fps, k));
+        let d = dedup(&source, &opts, &control).unwrap();
+        let (keep, matched) = crate::testing::brute_dedup(&fps, k);
+        prop_assert_eq!(&d.keep, &keep);
+        let expected: Vec<(u32, u32)> = matched.iter().enumerate().filter_map(|(j, m)| Some((j as u32, (*m)? as u32))).collect();
+        prop_assert_eq!(d.dropped.iter().copied().zip(d.matched.iter().copied()).collect::<Vec<_>>(), expected);
+        for method in [ClusterMethod::Connected, ClusterMethod::Leader] {
+            let (members, starts) = clusters(&source, method, 2, &opts, &control).unwrap();
+            let got: Vec<Vec<u64>> = starts.windows(2).map(|w| members[w[0] as usize..w[1] as usize].iter().map(|&m| u64::from(m)).collect()).collect();
+            prop_assert_eq!(got, crate::testing::brute_clusters(&fps, k, 2, method), "{:?}", method);
+        }
+        prop_assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "temporary files removed");
+    }
+}
+
+/// 10^5 copies of one value among others: a dedup, clusters and the
+/// pairs of first copies cost what the items cost (a quadratic path would
+/// take minutes here), and find_all's answer is refused before it is made
+/// when it would not fit in memory.
+#[test]
+fn a_hundred_thousand_copies() {
+    let v = 0x0bad_cafe_dead_beefu64;
+    let mut fps: Vec<u64> = (0..20_000u64).map(source::mix).collect();
+    fps.extend(std::iter::repeat_n(v, 100_000));
+    fps.push(v ^ 0b111);
+    let source = Source::Memory(&fps);
+    let (opts, control) = (Options::new(3), Control::default());
+    let d = dedup(&source, &opts, &control).unwrap();
+    assert_eq!(d.keep.iter().filter(|&&k| !k).count(), 100_000, "all copies but the first, and the close one");
+    assert!(d.dropped.iter().zip(&d.matched).all(|(_, &m)| m == 20_000));
+    let (members, starts) = clusters(&source, ClusterMethod::Connected, 2, &opts, &control).unwrap();
+    assert_eq!((starts.len(), members.len()), (2, 100_001));
+    let first = find_all(&source, None, &Options { copies: Some(Copies::First), ..opts.clone() }, &control).unwrap();
+    assert_eq!(first.len(), 100_000);
+    // 5 * 10^9 pairs: 80 GB, more than there is here.
+    if crate::mem::available().is_some_and(|a| a < 80_000_000_000) {
+        let err = find_all(&source, None, &opts, &control).unwrap_err();
+        assert!(matches!(err, Error::TooLarge { .. }), "{err}");
+        let text = err.to_string();
+        assert!(text.contains("out=") && text.contains("copies=\"first\""), "{text}");
     }
 }
 
@@ -143,6 +204,57 @@ fn files_out_and_resume() {
     let pairs: &[u64] = bytemuck::cast_slice(&written[header..]);
     assert_eq!(pairs, bytemuck::cast_slice::<[u64; 2], u64>(&expected));
     assert!(!work.exists(), "the work directory is removed when done");
+}
+
+/// A dedup and clusters with dense groups and copies, cancelled after a
+/// table and resumed from the work directory: the finished tables' pairs,
+/// links, dense items and joins are taken up again, and the answers equal
+/// brute force.
+#[test]
+fn dense_jobs_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let bits: Vec<u32> = (20..32).collect();
+    let mut fps = crate::testing::ball(0x0123_4567_89ab_cdef, 3, &bits, 3_000, 7);
+    fps.extend((0..3_000u64).map(source::mix));
+    fps.extend(std::iter::repeat_n(fps[10], 500));
+    let design = Arc::new(crate::plan::with_blocks(3, 5).unwrap());
+    let (keep, matched) = crate::testing::brute_dedup(&fps, 3);
+    let expected_clusters = crate::testing::brute_clusters(&fps, 3, 2, ClusterMethod::Connected);
+    for job in ["dedup", "clusters"] {
+        let work = dir.path().join(job);
+        let opts = Options { design: Some(Arc::clone(&design)), workdir: Some(work.clone()), ..Options::new(3) };
+        let source = Source::Memory(&fps);
+        let run = |control: &Control| -> Result<()> {
+            if job == "dedup" {
+                let d = dedup(&source, &opts, control)?;
+                assert_eq!(d.keep, keep);
+                let want: Vec<(u32, u32)> = matched.iter().enumerate().filter_map(|(j, m)| Some((j as u32, (*m)? as u32))).collect();
+                assert_eq!(d.dropped.iter().copied().zip(d.matched.iter().copied()).collect::<Vec<_>>(), want);
+            } else {
+                let (members, starts) = clusters(&source, ClusterMethod::Connected, 2, &opts, control)?;
+                let got: Vec<Vec<u64>> = starts.windows(2).map(|w| members[w[0] as usize..w[1] as usize].iter().map(|&m| u64::from(m)).collect()).collect();
+                assert_eq!(got, expected_clusters);
+            }
+            Ok(())
+        };
+        let control = Control::default();
+        let result = std::thread::scope(|s| {
+            let job = s.spawn(|| run(&control));
+            while !control.progress().step.starts_with("table 3") && !job.is_finished() {
+                std::thread::yield_now();
+            }
+            control.cancel();
+            job.join().unwrap()
+        });
+        assert!(matches!(result, Err(Error::Interrupted)), "{job}: {result:?}");
+        let names: Vec<String> = std::fs::read_dir(&work).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        assert!(names.iter().any(|n| n.ends_with(".done")), "{job}: tables kept: {names:?}");
+        if job == "dedup" {
+            assert!(names.iter().any(|n| n.contains("-d")) && names.iter().any(|n| n.contains("-l")), "dense items and links kept: {names:?}");
+        }
+        run(&Control::default()).unwrap();
+        assert!(!work.exists(), "{job}: the work directory is removed when done");
+    }
 }
 
 #[test]

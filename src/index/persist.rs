@@ -315,11 +315,11 @@ fn repeated_id(ids: impl Iterator<Item = u64>, n: usize, next_id: u128) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::ClusterMethod;
+    use crate::ClusterMethod;
     use proptest::prelude::*;
 
     fn data() -> impl Strategy<Value = Vec<u64>> {
-        crate::index::tests::planted(30, 3000)
+        crate::testing::planted(30, 3000)
     }
 
     #[test]
@@ -337,7 +337,7 @@ mod tests {
 
     fn same_answers(a: &Index, b: &Index, probes: &[u64]) {
         assert_eq!(a.len(), b.len());
-        assert_eq!(a.find_all(None).unwrap(), b.find_all(None).unwrap());
+        assert_eq!(a.find_all(None, crate::Copies::All).unwrap(), b.find_all(None, crate::Copies::All).unwrap());
         assert_eq!(a.cluster(None, 1, ClusterMethod::Connected).unwrap(), b.cluster(None, 1, ClusterMethod::Connected).unwrap());
         assert_eq!(a.query_batch(probes, None).unwrap(), b.query_batch(probes, None).unwrap());
         for &q in probes.iter().take(50) {

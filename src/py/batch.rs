@@ -19,7 +19,7 @@ use pyo3::types::PyDict;
 
 use super::convert::{pairs_array, u64_array};
 use crate::batch::{self, Control, NpyFiles, Options, Source};
-use crate::index::ClusterMethod;
+use crate::ClusterMethod;
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(batch_find_all, m)?)?;
@@ -70,7 +70,7 @@ struct Settings {
     progress: Option<Py<PyAny>>,
 }
 
-const SETTINGS: [&str; 9] = ["k", "memory_limit", "workdir", "temp_parent", "threads", "blocks", "tables", "spill", "progress"];
+const SETTINGS: [&str; 10] = ["k", "memory_limit", "workdir", "temp_parent", "threads", "blocks", "tables", "spill", "progress", "copies"];
 
 impl Settings {
     fn extract(job: Option<&Bound<'_, PyDict>>) -> PyResult<Settings> {
@@ -118,6 +118,7 @@ impl Settings {
             workdir: path("workdir")?,
             temp_parent: path("temp_parent")?,
             spill: get("spill")?.map(|v| v.extract()).transpose()?,
+            copies: get("copies")?.map(|v| v.extract::<String>()).transpose()?.map(|c| c.parse()).transpose()?,
             ..Options::new(k)
         };
         Ok(Settings { opts, threads, progress: get("progress")?.map(Bound::unbind) })
@@ -142,6 +143,7 @@ pub(crate) fn run<T: Send>(py: Python<'_>, threads: Option<usize>, progress: Opt
                     Err(mpsc::RecvTimeoutError::Timeout) if pending.is_none() => {
                         let seen = Python::attach(|py| -> PyResult<()> {
                             py.check_signals()?;
+                            control.notices().iter().try_for_each(|m| warn(py, m))?;
                             if let Some(cb) = &progress {
                                 let p = control.progress();
                                 cb.call1(py, (p.done, p.total, p.step, p.step_done, p.step_total))?;
@@ -164,6 +166,7 @@ pub(crate) fn run<T: Send>(py: Python<'_>, threads: Option<usize>, progress: Opt
     }
     match result {
         Ok(Ok(Ok(value))) => {
+            control.notices().iter().try_for_each(|m| warn(py, m))?;
             // The final count, so that a bar ends full however short the job.
             if let Some(cb) = &progress {
                 let p = control.progress();
@@ -174,6 +177,14 @@ pub(crate) fn run<T: Send>(py: Python<'_>, threads: Option<usize>, progress: Opt
         Ok(Ok(Err(e))) | Ok(Err(e)) => Err(e.into()),
         Err(panic) => Err(super::detach::panic_error(panic)),
     }
+}
+
+/// A notice of the core as a Python `UserWarning` (an error where the
+/// warnings filter says so).
+pub(crate) fn warn(py: Python<'_>, message: &str) -> PyResult<()> {
+    let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+    let text = std::ffi::CString::new(message.replace('\0', " ")).expect("no NUL left");
+    PyErr::warn(py, &category, &text, 1)
 }
 
 /// The values without the GIL: a slice or paths.

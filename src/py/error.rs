@@ -3,7 +3,7 @@
 use std::io::ErrorKind;
 
 use pyo3::exceptions::{
-    PyFileNotFoundError, PyIsADirectoryError, PyKeyboardInterrupt, PyNotADirectoryError, PyOSError, PyPermissionError, PyRuntimeError,
+    PyFileNotFoundError, PyIsADirectoryError, PyKeyboardInterrupt, PyMemoryError, PyNotADirectoryError, PyOSError, PyPermissionError, PyRuntimeError,
     PyValueError,
 };
 use pyo3::PyErr;
@@ -26,6 +26,7 @@ impl From<Error> for PyErr {
                 _ => PyOSError::new_err(err.to_string()),
             },
             Error::BadFile { .. } | Error::BadInput { .. } => PyValueError::new_err(err.to_string()),
+            Error::TooLarge { .. } => PyMemoryError::new_err(err.to_string()),
             Error::Interrupted => PyKeyboardInterrupt::new_err("interrupted"),
         }
     }

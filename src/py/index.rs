@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 use super::convert::{pairs_array, to_u64, U64s};
 use super::detach;
+use crate::batch::{Copies, COPIES_NOTICE};
 use crate::index::{ClusterMethod, Index};
 use crate::table::Layout;
 
@@ -188,10 +189,23 @@ impl PyIndex {
     }
 
     /// Every pair of distinct stored ids within `k`: a `(P, 2)` uint64 array.
-    #[pyo3(signature = (k = None))]
-    fn find_all<'py>(&self, py: Python<'py>, k: Option<i64>) -> PyResult<Bound<'py, PyArray2<u64>>> {
+    #[pyo3(signature = (k = None, *, copies = None))]
+    fn find_all<'py>(&self, py: Python<'py>, k: Option<i64>, copies: Option<&str>) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let k = small("k", k)?;
-        let pairs = detach::run(py, None, || read(&self.inner).find_all(k))?;
+        let chosen = copies.map(str::parse::<Copies>).transpose()?;
+        if chosen.is_none() {
+            let of_copies = detach::run(py, None, || Ok(read(&self.inner).copy_pairs()))?;
+            if of_copies >= COPIES_NOTICE {
+                let message = format!(
+                    "ids sharing a fingerprint make {of_copies} pairs ({:.1} GB as an array); copies=\"first\" pairs \
+                     each only with the smallest id of its fingerprint; pass copies=\"all\" to list them all without this warning",
+                    of_copies as f64 * 16.0 / 1e9
+                );
+                super::batch::warn(py, &message)?;
+            }
+        }
+        let copies = chosen.unwrap_or_default();
+        let pairs = detach::run(py, None, || read(&self.inner).find_all(k, copies))?;
         pairs_array(py, pairs)
     }
 
