@@ -69,6 +69,7 @@ def similar_pairs(
     measure: str = "jaccard",
     threads: Union[int, None] = None,
     progress: Any = None,
+    copies: str = "all",
 ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]: ...
 
 def shingles(text: str, *, mode: str = "words", width: Union[int, None] = None) -> npt.NDArray[np.uint64]: ...

@@ -193,7 +193,7 @@ class SimilarCorpus:
         candidates: _Candidates = None,
     ) -> "SimilarCorpus": ...
     def add(self, texts: _Texts, *, threads: Union[int, None] = None) -> None: ...
-    def pairs(self, *, threads: Union[int, None] = None, progress: Any = None) -> tuple[_U64, _F32]: ...
+    def pairs(self, *, threads: Union[int, None] = None, progress: Any = None, copies: str = "all") -> tuple[_U64, _F32]: ...
     def dedup(
         self, *, threads: Union[int, None] = None, progress: Any = None
     ) -> tuple[npt.NDArray[np.bool_], _U32, _U32, _F32]: ...
@@ -422,10 +422,16 @@ class Index:
         >>> qi.tolist(), ids.tolist(), dist.tolist()
         ([0, 0, 1, 1], [0, 1, 2, 3], [1, 2, 0, 1])
         """
-    def find_all(self, k: Union[int, None] = None) -> npt.NDArray[np.uint64]:
+    def find_all(self, k: Union[int, None] = None, *, copies: Union[str, None] = None) -> npt.NDArray[np.uint64]:
         """Every unordered pair of distinct stored ids within ``k``: shape ``(P, 2)``, smaller id first, sorted.
 
-        A ``uint64`` array; ids sharing one fingerprint pair at distance 0.
+        A ``uint64`` array; ids sharing one fingerprint (copies) pair at
+        distance 0. ``copies="all"`` (the default) lists every pair of them:
+        ``c`` copies make ``c (c - 1) / 2``; ``copies="first"`` pairs each
+        only with the smallest id of its fingerprint, one pair per copy.
+        Left unset, a ``UserWarning`` says so when copies alone make over
+        2^26 pairs; pairs of copies that would not fit in memory are a
+        ``MemoryError`` raised before any is made.
 
         >>> index = rsimhash.Index(k=3)
         >>> index.add([0, 0b111, 0xFF00, 0xFF01]).tolist()
@@ -434,6 +440,10 @@ class Index:
         [[0, 1], [2, 3]]
         >>> index.find_all(k=1).tolist()
         [[2, 3]]
+        >>> index.add([0xFF00, 0xFF00]).tolist()  # two more copies of 0xFF00
+        [4, 5]
+        >>> index.find_all(k=0).tolist(), index.find_all(k=0, copies="first").tolist()
+        ([[2, 4], [2, 5], [4, 5]], [[2, 4], [2, 5]])
         """
     def cluster(
         self, k: Union[int, None] = None, min_size: int = 2, method: str = "connected"

@@ -48,11 +48,19 @@ def similar_pairs(
     measure: str = "jaccard",
     threads: Optional[int] = None,
     progress: Any = None,
+    copies: str = "all",
 ) -> Tuple[np.ndarray, np.ndarray]:
     """Every pair of texts whose shingle sets are at least ``threshold``
     alike, among the candidates: ``(pairs, similarity)``, a ``(P, 2)``
     ``uint64`` array (positions, or ``ids``: smaller first, rows sorted)
     and a ``float32`` array.
+
+    Copies (texts with the same candidate fingerprint and shingle set, such
+    as the same page saved twice) are alike with similarity 1 and are
+    checked once: ``copies="all"`` lists every pair of them (``c`` copies
+    make ``c (c - 1) / 2``, refused with a ``MemoryError`` before they are
+    made when they would not fit in memory), ``copies="first"`` pairs each
+    copy only with the first copy of its text.
 
     ``texts``: a list, tuple, numpy object array or iterable of ``str``, a
     pandas or polars Series, or a pyarrow string array (read in place).
@@ -69,9 +77,11 @@ def similar_pairs(
     >>> pairs.tolist(), sim.tolist()
     ([[0, 1]], [1.0])
     """
+    if copies not in ("all", "first"):
+        raise ValueError(f'copies must be "all" or "first", got {copies!r}')
     corpus = SimilarCorpus(threshold, shingles=shingles, width=width, candidates=candidates, measure=measure)
     corpus.add(texts, threads=threads)
-    pairs, sims = corpus.pairs(threads=threads, progress=progress)
+    pairs, sims = corpus.pairs(threads=threads, progress=progress, copies=copies)
     if ids is not None:
         pairs, sims = _by_ids(pairs, sims, _ids(ids, len(corpus)))
     return pairs, sims
@@ -106,8 +116,10 @@ class SimilarCorpus:
         for piece in _texts.pieces(texts):
             self._core.add(piece.core() if isinstance(piece, _texts.ArrowBuffers) else piece, threads=threads)
 
-    def pairs(self, *, threads: Optional[int] = None, progress: Any = None) -> Tuple[np.ndarray, np.ndarray]:
-        return _with_bars(progress, "similar pairs", lambda bars: self._core.pairs(threads=threads, progress=bars))
+    def pairs(self, *, threads: Optional[int] = None, progress: Any = None,
+              copies: str = "all") -> Tuple[np.ndarray, np.ndarray]:
+        return _with_bars(progress, "similar pairs",
+                          lambda bars: self._core.pairs(threads=threads, progress=bars, copies=copies))
 
     def dedup(self, *, threads: Optional[int] = None, progress: Any = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(keep, dropped, matched, similarity)``: the keep mask in the order

@@ -95,10 +95,11 @@ impl PySimilarCorpus {
     }
 
     /// Every verified pair: `(pairs, similarity)`, positions in the order added.
-    #[pyo3(signature = (*, threads = None, progress = None))]
-    fn pairs<'py>(&self, py: Python<'py>, threads: Option<i64>, progress: Option<Py<PyAny>>) -> PyResult<Pairs<'py>> {
+    #[pyo3(signature = (*, threads = None, progress = None, copies = "all"))]
+    fn pairs<'py>(&self, py: Python<'py>, threads: Option<i64>, progress: Option<Py<PyAny>>, copies: &str) -> PyResult<Pairs<'py>> {
         let inner = &self.inner;
-        let found = run(py, self::threads(threads)?, progress, |c| read(inner).pairs(c))?;
+        let copies: crate::Copies = copies.parse()?;
+        let found = run(py, self::threads(threads)?, progress, |c| read(inner).pairs(copies, c))?;
         Ok((pairs_array(py, found.pairs)?, PyArray1::from_vec(py, found.similarity)))
     }
 

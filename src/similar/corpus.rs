@@ -5,8 +5,9 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
+use super::verify::first_copy;
 use super::{Similar, Verified, Verifier};
-use crate::batch::{self, ClusterMethod, Control, Dedup, Source};
+use crate::batch::{self, ClusterMethod, Control, Copies, Dedup, Source};
 use crate::{Error, Result};
 
 /// Documents for verified near-duplicates: each one's candidate fingerprint
@@ -69,32 +70,55 @@ impl Corpus {
     /// candidate is checked as soon as a table finds it, on the kernel's
     /// threads ([`Verifier`]); candidates are never stored.
     ///
+    /// Copies (documents with the same candidate fingerprint and an equal
+    /// set) are alike with similarity 1 and alike every other document
+    /// exactly when their first copy is, so only first copies are looked
+    /// at; their pairs are listed as `copies` says: every pair, or each
+    /// copy with its first copy only.
+    ///
     /// # Errors
+    /// [`Error::TooLarge`] when the pairs of copies would not fit in memory;
     /// [`Error::Interrupted`] when `control` is cancelled.
-    pub fn pairs(&self, control: &Control) -> Result<Verified> {
+    pub fn pairs(&self, copies: Copies, control: &Control) -> Result<Verified> {
+        let first = first_copy(&self.fps, &self.sets);
+        let found = self.first_pairs(&first, control)?;
+        expand(found, &first, copies)
+    }
+
+    /// The alike pairs of first copies, `lower << 32 | higher` by position, ascending.
+    fn first_pairs(&self, first: &[u32], control: &Control) -> Result<Vec<(u64, f32)>> {
         let verifier = Verifier::new(&self.sets, &self.opts);
+        let reps: Vec<u32> = (0..first.len() as u32).filter(|&i| first[i as usize] == i).collect();
+        let rep_fps: Vec<u64> = reps.iter().map(|&r| self.fps[r as usize]).collect();
         let found = Mutex::new(Vec::new());
         let job = batch::Options { memory_limit: u64::MAX, ..batch::Options::new(self.opts.candidates.k) };
-        batch::for_each_pair(&Source::Memory(&self.fps), &job, control, &|pairs| {
-            let kept: Vec<(u64, f32)> = pairs.iter().filter_map(|&p| verifier.check((p >> 32) as u32, p as u32).map(|s| (p, s))).collect();
+        batch::for_each_pair(&Source::Memory(&rep_fps), &job, control, &|pairs| {
+            let kept: Vec<(u64, f32)> = pairs
+                .iter()
+                .filter_map(|&p| {
+                    let (a, b) = (reps[(p >> 32) as usize], reps[p as u32 as usize]);
+                    verifier.check(a, b).map(|s| (u64::from(a) << 32 | u64::from(b), s))
+                })
+                .collect();
             found.lock().unwrap_or_else(|e| e.into_inner()).extend(kept);
             Ok(())
         })?;
         let mut found = found.into_inner().unwrap_or_else(|e| e.into_inner());
         found.par_sort_unstable_by_key(|&(p, _)| p);
-        let (pairs, similarity) = found.into_iter().map(|(p, s)| ([p >> 32, p & u64::from(u32::MAX)], s)).unzip();
-        Ok(Verified { pairs, similarity })
+        Ok(found)
     }
 
     /// The keep mask of a dedup in the order added (a document is dropped
     /// when its set is at least the threshold alike a kept earlier one's,
     /// among the candidates), with the similarity to the earliest kept
-    /// match of each dropped one.
+    /// match of each dropped one. Copies follow their first copy.
     ///
     /// # Errors
     /// As [`Self::pairs`].
     pub fn dedup(&self, control: &Control) -> Result<(Dedup, Vec<f32>)> {
-        Ok(dedup_of(self.len(), &self.pairs(control)?))
+        let first = first_copy(&self.fps, &self.sets);
+        let (d, sims) = dedup_of(self.len(), &unpacked(self.first_pairs(&first, control)?));
+        Ok(follow_first(d, sims, &first))
     }
 
     /// Clusters as [`batch::clusters`] makes them, of the verified pairs.
@@ -109,13 +133,126 @@ impl Corpus {
             ClusterMethod::Leader => batch::graph::leader_roots(&self.dedup(control)?.0),
             ClusterMethod::Connected => {
                 let mut components = batch::graph::Components::new(self.len());
-                let packed: Vec<u64> = self.pairs(control)?.pairs.iter().map(|&[a, b]| a << 32 | b).collect();
+                let first = first_copy(&self.fps, &self.sets);
+                let packed: Vec<u64> = self.first_pairs(&first, control)?.into_iter().map(|(p, _)| p).collect();
                 components.feed(&packed)?;
+                for (i, &f) in first.iter().enumerate() {
+                    components.join(f, i as u32);
+                }
                 components.roots()
             }
         };
         Ok(batch::graph::clusters(roots, min_size))
     }
+}
+
+/// The pairs of all documents from the alike pairs of first copies
+/// (`lower << 32 | higher`, ascending) and each document's first copy:
+/// with [`Copies::First`] each copy paired with its first only, with
+/// [`Copies::All`] every pair (counted first, and refused when they would
+/// not fit in memory).
+fn expand(found: Vec<(u64, f32)>, first: &[u32], copies: Copies) -> Result<Verified> {
+    let mut members: Vec<Vec<u32>> = Vec::new();
+    let mut group: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+    for (i, &f) in first.iter().enumerate() {
+        if f as usize != i {
+            let g = *group.entry(f).or_insert_with(|| {
+                members.push(vec![f]);
+                members.len() - 1
+            });
+            members[g].push(i as u32);
+        }
+    }
+    if members.is_empty() {
+        return Ok(unpacked(found));
+    }
+    let of = |r: u32| group.get(&r).map_or(std::slice::from_ref(&first[r as usize]), |&g| &members[g][..]);
+    let count: u64 = match copies {
+        Copies::First => found.len() as u64 + members.iter().map(|m| m.len() as u64 - 1).sum::<u64>(),
+        Copies::All => {
+            found.iter().map(|&(p, _)| of((p >> 32) as u32).len() as u64 * of(p as u32).len() as u64).sum::<u64>()
+                + members.iter().map(|m| m.len() as u64 * (m.len() as u64 - 1) / 2).sum::<u64>()
+        }
+    };
+    let need = count.saturating_mul(20);
+    if let Some(available) = crate::mem::available().filter(|&a| need > a) {
+        return Err(Error::TooLarge {
+            what: format!("the {count} alike pairs"),
+            bytes: need,
+            available,
+            advice: "pass copies=\"first\" to pair each copy with the first copy of its text only".into(),
+        });
+    }
+    let mut out: Vec<([u64; 2], f32)> = Vec::new();
+    out.try_reserve_exact(count as usize).map_err(|_| Error::TooLarge {
+        what: format!("the {count} alike pairs"),
+        bytes: need,
+        available: 0,
+        advice: "pass copies=\"first\" to pair each copy with the first copy of its text only".into(),
+    })?;
+    for m in &members {
+        match copies {
+            Copies::First => out.extend(m[1..].iter().map(|&c| ([u64::from(m[0]), u64::from(c)], 1.0))),
+            Copies::All => {
+                for (i, &a) in m.iter().enumerate() {
+                    out.extend(m[i + 1..].iter().map(|&b| ([u64::from(a.min(b)), u64::from(a.max(b))], 1.0)));
+                }
+            }
+        }
+    }
+    for (p, s) in found {
+        let (a, b) = ((p >> 32) as u32, p as u32);
+        match copies {
+            Copies::First => out.push(([u64::from(a), u64::from(b)], s)),
+            Copies::All => {
+                for &x in of(a) {
+                    out.extend(of(b).iter().map(|&y| ([u64::from(x.min(y)), u64::from(x.max(y))], s)));
+                }
+            }
+        }
+    }
+    out.par_sort_unstable_by_key(|&(p, _)| p);
+    let (pairs, similarity) = out.into_iter().unzip();
+    Ok(Verified { pairs, similarity })
+}
+
+/// Packed pairs `lower << 32 | higher` with their similarity as [`Verified`].
+fn unpacked(found: Vec<(u64, f32)>) -> Verified {
+    let (pairs, similarity) = found.into_iter().map(|(p, s)| ([p >> 32, p & u64::from(u32::MAX)], s)).unzip();
+    Verified { pairs, similarity }
+}
+
+/// A dedup of the first copies made whole: each other copy goes, matched
+/// to its first copy (similarity 1) when that was kept, else to what its
+/// first copy matched, with the same similarity.
+fn follow_first(d: Dedup, sims: Vec<f32>, first: &[u32]) -> (Dedup, Vec<f32>) {
+    let copies: Vec<(u32, u32, f32)> = first
+        .iter()
+        .enumerate()
+        .filter(|&(i, &f)| f as usize != i)
+        .map(|(i, &f)| {
+            if d.keep[f as usize] {
+                (i as u32, f, 1.0)
+            } else {
+                let at = d.dropped.binary_search(&f).expect("a first copy that went was swept");
+                (i as u32, d.matched[at], sims[at])
+            }
+        })
+        .collect();
+    if copies.is_empty() {
+        return (d, sims);
+    }
+    let mut keep = d.keep;
+    let mut all: Vec<(u32, u32, f32)> = d.dropped.iter().zip(&d.matched).zip(&sims).map(|((&j, &m), &s)| (j, m, s)).collect();
+    for &(j, _, _) in &copies {
+        keep[j as usize] = false;
+    }
+    all.extend(copies);
+    all.sort_unstable_by_key(|&(j, _, _)| j);
+    let dropped = all.iter().map(|c| c.0).collect();
+    let matched = all.iter().map(|c| c.1).collect();
+    let sims = all.iter().map(|c| c.2).collect();
+    (Dedup { keep, dropped, matched }, sims)
 }
 
 /// The dedup of `n` documents from their verified pairs: the batch dedup's
@@ -145,14 +282,14 @@ pub fn dedup_of(n: usize, found: &Verified) -> (Dedup, Vec<f32>) {
 /// # Errors
 /// [`Error::InvalidUtf8`] naming the first text that is not UTF-8;
 /// [`Error::Interrupted`] when `control` is cancelled.
-pub fn similar_pairs_utf8<T: AsRef<[u8]> + Sync>(texts: &[T], opts: &Similar, control: &Control) -> Result<Verified> {
+pub fn similar_pairs_utf8<T: AsRef<[u8]> + Sync>(texts: &[T], opts: &Similar, copies: Copies, control: &Control) -> Result<Verified> {
     let mut corpus = Corpus::new(*opts);
     control.restart(texts.len() as u64);
     control.step("fingerprints and shingle sets".into(), texts.len() as u64);
     corpus.add_utf8(texts, control)?;
     // Finding and checking the candidates: a batch job with its own progress.
     control.restart(0);
-    corpus.pairs(control)
+    corpus.pairs(copies, control)
 }
 
 #[cfg(test)]
@@ -189,7 +326,7 @@ mod tests {
         for measure in [Measure::Jaccard, Measure::Containment] {
             for threshold in [0.3, 0.6, 0.9, 1.0] {
                 let opts = Similar::new(threshold, measure, sets, candidates).unwrap();
-                let got = similar_pairs_utf8(&texts, &opts, &Control::default()).unwrap();
+                let got = similar_pairs_utf8(&texts, &opts, Copies::All, &Control::default()).unwrap();
                 let mut expected = Verified::default();
                 for a in 0..texts.len() {
                     for b in a + 1..texts.len() {
@@ -229,7 +366,7 @@ mod tests {
             corpus.add_utf8(chunk, &control).unwrap();
         }
         assert_eq!(corpus.len(), texts.len());
-        assert_eq!(corpus.pairs(&control).unwrap(), similar_pairs_utf8(&texts, &opts, &control).unwrap());
+        assert_eq!(corpus.pairs(Copies::All, &control).unwrap(), similar_pairs_utf8(&texts, &opts, Copies::All, &control).unwrap());
         let (members, starts) = corpus.clusters(ClusterMethod::Connected, 2, &control).unwrap();
         assert_eq!(*starts.last().unwrap() as usize, members.len());
         assert!(corpus.clusters(ClusterMethod::Leader, 0, &control).is_err());

@@ -10,6 +10,7 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 
 use super::overlap::{alike_within, Buckets};
+use super::verify::first_copy;
 use super::Similar;
 use crate::batch::{self, Control, Source};
 use crate::{Index, Result};
@@ -90,33 +91,43 @@ impl OnlineDedup {
         control.check()?;
         let fps: Vec<u64> = made.iter().map(|m| m.0).collect();
         let n = fps.len();
+        // Copies (the same fingerprint and set) follow their first copy:
+        // only first copies are looked up and paired.
+        let sets: Vec<&[u64]> = made.iter().map(|m| &m.1.set[..]).collect();
+        let first = first_copy(&fps, &sets);
+        let reps: Vec<usize> = (0..n).filter(|&i| first[i] as usize == i).collect();
+        let rep_fps: Vec<u64> = reps.iter().map(|&i| fps[i]).collect();
 
-        // The earliest alike kept document of an earlier chunk, for each.
-        let hits = self.index.query_batch(&fps, None)?;
-        let mut starts = vec![0usize; n + 1];
+        // The earliest alike kept document of an earlier chunk, for each first copy.
+        let hits = self.index.query_batch(&rep_fps, None)?;
+        let mut starts = vec![0usize; reps.len() + 1];
         for &q in &hits.positions {
             starts[q as usize + 1] += 1;
         }
-        for q in 0..n {
+        for q in 0..reps.len() {
             starts[q + 1] += starts[q];
         }
-        let earlier: Vec<Option<(u64, f32)>> = (0..n)
+        let found_before: Vec<Option<(u64, f32)>> = (0..reps.len())
             .into_par_iter()
             .map(|q| {
                 let mut ids = hits.ids[starts[q]..starts[q + 1]].to_vec();
                 ids.sort_unstable();
-                ids.into_iter().find_map(|id| self.kept[id as usize].alike(&made[q].1, &opts).map(|s| (self.positions[id as usize], s)))
+                ids.into_iter().find_map(|id| self.kept[id as usize].alike(&made[reps[q]].1, &opts).map(|s| (self.positions[id as usize], s)))
             })
             .collect();
+        let mut earlier: Vec<Option<(u64, f32)>> = vec![None; n];
+        for (&r, e) in reps.iter().zip(found_before) {
+            earlier[r] = e;
+        }
 
-        // Alike pairs inside the chunk, by later document.
+        // Alike pairs of first copies inside the chunk, by later document.
         let inside = Mutex::new(Vec::new());
         let job = batch::Options { memory_limit: u64::MAX, ..batch::Options::new(opts.candidates.k) };
-        batch::for_each_pair(&Source::Memory(&fps), &job, &Control::default(), &|pairs| {
+        batch::for_each_pair(&Source::Memory(&rep_fps), &job, &Control::default(), &|pairs| {
             let found: Vec<(u64, f32)> = pairs
                 .iter()
                 .filter_map(|&p| {
-                    let (a, b) = ((p >> 32) as usize, p as u32 as usize);
+                    let (a, b) = (reps[(p >> 32) as usize], reps[p as u32 as usize]);
                     made[a].1.alike(&made[b].1, &opts).map(|s| ((b as u64) << 32 | a as u64, s))
                 })
                 .collect();
@@ -147,6 +158,18 @@ impl OnlineDedup {
                     out.similarity[j] = s;
                 }
                 None => out.matched[j] = pos,
+            }
+        }
+        for (q, &f) in first.iter().enumerate() {
+            let f = f as usize;
+            if f != q {
+                out.keep[q] = false;
+                if out.keep[f] {
+                    out.matched[q] = self.seen + f as u64;
+                } else {
+                    out.matched[q] = out.matched[f];
+                    out.similarity[q] = out.similarity[f];
+                }
             }
         }
         let kept_fps: Vec<u64> = (0..n).filter(|&j| out.keep[j]).map(|j| fps[j]).collect();

@@ -142,7 +142,7 @@ mod tests {
         let control = Control::default();
         let mut corpus = Corpus::new(opts);
         corpus.add_utf8(&texts, &control).unwrap();
-        let expected = corpus.pairs(&control).unwrap();
+        let expected = corpus.pairs(crate::Copies::All, &control).unwrap();
         let fps = crate::fingerprint::fingerprints(&texts, candidates.shingling);
         let mut by_higher = Vec::new();
         let mut last = vec![0u32; texts.len()];

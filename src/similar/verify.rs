@@ -65,12 +65,35 @@ impl<'s> Verifier<'s> {
     }
 }
 
+/// For each document, the first one with the same candidate fingerprint
+/// and an equal set: its *copy* for verified near-duplicates (alike with
+/// similarity 1, and alike every other document exactly when it is), so
+/// that only first copies need candidates.
+pub(crate) fn first_copy<S: AsRef<[u64]> + Sync>(fps: &[u64], sets: &[S]) -> Vec<u32> {
+    let by_set = first_equal(sets);
+    let mut shared = vec![false; sets.len()];
+    for (i, &g) in by_set.iter().enumerate() {
+        if g as usize != i {
+            shared[g as usize] = true;
+        }
+    }
+    let mut first: Vec<u32> = (0..fps.len() as u32).collect();
+    // Only documents whose set has copies: the rest are their own first.
+    let mut seen: HashMap<(u32, u64), u32> = HashMap::new();
+    for (i, (&g, &fp)) in by_set.iter().zip(fps).enumerate() {
+        if shared[g as usize] {
+            first[i] = *seen.entry((g, fp)).or_insert(i as u32);
+        }
+    }
+    first
+}
+
 /// For each set, the first set equal to it (by position): sets are grouped
 /// by a digest, and each confirmed equal to its group's first value by
 /// value, so a digest collision costs time, never a wrong answer.
-pub(crate) fn first_equal(sets: &[Vec<u64>]) -> Vec<u32> {
+pub(crate) fn first_equal<S: AsRef<[u64]> + Sync>(sets: &[S]) -> Vec<u32> {
     let digest = |s: &[u64]| s.iter().fold(s.len() as u64, |h, &x| (h ^ x).wrapping_mul(0x100000001b3).rotate_left(29));
-    let mut order: Vec<(u64, u32)> = sets.par_iter().enumerate().map(|(i, s)| (digest(s), i as u32)).collect();
+    let mut order: Vec<(u64, u32)> = sets.par_iter().enumerate().map(|(i, s)| (digest(s.as_ref()), i as u32)).collect();
     order.par_sort_unstable();
     let mut first: Vec<u32> = (0..sets.len() as u32).collect();
     let mut g = 0;
@@ -83,7 +106,7 @@ pub(crate) fn first_equal(sets: &[Vec<u64>]) -> Vec<u32> {
         // first earlier set equal to it that leads a group of its own.
         for i in g + 1..end {
             let s = order[i].1 as usize;
-            if let Some(&(_, r)) = order[g..i].iter().find(|&&(_, r)| first[r as usize] == r && sets[r as usize] == sets[s]) {
+            if let Some(&(_, r)) = order[g..i].iter().find(|&&(_, r)| first[r as usize] == r && sets[r as usize].as_ref() == sets[s].as_ref()) {
                 first[s] = r;
             }
         }

@@ -109,10 +109,19 @@ class _Job:
 def find_all(source: Any, k: int = 3, *, ids: Any = None, column: Optional[str] = None, out: Any = None,
              memory_limit: Memory = None, workdir: Any = None, threads: Optional[int] = None,
              progress: Progress = None, blocks: Optional[int] = None, tables: Optional[int] = None,
-             _spill: Optional[bool] = None) -> Union[np.ndarray, int]:
+             copies: Optional[str] = None, _spill: Optional[bool] = None) -> Union[np.ndarray, int]:
     """Every unordered pair of distinct items within ``k`` bits, identical
     fingerprints included: a ``(P, 2)`` ``uint64`` array, smaller item
     first, rows sorted, as ``Index.find_all`` returns for the same items.
+
+    ``copies``: ``"all"`` (the default) lists every pair of copies (items
+    with the same fingerprint: ``c`` copies make ``c (c - 1) / 2`` pairs);
+    ``"first"`` pairs each copy only with the first copy of its fingerprint
+    (in source order), and first copies with each other, one pair per copy:
+    enough for clusters and dedup. Left unset, a ``UserWarning`` says so
+    when copies make most of an answer over 2^26 pairs. The pairs are
+    counted before any is made: an answer that would not fit in memory is
+    a ``MemoryError`` that suggests ``out=`` or ``copies="first"``.
 
     ``ids``: one ``uint64`` id per item (or a Parquet column's name); by
     default items are positions. ``out``: a ``.npy`` or ``.parquet`` path
@@ -127,12 +136,17 @@ def find_all(source: Any, k: int = 3, *, ids: Any = None, column: Optional[str] 
     >>> fps = np.array([0b1011, 0b1001, 1 << 40, 0b1011], dtype=np.uint64)
     >>> rsimhash.batch.find_all(fps, k=1).tolist()
     [[0, 1], [0, 3], [1, 3]]
+    >>> rsimhash.batch.find_all(fps, k=1, copies="first").tolist()  # 3 is a copy of 0
+    [[0, 1], [0, 3]]
     """
     out_path, ext = _output(out, (".npy", ".parquet"), "find_all")
+    if copies is not None and copies not in ("all", "first"):
+        raise ValueError(f'copies must be "all" or "first", got {copies!r}')
     with ExitStack() as stack:
         workdir = workdir if workdir is not None or out_path is None else out_path + ".work"
         job = _Job(stack, k=k, memory_limit=memory_limit, workdir=workdir, out=out_path, threads=threads,
                    progress=progress, blocks=blocks, tables=tables, spill=_spill, desc="find_all")
+        job.kwargs["copies"] = copies
         r = resolve(source, column=column, ids=ids, spill_dir=job.spill_dir, stack=stack)
         if out_path is None:
             return _core.batch_find_all(r.values, ids=r.ids, **job.kwargs)
