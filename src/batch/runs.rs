@@ -188,15 +188,22 @@ pub(crate) struct ExternalSort<T> {
     budget: usize,
     buffer: Vec<T>,
     runs: Vec<Run<T>>,
+    pushed: u64,
 }
 
 impl<T: Pod + Ord + Send + Sync> ExternalSort<T> {
     pub fn new(dir: &Path, name: &str, budget_bytes: usize) -> ExternalSort<T> {
         let budget = (budget_bytes / std::mem::size_of::<T>()).max(1 << 16);
-        ExternalSort { dir: dir.to_path_buf(), name: name.to_string(), budget, buffer: Vec::new(), runs: Vec::new() }
+        ExternalSort { dir: dir.to_path_buf(), name: name.to_string(), budget, buffer: Vec::new(), runs: Vec::new(), pushed: 0 }
+    }
+
+    /// Records pushed so far.
+    pub fn len(&self) -> u64 {
+        self.pushed
     }
 
     pub fn push(&mut self, records: &[T]) -> Result<()> {
+        self.pushed += records.len() as u64;
         self.buffer.extend_from_slice(records);
         if self.buffer.len() >= self.budget {
             let mut full = std::mem::take(&mut self.buffer);

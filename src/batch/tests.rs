@@ -163,6 +163,21 @@ fn a_hundred_thousand_copies() {
     }
 }
 
+/// Pairs of copies past the notice's size: a notice when `copies` was
+/// left unset, none when it was set.
+#[test]
+fn pairs_of_copies_get_a_notice_unless_asked_for() {
+    let fps = vec![7u64; 20]; // 190 pairs, past the tests' notice of 64
+    for (copies, notices) in [(None, 1), (Some(Copies::All), 0), (Some(Copies::First), 0)] {
+        let control = Control::default();
+        let pairs = find_all(&Source::Memory(&fps), None, &Options { copies, ..Options::new(3) }, &control).unwrap();
+        assert_eq!(pairs.len(), if copies == Some(Copies::First) { 19 } else { 190 });
+        let said = control.notices();
+        assert_eq!(said.len(), notices, "{copies:?}: {said:?}");
+        assert!(said.iter().all(|n| n.contains("copies=\"first\"") && n.contains("190")), "{said:?}");
+    }
+}
+
 #[test]
 fn files_out_and_resume() {
     let dir = tempfile::tempdir().unwrap();

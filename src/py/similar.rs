@@ -25,7 +25,70 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(auto_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(shingle_sets, m)?)?;
     m.add_function(wrap_pyfunction!(pair_similarity, m)?)?;
+    m.add_function(wrap_pyfunction!(content_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(copy_links, m)?)?;
+    m.add_function(wrap_pyfunction!(expand_copies, m)?)?;
     Ok(())
+}
+
+/// A uint64 array as a slice, copied only when not contiguous.
+fn u64s<'a>(array: &'a numpy::PyReadonlyArray1<'_, u64>, owned: &'a mut Vec<u64>) -> &'a [u64] {
+    match array.as_slice() {
+        Ok(s) => s,
+        Err(_) => {
+            *owned = array.as_array().to_vec();
+            owned
+        }
+    }
+}
+
+/// The 128-bit keys of texts' bytes (see `similar::copies`): an `(n, 2)` uint64 array.
+#[pyfunction]
+#[pyo3(signature = (texts, *, threads = None))]
+fn content_keys<'py>(py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<i64>) -> PyResult<Bound<'py, PyArray2<u64>>> {
+    let threads = self::threads(threads)?;
+    let (mut held, mut arrow) = (None, None);
+    let slices = text_slices(texts, &mut held, &mut arrow)?;
+    let keys: Vec<[u64; 2]> = detach::run(py, threads, || {
+        use rayon::prelude::*;
+        Ok(slices.par_iter().map(|t| similar::copies::content_key(t)).collect())
+    })?;
+    pairs_array(py, keys)
+}
+
+/// Links of copies to their first copy from the first pass's key and
+/// fingerprint files, written to `out` (`.npy`); returns their number.
+#[pyfunction]
+#[pyo3(signature = (keys, fps, n, *, workdir, memory_limit, out))]
+fn copy_links(py: Python<'_>, keys: std::path::PathBuf, fps: std::path::PathBuf, n: u64, workdir: std::path::PathBuf, memory_limit: u64, out: std::path::PathBuf) -> PyResult<u64> {
+    let budget = (memory_limit / 4).clamp(1 << 20, 1 << 31) as usize;
+    detach::run(py, None, || similar::copies::copy_links(&keys, &fps, n, &workdir, budget, &out))
+}
+
+/// Every alike pair from those a stream found with copies paired to their
+/// first copy only, and the links: `(pairs, similarity)` as
+/// `SimilarCorpus.pairs(copies=...)` gives them.
+#[pyfunction]
+#[pyo3(signature = (lower, higher, similarity, links, *, copies = "all"))]
+fn expand_copies<'py>(
+    py: Python<'py>,
+    lower: PyReadonlyArray1<'py, u64>,
+    higher: PyReadonlyArray1<'py, u64>,
+    similarity: PyReadonlyArray1<'py, f32>,
+    links: PyReadonlyArray1<'py, u64>,
+    copies: &str,
+) -> PyResult<Pairs<'py>> {
+    let copies: crate::Copies = copies.parse()?;
+    let (lo, hi, sims) = (lower.as_array(), higher.as_array(), similarity.as_array());
+    if lo.len() != hi.len() || lo.len() != sims.len() {
+        return Err(PyValueError::new_err("lower, higher and similarity must have one length"));
+    }
+    let pairs: Vec<[u64; 2]> = lo.iter().zip(hi.iter()).map(|(&a, &b)| [a, b]).collect();
+    let sims = sims.to_vec();
+    let mut owned = Vec::new();
+    let links = u64s(&links, &mut owned);
+    let found = detach::run(py, None, || similar::expand_copies(&pairs, &sims, links, copies))?;
+    Ok((pairs_array(py, found.pairs)?, PyArray1::from_vec(py, found.similarity)))
 }
 
 type Arrays2<'py, A, B> = (Bound<'py, PyArray1<A>>, Bound<'py, PyArray1<B>>);
@@ -164,7 +227,7 @@ impl PyStreamVerifier {
     /// Documents `first..` with their candidate pairs (`higher << 32 |
     /// lower`, ascending) and each one's last later partner: the pairs that
     /// are alike, as `(higher, lower, similarity)`.
-    #[pyo3(signature = (first, texts, pairs, last, *, threads = None))]
+    #[pyo3(signature = (first, texts, pairs, last, *, links = None, threads = None))]
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn feed<'py>(
         &self,
@@ -173,6 +236,7 @@ impl PyStreamVerifier {
         texts: &Bound<'py, PyAny>,
         pairs: &Bound<'py, PyAny>,
         last: PyReadonlyArray1<'py, u32>,
+        links: Option<PyReadonlyArray1<'py, u64>>,
         threads: Option<i64>,
     ) -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<f32>>)> {
         let threads = self::threads(threads)?;
@@ -188,8 +252,13 @@ impl PyStreamVerifier {
             }
         };
         let last = last.as_slice().map_err(|_| PyTypeError::new_err("last must be a contiguous uint32 array"))?;
+        let mut owned_links = Vec::new();
+        let links: &[u64] = match &links {
+            Some(l) => u64s(l, &mut owned_links),
+            None => &[],
+        };
         let inner = &self.inner;
-        let found = detach::run(py, threads, || write(inner).feed(first, &slices, pairs, last, &Control::default()))?;
+        let found = detach::run(py, threads, || write(inner).feed(first, &slices, pairs, last, links, &Control::default()))?;
         let hi = found.iter().map(|&(p, _)| p >> 32).collect();
         let lo = found.iter().map(|&(p, _)| p & u64::from(u32::MAX)).collect();
         let sims = found.iter().map(|&(_, s)| s).collect();
@@ -271,7 +340,9 @@ impl PyPairSweep {
     }
 
     /// The next alike pairs, as `StreamVerifier.feed` returns them (later,
-    /// earlier, similarity): the documents they drop, `(dropped, matched, similarity)`.
+    /// earlier, similarity), without the links of copies, which come apart
+    /// (`copy << 32 | first`): the documents they drop, `(dropped, matched, similarity)`.
+    #[pyo3(signature = (higher, lower, similarity, links = None))]
     #[allow(clippy::type_complexity)]
     fn feed<'py>(
         &self,
@@ -279,6 +350,7 @@ impl PyPairSweep {
         higher: PyReadonlyArray1<'py, u64>,
         lower: PyReadonlyArray1<'py, u64>,
         similarity: PyReadonlyArray1<'py, f32>,
+        links: Option<PyReadonlyArray1<'py, u64>>,
     ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<f32>>)> {
         let (hi, lo) = (higher.as_array(), lower.as_array());
         if hi.len() != lo.len() {
@@ -291,7 +363,12 @@ impl PyPairSweep {
         let sims = similarity.as_array().to_vec();
         let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let sweep = guard.as_mut().ok_or_else(|| PyValueError::new_err("this PairSweep has given its answer already"))?;
-        let (dropped, matched, sims) = sweep.feed(&pairs, &sims)?;
+        let mut owned_links = Vec::new();
+        let links: &[u64] = match &links {
+            Some(l) => u64s(l, &mut owned_links),
+            None => &[],
+        };
+        let (dropped, matched, sims) = sweep.feed(&pairs, &sims, links)?;
         Ok((PyArray1::from_slice(py, dropped), PyArray1::from_slice(py, matched), PyArray1::from_slice(py, sims)))
     }
 

@@ -17,12 +17,14 @@ pub struct Corpus {
     opts: Similar,
     fps: Vec<u64>,
     sets: Vec<Vec<u64>>,
+    /// Each text's key (see [`super::copies`]): which texts are copies.
+    keys: Vec<[u64; 2]>,
     set_values: usize,
 }
 
 impl Corpus {
     pub fn new(opts: Similar) -> Corpus {
-        Corpus { opts, fps: Vec::new(), sets: Vec::new(), set_values: 0 }
+        Corpus { opts, fps: Vec::new(), sets: Vec::new(), keys: Vec::new(), set_values: 0 }
     }
 
     pub fn opts(&self) -> &Similar {
@@ -39,7 +41,7 @@ impl Corpus {
 
     /// Bytes held by the fingerprints and sets.
     pub fn bytes(&self) -> usize {
-        self.fps.len() * 8 + self.sets.len() * std::mem::size_of::<Vec<u64>>() + self.set_values * 8
+        self.fps.len() * 24 + self.sets.len() * std::mem::size_of::<Vec<u64>>() + self.set_values * 8
     }
 
     /// Adds `texts` (UTF-8), on all threads.
@@ -54,6 +56,7 @@ impl Corpus {
             return Err(Error::invalid("texts", "at most 2**32-2 texts (split the corpus)", self.len() + texts.len()));
         }
         let made = super::fingerprints_and_sets(texts, &self.opts, control)?;
+        self.keys.extend(texts.par_iter().map(|t| super::copies::content_key(t.as_ref())).collect::<Vec<_>>());
         self.fps.reserve(made.len());
         self.sets.reserve(made.len());
         for (fp, set) in made {
@@ -74,15 +77,20 @@ impl Corpus {
     /// set) are alike with similarity 1 and alike every other document
     /// exactly when their first copy is, so only first copies are looked
     /// at; their pairs are listed as `copies` says: every pair, or each
-    /// copy with its first copy only.
+    /// copy with its first copy only, where copies are the same text given
+    /// again (equal bytes), as a stream of the texts sees them.
     ///
     /// # Errors
     /// [`Error::TooLarge`] when the pairs of copies would not fit in memory;
     /// [`Error::Interrupted`] when `control` is cancelled.
     pub fn pairs(&self, copies: Copies, control: &Control) -> Result<Verified> {
-        let first = first_copy(&self.fps, &self.sets);
+        let first = match copies {
+            Copies::All => first_copy(&self.fps, &self.sets),
+            Copies::First => first_text(&self.keys, &self.fps, &self.sets),
+        };
         let found = self.first_pairs(&first, control)?;
-        expand(found, &first, copies)
+        let links = first.iter().enumerate().filter(|&(i, &f)| f as usize != i).map(|(i, &f)| (i as u32, f));
+        expand(found, Groups::of(links), copies)
     }
 
     /// The alike pairs of first copies, `lower << 32 | higher` by position, ascending.
@@ -146,51 +154,77 @@ impl Corpus {
     }
 }
 
-/// The pairs of all documents from the alike pairs of first copies
-/// (`lower << 32 | higher`, ascending) and each document's first copy:
-/// with [`Copies::First`] each copy paired with its first only, with
+/// For each document, the first one of the same text (the same key and
+/// fingerprint, and an equal set: a key collision is no copy).
+fn first_text(keys: &[[u64; 2]], fps: &[u64], sets: &[Vec<u64>]) -> Vec<u32> {
+    let mut seen: std::collections::HashMap<([u64; 2], u64), u32> = std::collections::HashMap::new();
+    (0..fps.len())
+        .map(|i| {
+            let f = *seen.entry((keys[i], fps[i])).or_insert(i as u32);
+            if sets[f as usize] == sets[i] {
+                f
+            } else {
+                i as u32
+            }
+        })
+        .collect()
+}
+
+/// The copies of each first copy that has some.
+struct Groups {
+    members: Vec<Vec<u32>>,
+    of: std::collections::HashMap<u32, usize>,
+}
+
+impl Groups {
+    /// From links `(copy, first)`.
+    fn of(links: impl Iterator<Item = (u32, u32)>) -> Groups {
+        let mut g = Groups { members: Vec::new(), of: std::collections::HashMap::new() };
+        for (copy, first) in links {
+            let at = *g.of.entry(first).or_insert_with(|| {
+                g.members.push(vec![first]);
+                g.members.len() - 1
+            });
+            g.members[at].push(copy);
+        }
+        g
+    }
+
+    /// `r` and its copies.
+    fn with<'a>(&'a self, r: &'a u32) -> &'a [u32] {
+        self.of.get(r).map_or(std::slice::from_ref(r), |&g| &self.members[g][..])
+    }
+}
+
+/// The alike pairs of all documents from those of first copies (`found`,
+/// `lower << 32 | higher`, ascending, none a copy's): with
+/// [`Copies::First`] each copy paired with its first only, with
 /// [`Copies::All`] every pair (counted first, and refused when they would
 /// not fit in memory).
-fn expand(found: Vec<(u64, f32)>, first: &[u32], copies: Copies) -> Result<Verified> {
-    let mut members: Vec<Vec<u32>> = Vec::new();
-    let mut group: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
-    for (i, &f) in first.iter().enumerate() {
-        if f as usize != i {
-            let g = *group.entry(f).or_insert_with(|| {
-                members.push(vec![f]);
-                members.len() - 1
-            });
-            members[g].push(i as u32);
-        }
-    }
-    if members.is_empty() {
+fn expand(found: Vec<(u64, f32)>, groups: Groups, copies: Copies) -> Result<Verified> {
+    if groups.members.is_empty() {
         return Ok(unpacked(found));
     }
-    let of = |r: u32| group.get(&r).map_or(std::slice::from_ref(&first[r as usize]), |&g| &members[g][..]);
     let count: u64 = match copies {
-        Copies::First => found.len() as u64 + members.iter().map(|m| m.len() as u64 - 1).sum::<u64>(),
+        Copies::First => found.len() as u64 + groups.members.iter().map(|m| m.len() as u64 - 1).sum::<u64>(),
         Copies::All => {
-            found.iter().map(|&(p, _)| of((p >> 32) as u32).len() as u64 * of(p as u32).len() as u64).sum::<u64>()
-                + members.iter().map(|m| m.len() as u64 * (m.len() as u64 - 1) / 2).sum::<u64>()
+            found.iter().map(|&(p, _)| groups.with(&((p >> 32) as u32)).len() as u64 * groups.with(&(p as u32)).len() as u64).sum::<u64>()
+                + groups.members.iter().map(|m| m.len() as u64 * (m.len() as u64 - 1) / 2).sum::<u64>()
         }
     };
     let need = count.saturating_mul(20);
-    if let Some(available) = crate::mem::available().filter(|&a| need > a) {
-        return Err(Error::TooLarge {
-            what: format!("the {count} alike pairs"),
-            bytes: need,
-            available,
-            advice: "pass copies=\"first\" to pair each copy with the first copy of its text only".into(),
-        });
-    }
-    let mut out: Vec<([u64; 2], f32)> = Vec::new();
-    out.try_reserve_exact(count as usize).map_err(|_| Error::TooLarge {
+    let too_large = |available| Error::TooLarge {
         what: format!("the {count} alike pairs"),
         bytes: need,
-        available: 0,
+        available,
         advice: "pass copies=\"first\" to pair each copy with the first copy of its text only".into(),
-    })?;
-    for m in &members {
+    };
+    if let Some(available) = crate::mem::available().filter(|&a| need > a) {
+        return Err(too_large(available));
+    }
+    let mut out: Vec<([u64; 2], f32)> = Vec::new();
+    out.try_reserve_exact(count as usize).map_err(|_| too_large(0))?;
+    for m in &groups.members {
         match copies {
             Copies::First => out.extend(m[1..].iter().map(|&c| ([u64::from(m[0]), u64::from(c)], 1.0))),
             Copies::All => {
@@ -205,8 +239,8 @@ fn expand(found: Vec<(u64, f32)>, first: &[u32], copies: Copies) -> Result<Verif
         match copies {
             Copies::First => out.push(([u64::from(a), u64::from(b)], s)),
             Copies::All => {
-                for &x in of(a) {
-                    out.extend(of(b).iter().map(|&y| ([u64::from(x.min(y)), u64::from(x.max(y))], s)));
+                for &x in groups.with(&a) {
+                    out.extend(groups.with(&b).iter().map(|&y| ([u64::from(x.min(y)), u64::from(x.max(y))], s)));
                 }
             }
         }
@@ -214,6 +248,26 @@ fn expand(found: Vec<(u64, f32)>, first: &[u32], copies: Copies) -> Result<Verif
     out.par_sort_unstable_by_key(|&(p, _)| p);
     let (pairs, similarity) = out.into_iter().unzip();
     Ok(Verified { pairs, similarity })
+}
+
+/// [`Corpus::pairs`]' answer made from what a stream of the documents
+/// found: its alike pairs with copies paired to their first copy only
+/// (`pairs` `[lower, higher]` in any order, the links among them) and the
+/// links (`copy << 32 | first`).
+///
+/// # Errors
+/// As [`Corpus::pairs`].
+pub fn expand_copies(pairs: &[[u64; 2]], similarity: &[f32], links: &[u64], copies: Copies) -> Result<Verified> {
+    let mut linked: Vec<u64> = links.iter().map(|&l| (l & u64::from(u32::MAX)) << 32 | l >> 32).collect();
+    linked.sort_unstable();
+    let mut found: Vec<(u64, f32)> = pairs
+        .iter()
+        .zip(similarity)
+        .map(|(&[a, b], &s)| (a << 32 | b, s))
+        .filter(|(p, _)| linked.binary_search(p).is_err())
+        .collect();
+    found.par_sort_unstable_by_key(|&(p, _)| p);
+    expand(found, Groups::of(links.iter().map(|&l| ((l >> 32) as u32, l as u32))), copies)
 }
 
 /// Packed pairs `lower << 32 | higher` with their similarity as [`Verified`].

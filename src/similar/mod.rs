@@ -27,6 +27,7 @@
 //! - [`StreamVerifier`]: the second pass of a corpus too large to hold, with
 //!   a document's set kept only from its first candidate pair to its last.
 
+pub mod copies;
 mod corpus;
 mod online;
 mod sweep;
@@ -37,7 +38,7 @@ mod verify;
 use std::fmt;
 use std::str::FromStr;
 
-pub use corpus::{dedup_of, similar_pairs_utf8, Corpus};
+pub use corpus::{dedup_of, expand_copies, similar_pairs_utf8, Corpus};
 pub use online::{ChunkDedup, OnlineDedup};
 pub use sweep::PairSweep;
 pub use overlap::{alike, similarity};

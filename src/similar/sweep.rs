@@ -35,7 +35,12 @@ impl PairSweep {
     /// # Errors
     /// [`Error::InvalidParameter`] for lengths that differ, pairs out of
     /// order, or a document past `n`.
-    pub fn feed(&mut self, pairs: &[u64], similarity: &[f32]) -> Result<(&[u32], &[u32], &[f32])> {
+    ///
+    /// `links` (`copy << 32 | first`, ascending) are the copies among the
+    /// same documents (see [`super::copies`]): each goes, matched to its
+    /// first copy (similarity 1) when that was kept, else to what its
+    /// first copy matched, with the same similarity.
+    pub fn feed(&mut self, pairs: &[u64], similarity: &[f32], links: &[u64]) -> Result<(&[u32], &[u32], &[f32])> {
         if pairs.len() != similarity.len() {
             return Err(Error::invalid("similarity", "one value per pair", format!("{} for {} pairs", similarity.len(), pairs.len())));
         }
@@ -56,7 +61,46 @@ impl PairSweep {
             }
         }
         self.components.feed(pairs)?;
+        if !links.is_empty() {
+            self.follow_first(before, links)?;
+        }
         Ok((&self.dedup.dropped[before..], &self.dedup.matched[before..], &self.similarity[before..]))
+    }
+
+    /// Drops the linked copies, then puts this feed's dropped documents
+    /// (from `before`) in order again.
+    fn follow_first(&mut self, before: usize, links: &[u64]) -> Result<()> {
+        let n = self.dedup.keep.len() as u64;
+        let d = &mut self.dedup;
+        let mut copies: Vec<(u32, u32, f32)> = Vec::with_capacity(links.len());
+        for &l in links {
+            let (copy, first) = (l >> 32, l & u64::from(u32::MAX));
+            if copy >= n || first >= copy {
+                return Err(Error::invalid("links", "(copy, first copy) of the documents", format!("({copy}, {first}) of {n}")));
+            }
+            let (copy, first) = (copy as u32, first as u32);
+            copies.push(if d.keep[first as usize] {
+                (copy, first, 1.0)
+            } else {
+                let at = d.dropped.binary_search(&first).map_err(|_| Error::invalid("links", "copies after their first copy's pairs", first))?;
+                (copy, d.matched[at], self.similarity[at])
+            });
+            d.keep[copy as usize] = false;
+            self.components.join(first, copy);
+        }
+        let mut new: Vec<(u32, u32, f32)> =
+            d.dropped[before..].iter().zip(&d.matched[before..]).zip(&self.similarity[before..]).map(|((&j, &m), &s)| (j, m, s)).collect();
+        new.extend(copies);
+        new.sort_unstable_by_key(|c| c.0);
+        d.dropped.truncate(before);
+        d.matched.truncate(before);
+        self.similarity.truncate(before);
+        for (j, m, s) in new {
+            d.dropped.push(j);
+            d.matched.push(m);
+            self.similarity.push(s);
+        }
+        Ok(())
     }
 
     /// The dedup and the similarity of each dropped document to its match.
@@ -86,9 +130,9 @@ mod tests {
         // 0~1, 1~2 (1 dropped, so 2 stays), 0~3, 2~4.
         let pairs = [1 << 32, 2 << 32 | 1, 3 << 32, 4 << 32 | 2];
         let mut s = PairSweep::new(6);
-        assert_eq!(s.feed(&pairs[..2], &[0.9, 0.8]).unwrap(), (&[1u32][..], &[0u32][..], &[0.9f32][..]));
-        assert_eq!(s.feed(&pairs[2..], &[0.95, 1.0]).unwrap(), (&[3u32, 4][..], &[0u32, 2][..], &[0.95f32, 1.0][..]));
-        assert!(s.feed(&[2 << 32], &[0.5]).is_err(), "out of order");
+        assert_eq!(s.feed(&pairs[..2], &[0.9, 0.8], &[]).unwrap(), (&[1u32][..], &[0u32][..], &[0.9f32][..]));
+        assert_eq!(s.feed(&pairs[2..], &[0.95, 1.0], &[]).unwrap(), (&[3u32, 4][..], &[0u32, 2][..], &[0.95f32, 1.0][..]));
+        assert!(s.feed(&[2 << 32], &[0.5], &[]).is_err(), "out of order");
         let (d, sims) = PairSweep::new(6).tap_feed(&pairs, &[0.9, 0.8, 0.95, 1.0]).dedup();
         assert_eq!(d.keep, [true, false, true, false, false, true]);
         assert_eq!((d.dropped, d.matched, sims), (vec![1, 3, 4], vec![0, 0, 2], vec![0.9, 0.95, 1.0]));
@@ -96,13 +140,13 @@ mod tests {
         assert_eq!((members, starts), (vec![0, 1, 2, 3, 4], vec![0, 5]));
         let (members, starts) = PairSweep::new(6).tap_feed(&pairs, &[0.9, 0.8, 0.95, 1.0]).clusters(ClusterMethod::Leader, 1).unwrap();
         assert_eq!((members, starts), (vec![0, 1, 3, 2, 4, 5], vec![0, 3, 5, 6]));
-        assert!(PairSweep::new(3).feed(&[5 << 32], &[1.0]).is_err(), "past n");
-        assert!(PairSweep::new(3).feed(&[1 << 32], &[]).is_err(), "lengths");
+        assert!(PairSweep::new(3).feed(&[5 << 32], &[1.0], &[]).is_err(), "past n");
+        assert!(PairSweep::new(3).feed(&[1 << 32], &[], &[]).is_err(), "lengths");
     }
 
     impl PairSweep {
         fn tap_feed(mut self, pairs: &[u64], sims: &[f32]) -> PairSweep {
-            self.feed(pairs, sims).unwrap();
+            self.feed(pairs, sims, &[]).unwrap();
             self
         }
     }

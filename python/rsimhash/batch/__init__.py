@@ -226,7 +226,7 @@ def clusters(source: Any, k: int = 3, *, method: str = "connected", min_size: in
 def similar_pairs(texts: Any, threshold: float = 0.9, *, shingles: str = "words", width: Optional[int] = 3,
                   candidates: Any = "auto", measure: str = "jaccard", ids: Any = None, column: str = "text",
                   memory_limit: Memory = None, workdir: Any = None, threads: Optional[int] = None,
-                  progress: Progress = None) -> Tuple[np.ndarray, np.ndarray]:
+                  progress: Progress = None, copies: str = "all") -> Tuple[np.ndarray, np.ndarray]:
     """Every pair of texts whose shingle sets are at least ``threshold``
     alike among the candidates, as ``rsimhash.similar_pairs`` finds them
     (the same pairs and values): ``(pairs, similarity)``, a ``(P, 2)``
@@ -237,31 +237,36 @@ def similar_pairs(texts: Any, threshold: float = 0.9, *, shingles: str = "words"
     a path (``str`` or ``os.PathLike``) or a list of ``os.PathLike`` paths
     of JSON lines (maybe gzip or zstd) or Parquet files whose ``column``
     holds the text, or a function returning a fresh iterable of chunks of
-    texts each time it is called (it is called twice).
+    texts each time it is called (it is called twice). Texts given again
+    (the same bytes) are checked once; ``copies`` as in
+    ``rsimhash.similar_pairs``.
 
     >>> texts = ["the cat sat on the mat today", "the cat sat on the mat today!", "dogs bark"]
     >>> pairs, sim = rsimhash.batch.similar_pairs(texts, 0.9)
     >>> pairs.tolist(), sim.tolist()
     ([[0, 1]], [1.0])
     """
+    if copies not in ("all", "first"):
+        raise ValueError(f'copies must be "all" or "first", got {copies!r}')
     found: list = []
 
     def each(higher: np.ndarray, lower: np.ndarray, sims: np.ndarray, *_: Any) -> None:
         if len(higher):
             found.append((higher, lower, sims))
 
+    expand: list = []
     n = _verified(texts, threshold, each, shingles=shingles, width=width, candidates=candidates, measure=measure,
                   column=column, memory_limit=memory_limit, workdir=workdir, threads=threads, progress=progress,
-                  desc="similar_pairs")
+                  desc="similar_pairs", on_pairs=lambda two: expand.append(two))
     hi = np.concatenate([f[0] for f in found]) if found else np.empty(0, np.uint64)
     lo = np.concatenate([f[1] for f in found]) if found else np.empty(0, np.uint64)
     sims = np.concatenate([f[2] for f in found]) if found else np.empty(0, np.float32)
+    pairs, sims = expand[0](lo, hi, sims, copies)
     if ids is not None:
         from ..similar import _by_ids, _ids
 
-        return _by_ids(np.stack([lo, hi], axis=1).reshape(-1, 2), sims, _ids(ids, n))
-    order = np.lexsort((hi, lo))
-    return np.stack([lo[order], hi[order]], axis=1).reshape(-1, 2), sims[order]
+        return _by_ids(pairs, sims, _ids(ids, n))
+    return pairs, sims
 
 
 def similar_dedup(texts: Any, threshold: float = 0.9, *, shingles: str = "words", width: Optional[int] = 3,
@@ -330,9 +335,11 @@ def similar_clusters(texts: Any, threshold: float = 0.9, *, method: str = "conne
 
 def _verified(texts: Any, threshold: float, each: Any, *, shingles: str, width: Optional[int], candidates: Any,
               measure: str, column: str, memory_limit: Memory, workdir: Any, threads: Optional[int],
-              progress: Progress, desc: str, sweep_out: Optional[list] = None) -> int:
+              progress: Progress, desc: str, sweep_out: Optional[list] = None, on_pairs: Any = None) -> int:
     """Both passes of a verified job; ``each`` gets each piece's
-    ``TwoPass.verify`` answer. Returns the number of texts."""
+    ``TwoPass.verify`` answer, and ``on_pairs`` a function that makes the
+    job's pairs whole (``TwoPass.all_pairs``, its links copied out). Returns
+    the number of texts."""
     from ._similar import Settings, TwoPass
     from ._texts_in import reader
 
@@ -353,6 +360,11 @@ def _verified(texts: Any, threshold: float, each: Any, *, shingles: str, width: 
         two.check_done()
         if sweep_out is not None:
             sweep_out.append(two.sweep)
+        if on_pairs is not None:
+            links = np.array(two.links)
+            on_pairs(lambda lo, hi, sims, copies: _core.expand_copies(
+                np.ascontiguousarray(lo, dtype=np.uint64), np.ascontiguousarray(hi, dtype=np.uint64),
+                np.ascontiguousarray(sims, dtype=np.float32), links, copies=copies))
         return two.count
 
 

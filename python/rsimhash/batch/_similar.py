@@ -1,15 +1,22 @@
 """Verified near-duplicates of a corpus larger than memory, in two passes.
 
 1. Each text's candidate fingerprint is made and appended to a spill file
-   (8 bytes a text); the batch engine finds every pair of fingerprints
-   within the candidates' ``k``, one table at a time, and writes them as
-   ``higher << 32 | lower``, ascending, with each text's last later partner.
+   (8 bytes a text), and a 128-bit key of its bytes to another (16 bytes).
+   Texts given again (the same key and fingerprint) are *copies*: each is
+   linked to the first of them (``rsimhash._rsimhash.copy_links``, sorted
+   on disk) and has no candidates of its own. The batch engine finds every
+   pair of first copies' fingerprints within the candidates' ``k``, one
+   table at a time, and writes them as ``higher << 32 | lower``, ascending,
+   with each text's last later partner. A page copied 10^5 times makes
+   10^5 links, not 5 * 10^9 candidates.
 2. The texts come again in order; each chunk's candidate pairs are checked
    by the exact similarity of the two shingle sets as the later text
    comes. A set is made only for a text some candidate names and kept only
    until its last partner has come, so memory follows the candidates that
-   span the corpus, not the corpus. The alike pairs fold into the dedup
-   and the clusters as they come (``PairSweep``, 5 bytes a text).
+   span the corpus, not the corpus. Each link is confirmed by comparing
+   the two sets (similarity 1). The alike pairs fold into the dedup and
+   the clusters as they come (``PairSweep``, 5 bytes a text), copies
+   following their first copy.
 
 ``TwoPass`` holds both passes' state; the jobs of ``rsimhash.batch`` and
 the command line drive it with their own readers of the texts.
@@ -73,18 +80,24 @@ class TwoPass:
         self.workdir = workdir
         self.threads = threads
         self.files = [os.path.join(workdir, f"{name}-{os.getpid()}{ext}") for name, ext in
-                      (("candidates", ".u64"), ("candidate-pairs", ".npy"), ("candidate-last", ".npy"))]
-        self.fps_path = self.files[0]
+                      (("candidates", ".u64"), ("candidate-pairs", ".npy"), ("candidate-last", ".npy"),
+                       ("text-keys", ".u128"), ("copy-links", ".npy"), ("first-copies", ".npy"),
+                       ("first-pairs", ".npy"), ("first-last", ".npy"))]
+        self.fps_path, self.keys_path = self.files[0], self.files[3]
         self._fps = open(self.fps_path, "wb")
+        self._keys = open(self.keys_path, "wb")
         self.count = 0
         self.pairs: Any = None
         self.last: Any = None
+        self.links: Any = np.empty(0, np.uint64)
         self.first = 0
 
     def add(self, piece: Any) -> np.ndarray:
-        """First pass: the piece's candidate fingerprints, spilled (and returned)."""
+        """First pass: the piece's candidate fingerprints, spilled (and
+        returned), and its texts' keys."""
         fps = self.settings.fingerprints(piece, self.threads)
         self._fps.write(np.ascontiguousarray(fps, dtype=np.uint64).tobytes())
+        self._keys.write(_core.content_keys(core_piece(piece), threads=self.threads).tobytes())
         self.count += len(fps)
         return fps
 
@@ -92,17 +105,63 @@ class TwoPass:
         """Every candidate pair, found by the batch engine under ``job``'s
         memory limit and written to the work directory; returns the count."""
         self._fps.close()
+        self._keys.close()
         if self.count >= (1 << 32) - 1:
             raise ValueError(f"verified jobs take at most 2^32 - 2 texts, got {self.count:,}")
-        fps = np.memmap(self.fps_path, dtype=np.uint64, mode="r") if self.count else np.empty(0, np.uint64)
-        pairs_path, last_path = self.files[1:]
         kwargs = dict(job, k=self.settings.candidates[2])
-        n = int(_core.batch_candidates(fps, pairs_out=pairs_path, last_out=last_path, **kwargs))
-        del fps
-        self.pairs = np.load(pairs_path, mmap_mode="r") if n else np.empty(0, np.uint64)
-        self.last = np.load(last_path, mmap_mode="r") if self.count else np.empty(0, np.uint32)
+        links_path = self.files[4]
+        n_links = int(_core.copy_links(self.keys_path, self.fps_path, self.count, workdir=self.workdir,
+                                       memory_limit=int(job["memory_limit"]), out=links_path)) if self.count else 0
+        if n_links:
+            self.links = np.load(links_path, mmap_mode="r")
+            n = self._first_copies_candidates(kwargs)
+        else:
+            fps = np.memmap(self.fps_path, dtype=np.uint64, mode="r") if self.count else np.empty(0, np.uint64)
+            pairs_path, last_path = self.files[1:3]
+            n = int(_core.batch_candidates(fps, pairs_out=pairs_path, last_out=last_path, **kwargs))
+            del fps
+            self.pairs = np.load(pairs_path, mmap_mode="r") if n else np.empty(0, np.uint64)
+            self.last = np.load(last_path, mmap_mode="r") if self.count else np.empty(0, np.uint32)
         self.verifier = self.settings.verifier()
         self.sweep = _core.PairSweep(self.count)
+        return n
+
+    def _first_copies_candidates(self, kwargs: Dict[str, Any]) -> int:
+        """The candidates of first copies only, as positions of all texts:
+        the first copies' fingerprints go to the batch engine, and its
+        pairs and last partners are mapped back to positions (in order, as
+        first copies are); a first copy is held until its last copy."""
+        step = 1 << 22
+        copies = np.asarray(self.links >> np.uint64(32), dtype=np.uint32)
+        is_copy = np.zeros(self.count, dtype=bool)
+        is_copy[copies] = True
+        positions = np.flatnonzero(~is_copy).astype(np.uint32)
+        del is_copy
+        fps = np.memmap(self.fps_path, dtype=np.uint64, mode="r")
+        first_path = self.files[5]
+        first_fps = np.lib.format.open_memmap(first_path, mode="w+", dtype=np.uint64, shape=(len(positions),))
+        for lo in range(0, len(positions), step):
+            first_fps[lo:lo + step] = fps[positions[lo:lo + step]]
+        first_fps.flush()
+        del first_fps, fps
+        pairs_path, last_path = self.files[6:8]
+        n = int(_core.batch_candidates([first_path], pairs_out=pairs_path, last_out=last_path, **kwargs))
+        pairs = np.load(pairs_path, mmap_mode="r") if n else np.empty(0, np.uint64)
+        out = np.lib.format.open_memmap(self.files[1], mode="w+", dtype=np.uint64, shape=(n,)) if n else pairs
+        for lo in range(0, n, step):
+            p = np.asarray(pairs[lo:lo + step])
+            hi = positions[(p >> np.uint64(32)).astype(np.int64)].astype(np.uint64)
+            low = positions[(p & np.uint64(0xFFFFFFFF)).astype(np.int64)].astype(np.uint64)
+            out[lo:lo + step] = hi << np.uint64(32) | low
+        last_first = np.load(last_path, mmap_mode="r")
+        last = np.zeros(self.count, dtype=np.uint32)
+        for lo in range(0, len(positions), step):
+            ls = np.asarray(last_first[lo:lo + step]).astype(np.int64)
+            own = np.arange(lo, lo + len(ls))
+            last[positions[lo:lo + step]] = np.where(ls > own, positions[np.minimum(ls, len(positions) - 1)], 0)
+        firsts = np.asarray(self.links & np.uint64(0xFFFFFFFF), dtype=np.int64)
+        np.maximum.at(last, firsts, copies)
+        self.pairs, self.last = (out if n else np.empty(0, np.uint64)), last
         return n
 
     def verify(self, piece: Any) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -115,11 +174,19 @@ class TwoPass:
         if end > self.count:
             raise ValueError(f"the texts changed between the passes: the second gave more than the first's "
                              f"{self.count:,}")
-        lo, hi = np.searchsorted(self.pairs, np.array([first << 32, end << 32], dtype=np.uint64))
+        bounds = np.array([first << 32, end << 32], dtype=np.uint64)
+        lo, hi = np.searchsorted(self.pairs, bounds)
         pairs = np.ascontiguousarray(self.pairs[lo:hi])
         last = np.ascontiguousarray(self.last[first:end])
-        higher, lower, sims = self.verifier.feed(first, texts, pairs, last, threads=self.threads)
-        dropped, matched, dsims = self.sweep.feed(higher, lower, sims)
+        llo, lhi = np.searchsorted(self.links, bounds)
+        links = np.ascontiguousarray(self.links[llo:lhi])
+        higher, lower, sims = self.verifier.feed(first, texts, pairs, last, links=links, threads=self.threads)
+        if len(links):
+            # The links are among the alike pairs (similarity 1); the sweep takes them apart.
+            own = ~np.isin(higher << np.uint64(32) | lower, links)
+            dropped, matched, dsims = self.sweep.feed(higher[own], lower[own], sims[own], links)
+        else:
+            dropped, matched, dsims = self.sweep.feed(higher, lower, sims)
         self.first = end
         return higher, lower, sims, dropped, matched, dsims
 
@@ -130,9 +197,11 @@ class TwoPass:
                              f"the second {self.first:,}")
 
     def close(self) -> None:
-        if not self._fps.closed:
-            self._fps.close()
+        for f in (self._fps, self._keys):
+            if not f.closed:
+                f.close()
         self.pairs = self.last = None
+        self.links = np.empty(0, np.uint64)
         for name in self.files:
             try:
                 os.remove(name)

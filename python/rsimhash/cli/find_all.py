@@ -61,6 +61,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_distance(p, what="fingerprints of a pair")
     add_text(p)
     verified.add_arguments(p, "pairs of records")
+    p.add_argument("--copies", choices=("all", "first"), default=None,
+                   help="pairs of records given more than once (copies), with --jaccard: 'all' lists every pair "
+                        "of them (c copies make c(c-1)/2), 'first' pairs each copy with the first copy only. "
+                        "Default: all, with a warning when copies make most of a large output")
     add_memory(p)
     add_run(p)
 
@@ -170,14 +174,35 @@ def _run_verified(args: argparse.Namespace) -> int:
 
 def _verified_pairs(gathered: "verified.Gathered", args: argparse.Namespace) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
     """``(lower, higher, similarity)`` positions of the verified pairs, sorted."""
+    copies = args.copies or "all"
     if gathered.corpus is not None:
         corpus = gathered.corpus
-        pairs, sims = verified.with_bars(args, "find-all", lambda bars: corpus.pairs(threads=args.threads, progress=bars))
+        pairs, sims = verified.with_bars(args, "find-all", lambda bars: corpus.pairs(
+            threads=args.threads, progress=bars, copies=copies))
+        _warn_copies(args, pairs, copies)
         return pairs[:, 0], pairs[:, 1], sims
     assert gathered.two is not None
     found = [(h, lo, s) for _, h, lo, s, *_ in gathered.two.again() if len(h)]
     hi = np.concatenate([f[0] for f in found]) if found else np.empty(0, np.uint64)
     lo = np.concatenate([f[1] for f in found]) if found else np.empty(0, np.uint64)
     sims = np.concatenate([f[2] for f in found]) if found else np.empty(0, np.float32)
-    order = np.lexsort((hi, lo))
-    return lo[order], hi[order], sims[order]
+    from .. import _rsimhash
+
+    pairs, sims = _rsimhash.expand_copies(lo, hi, sims, np.ascontiguousarray(gathered.two.two.links), copies=copies)
+    _warn_copies(args, pairs, copies)
+    return pairs[:, 0], pairs[:, 1], sims
+
+
+# Pairs of copies past which --copies left unset gets a warning: as Python's.
+COPIES_WARNING = 1 << 26
+
+
+def _warn_copies(args: argparse.Namespace, pairs: np.ndarray, copies: str) -> None:
+    """A warning when pairs of copies, not asked for, make most of a large output."""
+    if args.copies is not None or copies != "all" or len(pairs) < COPIES_WARNING:
+        return
+    import sys
+
+    print(f"rsimhash find-all: warning: {len(pairs):,} pairs to write, most of them between copies of the same "
+          "record; --copies first pairs each copy with its first copy only (--copies all silences this)",
+          file=sys.stderr)
