@@ -1,0 +1,105 @@
+"""Word-level diff of two texts, for the report's side-by-side pairs.
+
+Invariant: the pieces reconstruct both texts exactly. ``diff(a, b)`` is a
+list of ``Op(tag, a, b)``; joining every ``op.a`` in order gives ``a`` and
+every ``op.b`` gives ``b``, whatever the texts hold (any script, emoji,
+lone surrogates, control characters). ``tag`` is ``equal``, ``replace``
+(changed words), ``delete`` (words only in ``a``) or ``insert`` (only in
+``b``).
+
+Tokens follow SPEC v1's words: a run of letters, marks and numbers, or a
+single character of a script written without spaces (CJK, kana, Thai, Lao,
+Myanmar, Khmer), or any other single character (punctuation, an emoji),
+each with the marks, joiners, variation selectors and skin tones that
+belong to it, then its trailing whitespace. Leading whitespace is a token
+of its own. Tokens are compared as the fingerprints see them: lowercased,
+without their trailing whitespace (so a word moved to the next line or
+capitalised is not a change; the page marks case apart); each side keeps
+its own characters.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+import unicodedata
+from typing import List, NamedTuple
+
+# Scripts written without spaces (SPEC v1's list): each character a token.
+_NOSPACE = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff" \
+    "\U00020000-\U0003134f"
+_ZWJ = "\u200d"
+_REGIONAL = "".join(chr(c) for c in range(0x1F1E6, 0x1F200))  # flag letters
+
+
+def _ranges(codes: List[int]) -> str:
+    out, start = [], None
+    for a, b in zip(codes, codes[1:] + [-1]):
+        start = a if start is None else start
+        if b != a + 1:
+            out.append(re.escape(chr(start)) + ("" if a == start else "-" + re.escape(chr(a))))
+            start = None
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=None)
+def _token_re() -> "re.Pattern[str]":
+    """Whitespace runs; a character of a no-space script; a run of letters,
+    marks and numbers (SPEC v1's token characters); any other character."""
+    # Marks are below U+20000 but for the variation selectors supplement (0.04 s to list, once).
+    marks = [c for c in range(0x20000) if unicodedata.category(chr(c))[0] == "M"] + list(range(0xE0100, 0xE01F0))
+    word = f"(?:[^\\W_{_NOSPACE}]|[{_ranges(marks)}])+"
+    return re.compile(rf"\s+|[{_NOSPACE}]|{word}|.", re.S)
+
+
+class Op(NamedTuple):
+    tag: str        # "equal", "replace", "delete" or "insert"
+    a: List[str]    # tokens of the first text (empty for "insert")
+    b: List[str]    # tokens of the second text (empty for "delete")
+
+
+def _attached(ch: str, prev: str) -> bool:
+    """Whether ``ch`` belongs to the token before it: a combining mark, a
+    variation selector or emoji modifier, a character after a zero-width
+    joiner, or the second of two regional indicators (a flag)."""
+    o = ord(ch)
+    if prev.endswith(_ZWJ) or ch == _ZWJ or 0xFE00 <= o <= 0xFE0F or 0x1F3FB <= o <= 0x1F3FF or 0xE0020 <= o <= 0xE007F:
+        return True
+    if 0x1F1E6 <= o <= 0x1F1FF:
+        # Pairs of regional indicators make flags: attach the second of each pair.
+        run = len(prev) - len(prev.rstrip(_REGIONAL))
+        return run % 2 == 1
+    return unicodedata.category(ch)[0] == "M"
+
+
+def tokens(text: str) -> List[str]:
+    """``text`` cut into tokens (see the module doc); they join to ``text``."""
+    out: List[str] = []
+    for m in _token_re().finditer(text):
+        t = m.group()
+        if out and (t[0].isspace() and not out[-1].isspace() or not t[0].isspace() and _attached(t[0], out[-1])
+                    and not out[-1][-1:].isspace()):
+            out[-1] += t
+        else:
+            out.append(t)
+    return out
+
+
+def key(token: str) -> str:
+    """What two tokens are compared by: lowercased as the fingerprints see
+    them, without their trailing whitespace."""
+    return token.rstrip().lower() or token
+
+
+def diff(a: str, b: str) -> List[Op]:
+    """The word-level diff of ``a`` and ``b``; its pieces join to both exactly."""
+    ta, tb = tokens(a), tokens(b)
+    ka, kb = [key(t) for t in ta], [key(t) for t in tb]
+    matcher = difflib.SequenceMatcher(None, ka, kb, autojunk=False)
+    return [Op(tag, ta[i1:i2], tb[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes()]
+
+
+def changed_words(ops: List[Op]) -> int:
+    """Words (tokens) that differ, counted on the longer side of each change."""
+    return sum(max(len(op.a), len(op.b)) for op in ops if op.tag != "equal")
