@@ -116,7 +116,7 @@ def render(pair: Pair, number: int, chars: int, measure: str) -> str:
         case = sum(x.rstrip() != y.rstrip() for op in ops if op.tag == "equal" for x, y in zip(op.a, op.b))
         case_note = f", {count(case)} in case only" if case else ""
         parts.append(f'<p class="changed">{count(changed)} word{" differs" if changed == 1 else "s differ"}'
-                     f"{case_note}</p>'
+                     f"{case_note}</p>"
                      f'<div class="sides"><div class="side">{left_who}<div class="text" dir="auto">'
                      f'{_side(ops, "a")}</div>{_note(pair.left, a)}</div>'
                      f'<div class="side">{right_who}<div class="text" dir="auto">{_side(ops, "b")}</div>'
