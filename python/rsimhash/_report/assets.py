@@ -41,6 +41,7 @@ svg .grid{stroke:var(--line);stroke-width:1}svg .k{stroke:var(--accent);stroke-w
 svg .tick,svg .label{fill:var(--muted);font-size:12px}
 details.numbers table{margin-top:6px;font-size:13px}
 ol.groups{padding-left:1.5em}ol.groups td:first-child{white-space:nowrap}
+td.id code{white-space:nowrap}td.id{max-width:22em;overflow-x:auto}
 .first{overflow-wrap:anywhere}
 form#filter{position:sticky;top:0;z-index:2;background:var(--bg);padding:8px 0;border-bottom:1px solid var(--line);
 display:flex;flex-wrap:wrap;gap:18px;align-items:center}

@@ -30,7 +30,9 @@ from .markup import count
 from .pairs import Pair
 from .records import Scan, Shard, scan
 
+# Who the two sides of a pair are, and the members of a group.
 ROLES = {"dedup": ("kept", "removed"), "cluster": ("first member", "member"), "find-all": ("a", "b")}
+GROUP_ROLES = {"dedup": ("kept", "removed"), "cluster": ("first", "member"), "find-all": ("first", "linked")}
 # (the matches, the groups, the records flagged in the shard chart, the section of groups)
 WHAT = {"dedup": ("removed records", "groups", "removed", "kept records with the records removed for them"),
         "cluster": ("members", "clusters", "in a cluster", "clusters"),
@@ -52,6 +54,7 @@ class Run:
         self.mode, self.width = mode, width
         self.design, self.seconds, self.command, self.summary = design, seconds, command, summary
         self.bad_lines, self.title, self.notes = bad_lines, title, list(notes)
+        self.given_fingerprints = False   # the input holds fingerprints (hash TSV, decimal lines), not texts
 
     def fingerprinting(self) -> Tuple[str, Optional[int], Optional[int]]:
         """``(mode, width, k)`` of the fingerprints the distances are of."""
@@ -186,7 +189,10 @@ def _numbers(run: Run, found: Found, sc: Scan) -> page.Numbers:
         nums.add("shingles", "shingles compared", f"{run.mode} of {run.width or 3}")
     else:
         nums.add("k", "within (bits)", k if k is not None else "?")
-        nums.add("shingles", "fingerprints of", f"{mode} of {width or (3 if mode == 'words' else 4)}")
+        if run.given_fingerprints:
+            nums.add("shingles", "fingerprints", "read from the input")
+        else:
+            nums.add("shingles", "fingerprints of", f"{mode} of {width or (3 if mode == 'words' else 4)}")
     if run.design:
         nums.add("design", "table design", run.design)
     nums.add("seconds", "time", f"{run.seconds:.1f} s" if run.seconds is not None else "not known",
@@ -219,7 +225,8 @@ def _page(run: Run, found: Found, sc: Scan, pairs: List[Pair], groups: List[Tupl
     of = {"dedup": "each removed record to the kept record it matched",
           "cluster": "each member to its cluster's first member", "find-all": "the pairs"}[found.kind]
     if found.distance is not None:
-        fps = f"fingerprints ({mode} of {width or (3 if mode == 'words' else 4)})"
+        fps = "fingerprints" if run.given_fingerprints else \
+            f"fingerprints ({mode} of {width or (3 if mode == 'words' else 4)})"
         fps = "candidate " + fps if run.jaccard is not None else fps
         figures.append(charts.hamming(dist, k, unit=what_matches, title=f"Hamming distance of the {fps} of {of}"
                                       + (f"; k = {k} dashed" if k is not None else "")))
@@ -230,8 +237,12 @@ def _page(run: Run, found: Found, sc: Scan, pairs: List[Pair], groups: List[Tupl
     figures.append(charts.sizes_loglog(found.sizes, what=what_groups))
     if len(shards) > 1:
         figures.append(charts.shards([s.name for s in shards], sc.records, sc.flagged, what=flagged_what))
-    roles = ROLES[found.kind]
-    shown_groups = [(size, [(found.names[c], sc.texts.get(c)) for c in members.tolist()]) for size, members in groups]
+    roles = GROUP_ROLES[found.kind]
+
+    def name(c: int) -> str:
+        return f"{found.names[c]} (record {sc.ids.get(c, '?')})" if found.values else found.names[c]
+
+    shown_groups = [(size, [(name(c), sc.texts.get(c)) for c in members.tolist()]) for size, members in groups]
     how = ("drawn across the distance range (each distance has an equal share)" if found.similarity is None else
            "drawn across the similarity range (each tenth of it has an equal share, exact copies apart)")
     how += ", so the borderline pairs are there"
@@ -246,7 +257,7 @@ def _page(run: Run, found: Found, sc: Scan, pairs: List[Pair], groups: List[Tupl
         ("numbers", "The run in numbers", numbers),
         ("charts", "Charts", f'<div class="charts">{"".join(figures)}</div>'),
         ("groups", f"The largest {groups_title}", page.groups_html(shown_groups, groups_title, roles,
-                                                                    len(found.sizes))),
+                                                                    len(found.sizes), sc.has_texts)),
         ("pairs", "A sample of pairs", page.pairs_html(pairs, len(found.a), how, run.measure, max_d, sim_range)),
     ]
     kind = found.kind

@@ -30,6 +30,7 @@ from typing import List, NamedTuple
 _NOSPACE = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff" \
     "\U00020000-\U0003134f"
 _ZWJ = "\u200d"
+EXACT_WORK = 100_000  # tokens x tokens that difflib compares exactly (0.04 s at most)
 _REGIONAL = "".join(chr(c) for c in range(0x1F1E6, 0x1F200))  # flag letters
 
 
@@ -49,8 +50,9 @@ def _token_re() -> "re.Pattern[str]":
     marks and numbers (SPEC v1's token characters); any other character."""
     # Marks are below U+20000 but for the variation selectors supplement (0.04 s to list, once).
     marks = [c for c in range(0x20000) if unicodedata.category(chr(c))[0] == "M"] + list(range(0xE0100, 0xE01F0))
-    word = f"(?:[^\\W_{_NOSPACE}]|[{_ranges(marks)}])+"
-    return re.compile(rf"\s+|[{_NOSPACE}]|{word}|.", re.S)
+    word = f"(?:[^\\W_{_NOSPACE}]+|[{_ranges(marks)}]+)+"
+    # Each token takes its trailing whitespace; only leading whitespace is a token alone.
+    return re.compile(rf"\s+|(?:[{_NOSPACE}]|{word}|.)\s*", re.S)
 
 
 class Op(NamedTuple):
@@ -75,11 +77,14 @@ def _attached(ch: str, prev: str) -> bool:
 
 def tokens(text: str) -> List[str]:
     """``text`` cut into tokens (see the module doc); they join to ``text``."""
+    found = _token_re().findall(text)
+    if text.isascii():
+        return found
     out: List[str] = []
-    for m in _token_re().finditer(text):
-        t = m.group()
-        if out and (t[0].isspace() and not out[-1].isspace() or not t[0].isspace() and _attached(t[0], out[-1])
-                    and not out[-1][-1:].isspace()):
+    for t in found:
+        # Nothing below U+0300 attaches (marks, joiners and modifiers are above it) but after a joiner.
+        if out and not out[-1][-1].isspace() and (ord(t[0]) >= 0x300 or out[-1][-1] == _ZWJ) \
+                and _attached(t[0], out[-1]):
             out[-1] += t
         else:
             out.append(t)
@@ -96,8 +101,29 @@ def diff(a: str, b: str) -> List[Op]:
     """The word-level diff of ``a`` and ``b``; its pieces join to both exactly."""
     ta, tb = tokens(a), tokens(b)
     ka, kb = [key(t) for t in ta], [key(t) for t in tb]
-    matcher = difflib.SequenceMatcher(None, ka, kb, autojunk=False)
-    return [Op(tag, ta[i1:i2], tb[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes()]
+    # The common head and tail first (linear); difflib only on what lies between,
+    # exactly when that is small, else with its heuristic that ignores popular
+    # tokens (difflib is quadratic on texts that repeat a few tokens).
+    head = 0
+    while head < len(ka) and head < len(kb) and ka[head] == kb[head]:
+        head += 1
+    tail = 0
+    while tail < len(ka) - head and tail < len(kb) - head and ka[-1 - tail] == kb[-1 - tail]:
+        tail += 1
+    mid_a, mid_b = ka[head:len(ka) - tail], kb[head:len(kb) - tail]
+    matcher = difflib.SequenceMatcher(None, mid_a, mid_b, autojunk=len(mid_a) * len(mid_b) > EXACT_WORK)
+    ops = [Op("equal", ta[:head], tb[:head])]
+    ops += [Op(tag, ta[head + i1:head + i2], tb[head + j1:head + j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes()]
+    ops.append(Op("equal", ta[len(ta) - tail:], tb[len(tb) - tail:]))
+    merged: List[Op] = []
+    for op in ops:
+        if not op.a and not op.b:
+            continue
+        if merged and op.tag == "equal" and merged[-1].tag == "equal":
+            merged[-1] = Op("equal", merged[-1].a + op.a, merged[-1].b + op.b)
+        else:
+            merged.append(op)
+    return merged
 
 
 def changed_words(ops: List[Op]) -> int:

@@ -20,6 +20,7 @@ from .pairs import Pair, first_line, render
 
 GROUPS = 20
 MEMBERS = 10
+OPEN_GROUPS = 3
 TEXT_CHARS = 2500
 PAIR_BYTES = 3_000_000
 LINE_CHARS = 4000
@@ -45,22 +46,24 @@ class Numbers:
 
 
 def groups_html(groups: Sequence[Tuple[int, List[Tuple[str, Optional[str]]]]], what: str, roles: Tuple[str, str],
-                total: int) -> str:
-    """The largest groups: ``(size, [(id, text), ...])`` each, its first member first."""
+                total: int, texts: bool = True) -> str:
+    """The largest groups: ``(size, [(id, text), ...])`` each, its first member
+    first; the first few open. ``texts``: the input has texts to show."""
     if not groups:
         return f'<p class="note">No {text(what)}.</p>'
     items = []
-    for size, members in groups:
+    for number, (size, members) in enumerate(groups):
         rows = "".join(
             f'<tr><td><span class="role">{text(roles[0] if i == 0 else roles[1])}</span></td>'
-            f"<td><code>{text(cut(rid, 200))}</code></td>"
-            f'<td class="first" dir="auto">{text(first_line(body))}</td></tr>'
+            f'<td class="id"><code>{text(cut(rid, 200))}</code></td>'
+            + (f'<td class="first" dir="auto">{text(first_line(body))}</td>' if texts else "") + "</tr>"
             for i, (rid, body) in enumerate(members))
         more = size - len(members)
         tail = f'<p class="note">and {count(more)} more</p>' if more > 0 else ""
-        items.append(f"<li><details open><summary>{count(size)} records, first <code>"
-                     f"{text(cut(members[0][0], 200))}</code></summary><table><thead><tr><th></th><th>id</th>"
-                     f"<th>first line</th></tr></thead><tbody>{rows}</tbody></table>{tail}</details></li>")
+        head = "<th>first line</th>" if texts else ""
+        items.append(f"<li><details{' open' if number < OPEN_GROUPS else ''}><summary>{count(size)} records, "
+                     f"first <code>{text(cut(members[0][0], 200))}</code></summary><table><thead><tr><th></th>"
+                     f"<th>id</th>{head}</tr></thead><tbody>{rows}</tbody></table>{tail}</details></li>")
     shown = len(groups)
     note = f"the {shown} largest of {count(total)}" if total > shown else f"all {count(total)}"
     return f'<p class="note">{text(note)} {text(what)}, largest first.</p><ol class="groups">{"".join(items)}</ol>'

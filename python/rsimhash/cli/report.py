@@ -114,12 +114,19 @@ def write(args: argparse.Namespace, kind: str, found_path: str, page_path: str, 
     run_info = Run(k=args.distance if args.jaccard is None else None, jaccard=args.jaccard, measure=args.measure,
                    mode=args.mode, width=args.width, candidates=args.candidates, design=_design(args),
                    seconds=seconds, command=command, summary=summary, title=getattr(args, "title", None), notes=notes)
+    run_info.given_fingerprints = _format(args) in ("hash", "lines")
     shards = _inputs(args, run_info, stdin_note)
     with Outputs() as outs:
         out = outs.open(page_path)
         page, _ = build(run_info, found, shards, show=getattr(args, "show", 200), seed=getattr(args, "seed", 0))
         out.write(page.encode("utf-8"))
     return 0
+
+
+def _format(args: argparse.Namespace) -> str:
+    from .inputs import guess_format
+
+    return guess_format(args.input, getattr(args, "format", "auto"))
 
 
 def _design(args: argparse.Namespace) -> Optional[str]:
