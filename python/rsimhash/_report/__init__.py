@@ -11,8 +11,8 @@ functions return. This package never imports the command line.
 
 from __future__ import annotations
 
+import functools
 import html
-import os
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
@@ -154,8 +154,12 @@ def _from_given(kind: str, given: Any, similarity: Any, ids: List[Any]) -> Found
 def _blocks(column: _Column, ids: List[Any], rows: np.ndarray, fps: Callable[[np.ndarray], np.ndarray]) -> Iterator[Block]:
     for lo in range(0, len(rows), BLOCK):
         part = rows[lo:lo + BLOCK]
-        yield Block([ids[r] for r in part.tolist()], lambda part=part: fps(part),
-                    lambda pick, part=part: column.get(part[pick].tolist()))
+        yield Block([ids[r] for r in part.tolist()], functools.partial(fps, part),
+                    functools.partial(_texts_of, column, part))
+
+
+def _texts_of(column: _Column, part: np.ndarray, pick: List[int]) -> List[str]:
+    return column.get(part[pick].tolist())
 
 
 def report(
@@ -253,7 +257,7 @@ def report(
         for i, label in enumerate(labels):
             order.setdefault(label, []).append(i)
         groups = [(str(label), np.asarray(rows, dtype=np.int64)) for label, rows in order.items()]
-    shard_list = [Shard(name, lambda rows=rows: _blocks(column, id_list, rows, fingerprints_of))
+    shard_list = [Shard(name, functools.partial(_blocks, column, id_list, rows, fingerprints_of))
                   for name, rows in groups]
     page, numbers = build(run, found, shard_list, show=show, seed=seed)
     return Report(page, numbers)
@@ -280,8 +284,12 @@ def _dedup(column: _Column, ids: List[Any], run: Run, cache: Dict[str, np.ndarra
                          candidates=candidates_arg(run.candidates))
     answers = [online.add(p.core() if isinstance(p, _texts.ArrowBuffers) else p, threads=threads)
                for p in column.pieces]
-    keep, matched, sims = (np.concatenate([a[i] for a in answers]) if answers else np.zeros(0) for i in range(3))
+    keep, matched, sims = (_concat([a[i] for a in answers]) for i in range(3))
     gone = np.flatnonzero(~np.asarray(keep, dtype=bool))
     kept = np.asarray(matched)[gone].astype(np.int64)
     return outputs.removed([names[i] for i in gone.tolist()], [names[i] for i in kept.tolist()],
-                                 np.asarray(sims)[gone], "jaccard" if run.measure == "jaccard" else "containment")
+                           np.asarray(sims)[gone], "jaccard" if run.measure == "jaccard" else "containment")
+
+
+def _concat(parts: List[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0)

@@ -21,10 +21,9 @@ its own characters.
 from __future__ import annotations
 
 import difflib
-import functools
 import re
 import unicodedata
-from typing import List, NamedTuple
+from typing import List, NamedTuple, Optional
 
 # Scripts written without spaces (SPEC v1's list): each character a token.
 _NOSPACE = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff" \
@@ -44,15 +43,22 @@ def _ranges(codes: List[int]) -> str:
     return "".join(out)
 
 
-@functools.lru_cache(maxsize=None)
+_TOKEN_RE: "Optional[re.Pattern[str]]" = None
+
+
 def _token_re() -> "re.Pattern[str]":
     """Whitespace runs; a character of a no-space script; a run of letters,
-    marks and numbers (SPEC v1's token characters); any other character."""
+    marks and numbers (SPEC v1's token characters); any other character.
+    Made on first use."""
+    global _TOKEN_RE
+    if _TOKEN_RE is not None:
+        return _TOKEN_RE
     # Marks are below U+20000 but for the variation selectors supplement (0.04 s to list, once).
     marks = [c for c in range(0x20000) if unicodedata.category(chr(c))[0] == "M"] + list(range(0xE0100, 0xE01F0))
     word = f"(?:[^\\W_{_NOSPACE}]+|[{_ranges(marks)}]+)+"
     # Each token takes its trailing whitespace; only leading whitespace is a token alone.
-    return re.compile(rf"\s+|(?:[{_NOSPACE}]|{word}|.)\s*", re.S)
+    _TOKEN_RE = re.compile(rf"\s+|(?:[{_NOSPACE}]|{word}|.)\s*", re.S)
+    return _TOKEN_RE
 
 
 class Op(NamedTuple):

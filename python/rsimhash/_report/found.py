@@ -92,7 +92,7 @@ class _Codes:
 
 
 # -- from the rows of each output ---------------------------------------------
-def removed(ids: Sequence[str], kept: Sequence[str], values: Sequence[Any], column: str) -> Found:
+def removed(ids: Sequence[str], kept: Sequence[str], values: Any, column: str) -> Found:
     """``dedup --removed``: each removed record, the kept record it matched, and their
     distance (``column`` "distance") or similarity."""
     codes = _Codes()
@@ -125,7 +125,7 @@ def clusters(ids: Sequence[str], labels: Sequence[Any], hashes: Optional[Sequenc
     return Found("cluster", names, heads[rest], members[rest], hashes=fps, groups=(members, starts))
 
 
-def pairs(a: Sequence[str], b: Sequence[str], values: Optional[Sequence[Any]] = None, column: Optional[str] = None,
+def pairs(a: Sequence[str], b: Sequence[str], values: Any = None, column: Optional[str] = None,
           fingerprints: bool = False) -> Found:
     """``find-all``: pairs of ids with their distance or similarity, or pairs of
     fingerprint values (``fingerprints``)."""
@@ -148,7 +148,7 @@ def _labels(labels: Sequence[Any]) -> np.ndarray:
         return np.unique(np.asarray([str(x) for x in labels]), return_inverse=True)[1].astype(np.int64)
 
 
-def _measures(values: Sequence[Any], column: Optional[str]) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
+def _measures(values: Any, column: Optional[str]) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
     """``(distance, similarity)`` of a value column."""
     if column == "distance":
         return np.asarray(values, dtype=np.int16).reshape(-1), None

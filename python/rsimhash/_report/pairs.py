@@ -45,7 +45,9 @@ def _run(tokens: List[str], mark: Optional[str]) -> str:
 def _plain(tokens: List[str], other: List[str]) -> str:
     """Unchanged tokens; those that differ from the other side's in case
     only are marked ``span.case``."""
-    parts, run, case = [], [], False
+    parts: List[str] = []
+    run: List[str] = []
+    case = False
     for mine, theirs in zip(tokens, other):
         differs = mine.rstrip() != theirs.rstrip()
         if differs != case and run:

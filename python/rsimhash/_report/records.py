@@ -18,6 +18,7 @@ records of each value (a value given twice pairs with itself).
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -102,7 +103,7 @@ def _ids_shard(shard: Shard, out: Scan, table: Dict[Any, int], want_texts: np.nd
     for block in shard.blocks():
         n = len(block.ids)
         records += n
-        codes = np.fromiter((get(r, -1) for r in block.ids), dtype=np.int64, count=n)
+        codes = np.array(list(map(get, block.ids, repeat(-1, n))), dtype=np.int64) if n else np.zeros(0, np.int64)
         rows = np.flatnonzero(codes >= 0)
         if not len(rows):
             continue

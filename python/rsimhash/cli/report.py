@@ -115,7 +115,9 @@ def write(args: argparse.Namespace, kind: str, found_path: str, page_path: str, 
                    mode=args.mode, width=args.width, candidates=args.candidates, design=_design(args),
                    seconds=seconds, command=command, summary=summary, title=getattr(args, "title", None), notes=notes)
     run_info.given_fingerprints = _format(args) in ("hash", "lines")
-    shards = _inputs(args, run_info, stdin_note)
+    # Fingerprints are made as the texts are parsed only when the page needs them
+    # all: for distances the outputs do not give, or to find fingerprint values.
+    shards = _inputs(args, run_info, stdin_note, found.distance is None or found.values)
     with Outputs() as outs:
         out = outs.open(page_path)
         page, _ = build(run_info, found, shards, show=getattr(args, "show", 200), seed=getattr(args, "seed", 0))
@@ -137,7 +139,7 @@ def _design(args: argparse.Namespace) -> Optional[str]:
     return str(make_index(args.distance, getattr(args, "blocks", None)).design)
 
 
-def _inputs(args: argparse.Namespace, run_info: Any, stdin_note: bool) -> List[Any]:
+def _inputs(args: argparse.Namespace, run_info: Any, stdin_note: bool, fingerprints: bool) -> List[Any]:
     """The input shards: one, ``--input`` (several once the commands take them)."""
     from .._report import Shard
 
@@ -151,8 +153,8 @@ def _inputs(args: argparse.Namespace, run_info: Any, stdin_note: bool) -> List[A
 
     def blocks() -> Iterator[Any]:
         passes[0] += 1
-        with open_source(args, path=args.input, limit=getattr(args, "sample", None), shingling=(mode, width),
-                         quiet_bad_lines=passes[0] > 1) as source:
+        with open_source(args, path=args.input, limit=getattr(args, "sample", None),
+                         shingling=(mode, width) if fingerprints else None, quiet_bad_lines=passes[0] > 1) as source:
             for chunk in prefetch(source.chunks()):
                 yield _block(chunk, mode, width, args.threads)
             bad[0] = source.bad.count
