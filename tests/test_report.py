@@ -225,9 +225,18 @@ def test_hash_input_and_stdin_have_no_texts_but_a_page(tmp_path, cli):
     text = page.read_text(encoding="utf-8")
     rh.parse(page.read_bytes())
     assert "holds fingerprints, not texts" in text
-    proc = ok(run_cli("dedup", "--input", "-", "--output", "-", "--report", page, "-q", input=path.read_bytes()))
+    proc = ok(run_cli("dedup", "--input", "-", "--output", "-", "--report", page, input=path.read_bytes()))
     assert proc.stdout  # the kept records still go to stdout
     assert "came from stdin" in page.read_text(encoding="utf-8")
+    summary = proc.stderr.decode().strip()
+    nums = rh.numbers(rh.parse(page.read_bytes()))
+    assert {k: nums[k] for k in ("records", "removed", "kept", "bad_lines")} == rh.summary_numbers("dedup", summary)
+    # rsimhash report reads stdin itself (twice if need be: a copy)
+    removed = tmp_path / "removed.tsv"
+    ok(run_cli("dedup", "--input", path, "--output", os.devnull, "--removed", removed))
+    ok(run_cli("report", "--input", "-", "--removed", removed, "--output", page, input=path.read_bytes()))
+    doc = rh.parse(page.read_bytes())
+    assert rh.check_pairs(doc, rh.texts_by_id(path), TEXT_CHARS) > 0 and rh.numbers(doc)["records"] == "500"
 
 
 def test_script_in_a_record_is_shown_not_run(tmp_path, cli):

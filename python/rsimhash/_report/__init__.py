@@ -210,12 +210,12 @@ def report(
     shard. ``show``: pairs in the sample, drawn across the distance range
     (``seed`` picks them).
 
-    >>> texts = ["the cat sat on the mat", "the cat sat on the mat!", "a <b>bold</b> claim"]
-    >>> page = rsimhash.report(texts, k=3)
+    >>> base = "the cat sat on the mat by the door of the old house"
+    >>> page = rsimhash.report([base, "<b>" + base + "</b>", "a dog barked"], k=8)
     >>> page.numbers["records"], page.numbers["removed"], page.numbers["kept"]
     ('3', '1', '2')
-    >>> page.startswith("<!DOCTYPE html>"), "&lt;b&gt;bold&lt;/b&gt;" in page
-    (True, True)
+    >>> page.startswith("<!DOCTYPE html>"), "&lt;b&gt;the cat" in page, "<b>" in page  # shown, never rendered
+    (True, True, False)
     """
     column = _Column(texts)
     n = len(column)

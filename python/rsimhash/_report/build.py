@@ -55,6 +55,8 @@ class Run:
         self.design, self.seconds, self.command, self.summary = design, seconds, command, summary
         self.bad_lines, self.title, self.notes = bad_lines, title, list(notes)
         self.given_fingerprints = False   # the input holds fingerprints (hash TSV, decimal lines), not texts
+        self.records: Optional[int] = None   # records read, when the input cannot be read again (stdin)
+        self.distinct: Optional[int] = None
 
     def fingerprinting(self) -> Tuple[str, Optional[int], Optional[int]]:
         """``(mode, width, k)`` of the fingerprints the distances are of."""
@@ -167,11 +169,12 @@ def _measured(run: Run, pairs: List[Pair]) -> List[Pair]:
 
 def _numbers(run: Run, found: Found, sc: Scan) -> page.Numbers:
     nums = page.Numbers()
-    records = sc.total
+    records = sc.total if run.records is None else run.records
+    distinct = sc.distinct if run.records is None else run.distinct
     what = "fingerprints read" if found.values else "records read"
     nums.add("records", what, records)
-    if found.values and sc.distinct is not None:
-        nums.add("distinct", "distinct fingerprints", sc.distinct)
+    if found.values and distinct is not None:
+        nums.add("distinct", "distinct fingerprints", distinct)
     if found.kind == "dedup":
         nums.add("removed", "removed as near-duplicates", len(found.b))
         nums.add("kept", "kept", records - len(found.b))
@@ -214,7 +217,7 @@ def _page(run: Run, found: Found, sc: Scan, pairs: List[Pair], groups: List[Tupl
     nums = _numbers(run, found, sc)
     notes = list(run.notes)
     unseen = int(np.count_nonzero(~sc.seen))
-    if unseen:
+    if unseen and run.records is None:  # (an input read only by the run names none)
         notes.append(f"{count(unseen)} of the {count(len(found.names))} ids the outputs name are not in the input: "
                      "is it the run's input? Their texts and distances are missing here.")
     if not sc.has_texts:
@@ -263,6 +266,7 @@ def _page(run: Run, found: Found, sc: Scan, pairs: List[Pair], groups: List[Tupl
     kind = found.kind
     title = run.title or f"rsimhash {kind} report"
     rule = (f"{run.measure} at least {run.jaccard:g}" if run.jaccard is not None else f"within {k} bits")
-    html = page.document(title, f"{kind}, {rule}, {count(sc.total)} records", sections, __version__)
+    records = sc.total if run.records is None else run.records
+    html = page.document(title, f"{kind}, {rule}, {count(records)} records", sections, __version__)
     values = {key: raw for key, _, _, raw in nums.rows}
     return html, values

@@ -92,15 +92,21 @@ def add_report_option(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .spill import Workspace, copy_stdin
+
     kind_flag = next(f for f in KINDS if getattr(args, f) is not None)
     summary = _log_summary(args.log) if args.log is not None else None
     note = "Built by: rsimhash " + " ".join(shlex.quote(a) for a in getattr(args, "argv", []) or ["report"])
-    return write(args, KINDS[kind_flag], getattr(args, kind_flag), args.output, summary=summary,
-                 seconds=_seconds(summary), command=None, notes=[note])
+    with Workspace(None, args.output) as workspace:
+        if args.input == "-":  # read once here, so that the page may read it twice
+            args.format = _format(args)
+            args.input = copy_stdin(workspace)
+        return write(args, KINDS[kind_flag], getattr(args, kind_flag), args.output, summary=summary,
+                     seconds=_seconds(summary), command=None, notes=[note])
 
 
 def write(args: argparse.Namespace, kind: str, found_path: str, page_path: str, *, summary: Optional[str],
-          seconds: Optional[float], command: Optional[str], notes: List[str], stdin_note: bool = False) -> int:
+          seconds: Optional[float], command: Optional[str], notes: List[str]) -> int:
     """Builds the page of ``found_path`` (the ``kind`` run's output) over ``args.input``."""
     from .._report import OutputFormatError, Run, build
     from .._report import found as outputs
@@ -117,7 +123,7 @@ def write(args: argparse.Namespace, kind: str, found_path: str, page_path: str, 
     run_info.given_fingerprints = _format(args) in ("hash", "lines")
     # Fingerprints are made as the texts are parsed only when the page needs them
     # all: for distances the outputs do not give, or to find fingerprint values.
-    shards = _inputs(args, run_info, stdin_note, found.distance is None or found.values)
+    shards = _inputs(args, run_info, found.distance is None or found.values)
     with Outputs() as outs:
         out = outs.open(page_path)
         page, _ = build(run_info, found, shards, show=getattr(args, "show", 200), seed=getattr(args, "seed", 0))
@@ -139,13 +145,20 @@ def _design(args: argparse.Namespace) -> Optional[str]:
     return str(make_index(args.distance, getattr(args, "blocks", None)).design)
 
 
-def _inputs(args: argparse.Namespace, run_info: Any, stdin_note: bool, fingerprints: bool) -> List[Any]:
+def _inputs(args: argparse.Namespace, run_info: Any, fingerprints: bool) -> List[Any]:
     """The input shards: one, ``--input`` (several once the commands take them)."""
     from .._report import Shard
 
-    if args.input == "-" and stdin_note:
+    if args.input == "-":
+        # The run read stdin, which cannot be read again: its counts come from its summary line.
         run_info.notes.append("The input came from stdin, which cannot be read again: the page shows ids and "
                               "distances without texts. Run rsimhash report on the input file for them.")
+        counts = _SUMMARY_COUNTS.match(run_info.summary or "")
+        if counts:
+            run_info.records = int(counts.group(1).replace(",", ""))
+            run_info.distinct = int(counts.group(2).replace(",", "")) if counts.group(2) else None
+        bad = _BAD_LINES.search(run_info.summary or "")
+        run_info.bad_lines = int(bad.group(1).replace(",", "")) if bad else None
         return [Shard("<stdin>", lambda: iter(()))]
     mode, width, _ = run_info.fingerprinting()
     passes = [0]
@@ -186,6 +199,8 @@ def _texts_at(chunk: Chunk, rows: List[int]) -> List[str]:
     return [texts[i] for i in rows]
 
 
+_SUMMARY_COUNTS = re.compile(r"^rsimhash [a-z-]+: ([0-9,]+) (?:records?|fingerprints?) read(?: \(([0-9,]+) distinct\))?")
+_BAD_LINES = re.compile(r", ([0-9,]+) bad lines?")
 _SECONDS = re.compile(r", ([0-9]+(?:\.[0-9]+)?) s(?: \([0-9,.]+ MB/s\))?$")
 
 
@@ -239,7 +254,7 @@ def with_report(args: argparse.Namespace) -> int:
         argv = getattr(args, "argv", None)
         line = "rsimhash " + " ".join(shlex.quote(a) for a in argv) if argv is not None else None
         write(args, command, found_path, args.report, summary=summary,
-              seconds=_seconds(summary) if summary else seconds, command=line, notes=[], stdin_note=True)
+              seconds=_seconds(summary) if summary else seconds, command=line, notes=[])
         return 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
