@@ -134,7 +134,10 @@ def _log_ticks(top: float) -> List[int]:
     """1, 10, 100, ... up to ``top``; with 1, 2, 5 of each decade when there are few."""
     decades = int(math.log10(top)) + 1
     steps = (1, 2, 5) if decades <= 2 else (1,)
-    return [m * 10 ** e for e in range(decades) for m in steps if m * 10 ** e <= top]
+    ticks = [m * 10 ** e for e in range(decades) for m in steps if m * 10 ** e <= top]
+    if decades == 1 and int(top) not in ticks:  # a short axis: its end is labelled too
+        ticks.append(int(top))
+    return ticks
 
 
 def sizes_loglog(sizes: np.ndarray, *, what: str) -> str:

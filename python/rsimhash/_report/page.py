@@ -16,7 +16,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from . import assets
 from .markup import attr, count, cut, text
-from .pairs import Pair, first_line, render
+from .pairs import NUMBER, Pair, first_line, render
 
 GROUPS = 20
 MEMBERS = 10
@@ -72,21 +72,25 @@ def groups_html(groups: Sequence[Tuple[int, List[Tuple[str, Optional[str]]]]], w
 def pairs_html(pairs: Sequence[Pair], total: int, how: str, measure: str, max_distance: Optional[int],
                similarity_range: Optional[Tuple[float, float]]) -> str:
     """The sampled pairs, in the sample's interleaved order until the byte
-    budget, then shown by distance (or similarity); with the filter form."""
-    rendered: List[Tuple[Tuple[float, float, int], str]] = []
+    budget, then shown the farthest first (by distance, then similarity);
+    with the filter form."""
+    rendered: List[Tuple[Tuple[float, float, int], str]] = []  # (order key, article)
     size = 0
     for i, pair in enumerate(pairs):
         chars = TEXT_CHARS
-        block = render(pair, i + 1, chars, measure)
+        block = render(pair, chars, measure)
         if size + len(block.encode("utf-8")) > PAIR_BYTES:
             break
         size += len(block.encode("utf-8"))
-        key = (pair.distance if pair.distance is not None else 99,
-               -(pair.similarity if pair.similarity is not None else 0.0), i)
+        # the farthest first (the pairs most worth a look): by distance, or
+        # in verified runs (a similarity range to filter) by similarity
+        far = -(pair.distance if pair.distance is not None else -1)
+        alike = pair.similarity if pair.similarity is not None else 2.0
+        key = (alike, far, i) if similarity_range is not None else (far, alike, i)
         rendered.append((key, block))
     rendered.sort(key=lambda r: r[0])
     dropped = len(pairs) - len(rendered)
-    intro = (f'<p class="note">{count(len(rendered))} of {count(total)} pairs, {text(how)}'
+    intro = (f'<p class="note">{count(len(rendered))} of {count(total)} pairs, {text(how)}; the farthest first'
              + (f" ({count(dropped)} more sampled but left out to keep the page small)" if dropped else "")
              + ". Words only on the left are <del>struck through</del>, words only on the right <ins>underlined"
                "</ins>, changed words <ins class=\"chg\">highlighted</ins>; long unchanged runs are folded (click "
@@ -105,7 +109,7 @@ def pairs_html(pairs: Sequence[Pair], total: int, how: str, measure: str, max_di
             "</span></form>") if rendered else ""
     keys = ('<p id="keys" class="keys muted" hidden>Keys: <kbd>j</kbd>/<kbd>k</kbd> next and previous pair, '
             "<kbd>o</kbd> open or close its folds, <kbd>/</kbd> the filter, <kbd>Esc</kbd> back.</p>")
-    return intro + form + keys + "".join(block for _, block in rendered)
+    return intro + form + keys + "".join(block.replace(NUMBER, str(n)) for n, (_, block) in enumerate(rendered, 1))
 
 
 def document(title: str, subtitle: str, sections: Sequence[Tuple[str, str, str]], version: str) -> str:

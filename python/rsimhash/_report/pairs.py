@@ -96,8 +96,12 @@ def _note(full: str, shown: str) -> str:
     return f'<p class="cut">first {count(len(shown))} of {count(len(full))} characters</p>'
 
 
-def render(pair: Pair, number: int, chars: int, measure: str) -> str:
-    """The ``<article>`` of one pair, its texts cut to ``chars`` characters."""
+NUMBER = "<#>"  # stands for the pair's number until the pairs are in order (no escaped text holds "<")
+
+
+def render(pair: Pair, chars: int, measure: str, number: object = NUMBER) -> str:
+    """The ``<article>`` of one pair, its texts cut to ``chars`` characters;
+    ``NUMBER`` stands for its number unless given."""
     sim = "" if pair.similarity is None else f"{pair.similarity:.6f}".rstrip("0").rstrip(".")
     dist = "" if pair.distance is None else str(pair.distance)
     head = [f'<span class="d">distance {text(dist) if dist else "?"}{" bit" if dist == "1" else " bits"}</span>']
