@@ -185,7 +185,7 @@ def test_generated_corpus_of_100k_records(tmp_path, cli):
     path.write_bytes(rh.corpus_lines(100_000))
     page = tmp_path / "big.html"
     start = time.perf_counter()
-    code, (summary,) = cli("dedup", "--input", path, "--output", os.devnull, "--report", page)
+    code, (summary,) = cli("dedup", "--input", path, "--output", tmp_path / "kept.jsonl", "--report", page)
     took = time.perf_counter() - start
     assert code == 0
     doc, nums, shown = _page_checks(page, "dedup", summary, path)
@@ -233,7 +233,7 @@ def test_hash_input_and_stdin_have_no_texts_but_a_page(tmp_path, cli):
     assert {k: nums[k] for k in ("records", "removed", "kept", "bad_lines")} == rh.summary_numbers("dedup", summary)
     # rsimhash report reads stdin itself (twice if need be: a copy)
     removed = tmp_path / "removed.tsv"
-    ok(run_cli("dedup", "--input", path, "--output", os.devnull, "--removed", removed))
+    ok(run_cli("dedup", "--input", path, "--output", tmp_path / "kept.jsonl", "--removed", removed))
     ok(run_cli("report", "--input", "-", "--removed", removed, "--output", page, input=path.read_bytes()))
     doc = rh.parse(page.read_bytes())
     assert rh.check_pairs(doc, rh.texts_by_id(path), TEXT_CHARS) > 0 and rh.numbers(doc)["records"] == "500"
@@ -260,8 +260,9 @@ def test_report_errors_are_one_line(tmp_path, cli):
     for args in (["--removed", bad], ["--removed", tmp_path / "missing.tsv"], ["--clusters", NEWS]):
         code, err = cli("report", "--input", NEWS, *args, "--output", tmp_path / "p.html")
         assert code == 1 and len(err) == 1 and err[0].startswith("rsimhash: error: "), err
-    code, err = cli("dedup", "--input", NEWS, "--output", tmp_path / "k.jsonl", "--report", "-")
-    assert code == 2 and len(err) == 1
+    for page in ("-", tmp_path / "nowhere" / "p.html"):
+        code, err = cli("dedup", "--input", NEWS, "--output", tmp_path / "k.jsonl", "--report", page)
+        assert code == 2 and len(err) == 1 and not (tmp_path / "k.jsonl").exists(), err
     assert not (tmp_path / "p.html").exists()
 
 
@@ -321,3 +322,16 @@ def test_any_texts_give_a_valid_page_that_shows_them(items):
     doc = rh.parse(page.encode("utf-8"))
     by_id = {str(i): t for i, t in enumerate(texts)}
     assert rh.check_pairs(doc, by_id, TEXT_CHARS) == int(page.numbers["removed"])
+
+
+@pytest.mark.parametrize("command", ["dedup", "cluster", "find-all"])
+def test_a_run_that_finds_nothing_has_a_page(tmp_path, cli, command):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    page = tmp_path / "p.html"
+    extra = ["--format", "json"] if command == "find-all" else []
+    code, (summary,) = cli(command, "--input", empty, "--output", tmp_path / "out", "--report", page, *extra)
+    assert code == 0
+    nums = rh.numbers(rh.parse(page.read_bytes()))
+    expect = rh.summary_numbers(command, summary)
+    assert {k: nums.get(k) for k in expect} == expect and nums["records"] == "0"

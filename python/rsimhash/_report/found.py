@@ -233,8 +233,9 @@ def read(path: str, expect: Optional[str] = None) -> Found:
     lines = _open_text(path)
     header = next(lines, None)
     if header is None:
-        raise OutputFormatError(f"{path}: is empty (a run's outputs start with a header line, or are JSON [a, b] "
-                                "pairs)")
+        if expect in (None, "find-all"):  # find-all's JSON pairs: none found
+            return pairs([], [], fingerprints=True)
+        raise OutputFormatError(f"{path}: is empty (the output of {expect} starts with a header line)")
     cols = header.split("\t")
     kind, column = _kind(cols)
     if kind is None:

@@ -232,11 +232,20 @@ def with_report(args: argparse.Namespace) -> int:
         other = getattr(args, flag, None)
         if other not in (None, "-") and os.path.abspath(other) == os.path.abspath(args.report):
             raise UsageError(f"--report {args.report} is also given as --{flag}")
+    where = os.path.dirname(os.path.abspath(args.report))
+    if not os.path.isdir(where):  # found now, not after the run
+        raise UsageError(f"--report {args.report}: the directory {where} does not exist")
     given = getattr(args, target)
-    tmp = tempfile.mkdtemp(prefix=".rsimhash-report-", dir=os.path.dirname(os.path.abspath(args.report)))
+    try:
+        tmp = tempfile.mkdtemp(prefix=".rsimhash-report-", dir=where)
+    except OSError:
+        tmp = tempfile.mkdtemp(prefix="rsimhash-report-")
+    # An output that cannot be read back (stdout, /dev/null, a pipe) is written
+    # to a temporary file and copied to where it was asked for after the run.
+    special = given is not None and given != "-" and os.path.exists(given) and not os.path.isfile(given)
     try:
         found_path = given
-        if given in (None, "-"):
+        if given in (None, "-") or special:
             found_path = os.path.join(tmp, "found.tsv")
             setattr(args, target, found_path)
         progress.last_summary = None
@@ -250,6 +259,9 @@ def with_report(args: argparse.Namespace) -> int:
             with open(found_path, "rb") as f:
                 shutil.copyfileobj(f, sys.stdout.buffer)
             sys.stdout.buffer.flush()
+        elif special:
+            with open(found_path, "rb") as f, open(given, "wb") as out:
+                shutil.copyfileobj(f, out)
         summary = progress.last_summary
         argv = getattr(args, "argv", None)
         line = "rsimhash " + " ".join(shlex.quote(a) for a in argv) if argv is not None else None
