@@ -335,3 +335,15 @@ def test_a_run_that_finds_nothing_has_a_page(tmp_path, cli, command):
     nums = rh.numbers(rh.parse(page.read_bytes()))
     expect = rh.summary_numbers(command, summary)
     assert {k: nums.get(k) for k in expect} == expect and nums["records"] == "0"
+
+
+def test_bad_lines_are_counted_as_the_run_counts_them(tmp_path, cli):
+    path = tmp_path / "bad.jsonl"
+    with open(NEWS, "rb") as f:
+        lines = f.read().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:5]) + b"not json\n" + b'{"id": 99}\n' + b"".join(lines[5:]))
+    page = tmp_path / "p.html"
+    code, err = cli("dedup", "--input", path, "--output", tmp_path / "k.jsonl", "--report", page, "--skip-bad-lines")
+    assert code == 0 and len(err) == 3  # two warnings (the run's only: the page's reading is quiet), the summary
+    nums = rh.numbers(rh.parse(page.read_bytes()))
+    assert nums["bad_lines"] == "2" and {k: nums[k] for k in rh.KEYS["dedup"]} == rh.summary_numbers("dedup", err[-1])

@@ -106,8 +106,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def write(args: argparse.Namespace, kind: str, found_path: str, page_path: str, *, summary: Optional[str],
-          seconds: Optional[float], command: Optional[str], notes: List[str]) -> int:
-    """Builds the page of ``found_path`` (the ``kind`` run's output) over ``args.input``."""
+          seconds: Optional[float], command: Optional[str], notes: List[str], reported: bool = False) -> int:
+    """Builds the page of ``found_path`` (the ``kind`` run's output) over ``args.input``;
+    ``reported``: the run has reported the input's bad lines already."""
     from .._report import OutputFormatError, Run, build
     from .._report import found as outputs
 
@@ -123,7 +124,7 @@ def write(args: argparse.Namespace, kind: str, found_path: str, page_path: str, 
     run_info.given_fingerprints = _format(args) in ("hash", "lines")
     # Fingerprints are made as the texts are parsed only when the page needs them
     # all: for distances the outputs do not give, or to find fingerprint values.
-    shards = _inputs(args, run_info, found.distance is None or found.values)
+    shards = _inputs(args, run_info, found.distance is None or found.values, reported)
     with Outputs() as outs:
         out = outs.open(page_path)
         page, _ = build(run_info, found, shards, show=getattr(args, "show", 200), seed=getattr(args, "seed", 0))
@@ -145,7 +146,7 @@ def _design(args: argparse.Namespace) -> Optional[str]:
     return str(make_index(args.distance, getattr(args, "blocks", None)).design)
 
 
-def _inputs(args: argparse.Namespace, run_info: Any, fingerprints: bool) -> List[Any]:
+def _inputs(args: argparse.Namespace, run_info: Any, fingerprints: bool, reported: bool) -> List[Any]:
     """The input shards: one, ``--input`` (several once the commands take them)."""
     from .._report import Shard
 
@@ -161,17 +162,15 @@ def _inputs(args: argparse.Namespace, run_info: Any, fingerprints: bool) -> List
         run_info.bad_lines = int(bad.group(1).replace(",", "")) if bad else None
         return [Shard("<stdin>", lambda: iter(()))]
     mode, width, _ = run_info.fingerprinting()
-    passes = [0]
-    bad = [0]
+    passes = [1 if reported else 0]
 
     def blocks() -> Iterator[Any]:
-        passes[0] += 1
+        passes[0] += 1  # bad lines are reported once: by the run, or by the first pass
         with open_source(args, path=args.input, limit=getattr(args, "sample", None),
                          shingling=(mode, width) if fingerprints else None, quiet_bad_lines=passes[0] > 1) as source:
             for chunk in prefetch(source.chunks()):
                 yield _block(chunk, mode, width, args.threads)
-            bad[0] = source.bad.count
-        run_info.bad_lines = bad[0]
+            run_info.bad_lines = source.bad.count
 
     return [Shard(args.input, blocks)]
 
@@ -266,7 +265,7 @@ def with_report(args: argparse.Namespace) -> int:
         argv = getattr(args, "argv", None)
         line = "rsimhash " + " ".join(shlex.quote(a) for a in argv) if argv is not None else None
         write(args, command, found_path, args.report, summary=summary,
-              seconds=_seconds(summary) if summary else seconds, command=line, notes=[])
+              seconds=_seconds(summary) if summary else seconds, command=line, notes=[], reported=True)
         return 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
