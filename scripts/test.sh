@@ -11,12 +11,22 @@ cd "$(dirname "$0")/.."
 venv=${RSIMHASH_VENV:-.venv-test}
 step() { printf '\n==> %s\n' "$*"; }
 
+# The report's browser tests (tests/test_report_browser.py) drive headless
+# Chromium from Debian's packages; install them only when they are missing.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+    step "chromium and chromium-driver (Debian packages) for the report's browser tests"
+    sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
+export RSIMHASH_BROWSER_TESTS=1   # a missing browser fails those tests here, never skips them
+
 step "venv $venv"
 python3 -m venv --clear "$venv"
 py="$(cd "$venv" && pwd)/bin/python"
 "$py" -m pip install --quiet --upgrade pip
 "$py" -m pip install --quiet "maturin>=1.7,<2" "numpy>=1.21" "pytest>=7" "hypothesis>=6" pyarrow mypy tqdm zstandard griffe \
-    matplotlib "pandas<3" polars "pyspark[sql]>=3.5"
+    matplotlib "pandas<3" polars "pyspark[sql]>=3.5" html5lib "selenium>=4.11"
 
 step "release wheel"
 rm -rf dist

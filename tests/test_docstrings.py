@@ -33,7 +33,7 @@ import rsimhash.spark  # noqa: E402
 # The public surface, as dotted names under ``rsimhash``; test_the_list_is_the_public_surface
 # holds it to ``__all__`` and to Index's public members.
 TOP = ["fnv1a64", "compute", "fingerprint", "fingerprints", "fingerprint_weighted", "hamming", "shingles",
-       "similar_pairs", "dedup", "Index", "SPEC_VERSION", "UNICODE_VERSION", "batch"]
+       "similar_pairs", "dedup", "report", "Index", "SPEC_VERSION", "UNICODE_VERSION", "batch"]
 INDEX = ["add", "add_unique", "cluster", "compressed", "design", "find_all", "info", "k", "load", "nbytes", "query",
          "query_batch", "remove", "save", "tables"]
 BATCH = ["clusters", "dedup", "find_all", "parse_memory", "similar_clusters", "similar_dedup", "similar_pairs"]

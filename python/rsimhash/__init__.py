@@ -41,6 +41,7 @@ __all__ = [
     "fingerprints",
     "fnv1a64",
     "hamming",
+    "report",
     "shingles",
     "similar_pairs",
 ]
@@ -50,6 +51,7 @@ _U64_MAX = (1 << 64) - 1
 from .etl import dedup  # noqa: E402
 from .similar import shingles, similar_pairs  # noqa: E402
 from . import batch  # noqa: E402
+from ._report import report  # noqa: E402
 
 
 def fingerprints(

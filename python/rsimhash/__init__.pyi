@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import batch as batch
+from ._report import Report
 from ._rsimhash import (
     Index as Index,
     SPEC_VERSION as SPEC_VERSION,
@@ -34,6 +35,7 @@ __all__ = [
     "fingerprints",
     "fnv1a64",
     "hamming",
+    "report",
     "shingles",
     "similar_pairs",
 ]
@@ -71,6 +73,27 @@ def similar_pairs(
     progress: Any = None,
     copies: str = "all",
 ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]: ...
+
+def report(
+    texts: Any,
+    *,
+    ids: Any = None,
+    k: int = 3,
+    jaccard: Union[float, None] = None,
+    measure: str = "jaccard",
+    mode: str = "words",
+    width: Union[int, None] = None,
+    candidates: Union[str, tuple[str, int, int]] = "auto",
+    removed: Any = None,
+    clusters: Any = None,
+    pairs: Any = None,
+    similarity: Any = None,
+    shards: Any = None,
+    show: int = 200,
+    seed: int = 0,
+    title: Union[str, None] = None,
+    threads: Union[int, None] = None,
+) -> Report: ...
 
 def shingles(text: str, *, mode: str = "words", width: Union[int, None] = None) -> npt.NDArray[np.uint64]: ...
 

@@ -2,7 +2,8 @@
 
 One sub-command per job, each in its own module with ``add_arguments`` and
 ``run``: ``dedup``, ``cluster``, ``find-all``, ``fingerprint``,
-``index build|add|query|info|verify`` and ``tune``. Every error ends the run
+``index build|add|query|info|verify``, ``tune`` and ``report`` (``--report
+FILE`` on ``dedup``, ``cluster`` and ``find-all`` too). Every error ends the run
 with one line on stderr (``rsimhash: error: FILE:LINE: message``) and a
 non-zero exit code, never a traceback; see ``errors.py`` for the codes.
 """
@@ -14,7 +15,7 @@ import os
 import sys
 from typing import List, NoReturn, Optional, Sequence
 
-from . import cluster, dedup, find_all, fingerprint, index, tune
+from . import cluster, dedup, find_all, fingerprint, index, report, tune
 from .errors import EXIT_BROKEN_PIPE, EXIT_INTERRUPT, EXIT_USAGE, PROG, CliError, UsageError
 
 __all__ = ["main"]
@@ -26,6 +27,7 @@ COMMANDS = (
     ("fingerprint", fingerprint),
     ("index", index),
     ("tune", tune),
+    ("report", report),
 )
 
 DESCRIPTION = """\
@@ -40,6 +42,7 @@ examples:
   rsimhash fingerprint --input corpus.jsonl --output hashes.tsv
   rsimhash index build --input corpus.jsonl --output corpus.rsh
   rsimhash tune --input corpus.jsonl --jaccard 0.9 --plot curves.png
+  rsimhash report --input corpus.jsonl --removed removed.tsv --output report.html
 
 exit codes: 0 done; 1 bad input data or files; 2 bad command line; 130 interrupted.
 """
@@ -64,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=module.HELP, description=module.DESCRIPTION,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(p)
+        if name in report.REPORTED:
+            report.add_report_option(p)
         if name != "index":
             p.set_defaults(run=module.run)
     return parser
@@ -78,6 +83,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
         args = parser.parse_args(args_list)
+        args.argv = args_list
+        if getattr(args, "report", None) is not None:
+            return report.with_report(args)
         return int(args.run(args))
     except CliError as e:
         print(e.line(), file=sys.stderr, flush=True)

@@ -15,6 +15,9 @@ from typing import Any, Optional
 
 from .._optional import module
 
+# The summary line of the last run in this process, printed or not.
+last_summary: Optional[str] = None
+
 
 class Progress:
     """A byte-based progress bar that may be absent; always keeps the clock."""
@@ -57,15 +60,17 @@ class Progress:
         return time.perf_counter() - self.start
 
     def summary(self, command: str, parts: "list[str]", nbytes: Optional[int] = None) -> None:
-        """Prints ``rsimhash COMMAND: part, part, ..., T s (R MB/s)`` unless quiet."""
+        """Prints ``rsimhash COMMAND: part, part, ..., T s (R MB/s)`` unless
+        quiet, and keeps it in ``last_summary`` (for ``--report``) either way."""
+        global last_summary
         self.close()
-        if self.quiet:
-            return
         seconds = self.elapsed()
         tail = f"{seconds:.1f} s"
         if nbytes and nbytes >= 1_000_000 and seconds >= 0.1:
             tail += f" ({nbytes / 1e6 / max(seconds, 1e-9):,.0f} MB/s)"
-        print(f"rsimhash {command}: {', '.join(parts + [tail])}", file=sys.stderr, flush=True)
+        last_summary = f"rsimhash {command}: {', '.join(parts + [tail])}"
+        if not self.quiet:
+            print(last_summary, file=sys.stderr, flush=True)
 
 
 def _isatty(stream: Any) -> bool:
