@@ -490,7 +490,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.texts is None:
         args.texts = os.path.join(args.workdir, "quality-300.jsonl") if q else os.path.join(HERE, "data",
                                                                                           "quality.jsonl")
-    if not os.path.exists(args.texts):
+    only = args.only.split(",")
+    if "texts" in only and not os.path.exists(args.texts):
+        # Built only for the section that reads it: --only pairs,query on a
+        # fresh clone needs no text corpus (nor the files it is built from).
         import quality_corpus
         print(f"writing the corpus {args.texts} ...", file=sys.stderr)
         quality_corpus.write(args.texts, 300 if q else None)
@@ -505,7 +508,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     t0 = time.perf_counter()
     notes: List[str] = []
     body: List[str] = []
-    only = args.only.split(",")
     if "pairs" in only:
         body += section_pairs(args, runner, tools, notes) + [""]
     if "query" in only:

@@ -225,7 +225,7 @@ pub(super) fn lanes<const W: usize, const CHARS: bool>(
     steps: usize,
     votes: &mut Votes,
 ) -> ([[u64; W]; 4], [u64; 4]) {
-    assert!(steps % 16 == 0 && parts.iter().all(|p| p.len() >= steps));
+    assert!(steps.is_multiple_of(16) && parts.iter().all(|p| p.len() >= steps));
     let zero = _mm256_setzero_si256();
     let mut st = State::<W, CHARS> {
         lanes: [_mm256_set1_epi64x(BASIS as i64); W],
