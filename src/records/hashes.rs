@@ -114,7 +114,7 @@ pub fn parse_block(block: Block, first_line: u64, format: &mut HashFormat, spare
         *columns = header(&data[a..b], id);
     }
     let tsv = match format {
-        HashFormat::Lines => None,
+        HashFormat::Lines => return lines_block(data, block.final_newline, &spans, first_line, block.consumed, spare),
         HashFormat::Tsv { columns, .. } => Some(*columns),
     };
     // `None` for a blank line, which is not an entry.
@@ -153,6 +153,35 @@ pub fn parse_block(block: Block, first_line: u64, format: &mut HashFormat, spare
         }
     }
     RecordChunk::from_parts(data, block.final_newline, entries, Some(fingerprints), ids, lines, block.consumed, spare)
+}
+
+/// [`parse_block`] of a `lines` file: no ids, so each line is parsed to a
+/// small `(status, hash)` (a blank line has status `u8::MAX`).
+fn lines_block(data: Vec<u8>, final_newline: bool, spans: &[(usize, usize)], first_line: u64, consumed: u64, spare: Option<Spare>) -> RecordChunk {
+    const BLANK: u8 = u8::MAX;
+    let parsed: Vec<(u8, u64)> = spans
+        .par_iter()
+        .with_min_len(4096)
+        .map(|&(a, b)| {
+            let line = &data[a..b];
+            match parse_u64(line) {
+                Some(hash) => (Status::Record as u8, hash),
+                None if blank(line) => (BLANK, 0),
+                None => (Status::Defer as u8, 0),
+            }
+        })
+        .collect();
+    let mut entries = Vec::with_capacity(parsed.len());
+    let mut fingerprints = Vec::with_capacity(parsed.len());
+    for (i, (&(status, hash), &(start, end))) in parsed.iter().zip(spans).enumerate() {
+        if status == BLANK {
+            continue;
+        }
+        let status = if status == Status::Record as u8 { Status::Record } else { Status::Defer };
+        entries.push(Entry { line: first_line + i as u64, start, end, status });
+        fingerprints.push(hash);
+    }
+    RecordChunk::from_parts(data, final_newline, entries, Some(fingerprints), None, spans.len() as u64, consumed, spare)
 }
 
 #[cfg(test)]

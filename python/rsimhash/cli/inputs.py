@@ -501,9 +501,14 @@ class Source:
         status = rc.status()
         lines = rc.lines()
         fps = rc.fingerprints()
+        special = np.flatnonzero(status)
+        if not len(special):  # the usual chunk: every line a record, nothing to pick
+            ids = rc.ids() if self.format == "hash" and self.need_ids else None
+            return Chunk(lines, ids, hashes=fps, nbytes=rc.nbytes, core=rc,
+                         entries=np.arange(len(lines), dtype=np.int64))
         keep = status == 0
         extra_ids: Dict[int, Id] = {}
-        for i in np.flatnonzero(status != 0).tolist():
+        for i in special.tolist():
             if status[i] == 3:
                 self._read_header(rc.line(i))
                 continue
