@@ -24,7 +24,7 @@
 //! With AVX2 (checked at run time, off under `RSIMHASH_PORTABLE`) and a vote
 //! as the sink, a long text is cut in four parts instead, hashed side by
 //! side one part per 64-bit element of a vector ([`avx2`]), and what the
-//! vectors leave of each part (less than 16 bytes) is finished here.
+//! vectors leave of each part (less than 32 bytes) is finished here.
 
 use crate::fnv::{fnv1a64, step, BASIS};
 use crate::vote::Tally;
@@ -223,7 +223,7 @@ fn run<L: Lanes>(units: &[u8], count: usize, tally: &mut impl Sink) {
     if units.len() >= WIDE_MIN && count >= SPLIT_MIN {
         if let Some(tally) = tally.wide() {
             if let Some(parts) = L::split4(units) {
-                let steps = parts.iter().map(|p| p.len()).min().unwrap_or(0) & !15;
+                let steps = parts.iter().map(|p| p.len()).min().unwrap_or(0) / avx2::STEPS * avx2::STEPS;
                 if steps > 0 {
                     let mut votes = avx2::Votes::default();
                     // SAFETY: `wide` is only Some on a CPU with AVX2.

@@ -10,11 +10,12 @@
 //!
 //! Boundaries move the lanes down by blends, as the scalar kernel's selects
 //! do. The hash a lane completes at a boundary is voted at once, never
-//! stored: the masked completed hashes of 16 steps go through a
-//! Harley-Seal carry-save tree (bit-sliced counters: ones, twos, fours,
-//! eights), and the carries of weight 16 are counted in byte counters, so a
-//! vote costs a few logic instructions per 4 bytes instead of a counter per
-//! bit per hash.
+//! stored: the masked completed hashes of 16 steps (32 in mode `words`,
+//! where two adjacent steps never both complete one and are ORed first) go
+//! through a Harley-Seal carry-save tree (bit-sliced counters: ones, twos,
+//! fours, eights), and the carries of weight 16 are counted in byte
+//! counters, so a vote costs a few logic instructions per 4 bytes instead
+//! of a counter per bit per hash.
 //!
 //! The helpers are `#[inline(always)] unsafe fn`s without a target feature
 //! of their own (Rust refuses `inline(always)` with one): they must only be
@@ -23,7 +24,7 @@
 //! times slower).
 //!
 //! Invariants the caller keeps: every part is at least `steps` bytes long,
-//! and `steps` is a multiple of 16. Each part starts where the scalar kernel
+//! and `steps` is a multiple of [`STEPS`]. Each part starts where the scalar kernel
 //! would start a stream (see `Lanes::split4`), so its first boundaries
 //! complete junk hashes (`W - 1` of them in mode `words`, `W` in `chars`):
 //! the loop votes them with the rest, and they are taken back from the
@@ -49,9 +50,12 @@ impl Default for Votes {
     }
 }
 
-/// Blocks of 16 steps a byte counter takes before it is flushed: each block
-/// adds at most 4 (one per part) to it.
+/// Blocks of 16 inputs a byte counter takes before it is flushed: each
+/// block adds at most 4 (one per part) to it.
 const FLUSH_BLOCKS: usize = 63;
+
+/// [`lanes`] takes a multiple of this many steps (a block of either mode).
+pub(super) const STEPS: usize = 32;
 
 /// The state of the four streams between steps.
 struct State<const W: usize, const CHARS: bool> {
@@ -127,17 +131,37 @@ impl<const W: usize, const CHARS: bool> State<W, CHARS> {
         }
     }
 
-    /// Two steps; returns the carry of weight 2.
+    /// Steps (bytes) per vote input: in mode `words` two boundaries are
+    /// never adjacent (a token has a byte at least), so the hashes of two
+    /// steps are ORed into one input of the carry-save tree, halving its
+    /// work; in mode `chars` every byte can be a boundary.
+    const PER_INPUT: usize = if CHARS { 1 } else { 2 };
+    /// Steps of one [`Self::sixteen`]: sixteen inputs.
+    const BLOCK: usize = 16 * Self::PER_INPUT;
+
+    /// One input of the vote: the hashes one or two steps complete.
+    #[inline(always)]
+    unsafe fn input(&mut self, v: &mut __m256i) -> __m256i {
+        let a = self.step(v);
+        if CHARS {
+            a
+        } else {
+            _mm256_or_si256(a, self.step(v))
+        }
+    }
+
+    /// Two inputs; returns the carry of weight 2.
     #[inline(always)]
     unsafe fn two(&mut self, v: &mut __m256i) -> __m256i {
-        let a = self.step(v);
-        let b = self.step(v);
+        let a = self.input(v);
+        let b = self.input(v);
         let (carry, ones) = csa(self.ones, a, b);
         self.ones = ones;
         carry
     }
 
-    /// Four steps; returns the carry of weight 4.
+    /// Four inputs (the eight bytes of `v` in mode `words`); returns the
+    /// carry of weight 4.
     #[inline(always)]
     unsafe fn four(&mut self, v: &mut __m256i) -> __m256i {
         let a = self.two(v);
@@ -147,23 +171,28 @@ impl<const W: usize, const CHARS: bool> State<W, CHARS> {
         carry
     }
 
-    /// Eight steps from byte `at`; returns the carry of weight 8.
+    /// Eight inputs from byte `at`; returns the carry of weight 8.
     #[inline(always)]
     unsafe fn eight(&mut self, parts: &[&[u8]; 4], at: usize) -> __m256i {
         let mut v = load(parts, at);
         let a = self.four(&mut v);
-        let b = self.four(&mut v);
+        let b = if CHARS {
+            self.four(&mut v)
+        } else {
+            let mut v = load(parts, at + 8);
+            self.four(&mut v)
+        };
         let (carry, fours) = csa(self.fours, a, b);
         self.fours = fours;
         carry
     }
 
-    /// Sixteen steps from byte `at`; the carries of weight 16 go to the
-    /// byte counters.
+    /// Sixteen inputs from byte `at` ([`Self::BLOCK`] steps); the carries
+    /// of weight 16 go to the byte counters.
     #[inline(always)]
     unsafe fn sixteen(&mut self, parts: &[&[u8]; 4], at: usize) {
         let a = self.eight(parts, at);
-        let b = self.eight(parts, at + 8);
+        let b = self.eight(parts, at + Self::BLOCK / 2);
         let (carry, eights) = csa(self.eights, a, b);
         self.eights = eights;
         // Counter j of c16 takes byte j / 8 of each element (by a shuffle)
@@ -225,7 +254,7 @@ pub(super) fn lanes<const W: usize, const CHARS: bool>(
     steps: usize,
     votes: &mut Votes,
 ) -> ([[u64; W]; 4], [u64; 4]) {
-    assert!(steps.is_multiple_of(16) && parts.iter().all(|p| p.len() >= steps));
+    assert!(steps.is_multiple_of(STEPS) && parts.iter().all(|p| p.len() >= steps));
     let zero = _mm256_setzero_si256();
     let mut st = State::<W, CHARS> {
         lanes: [_mm256_set1_epi64x(BASIS as i64); W],
@@ -236,7 +265,7 @@ pub(super) fn lanes<const W: usize, const CHARS: bool>(
         c16: [zero; 2],
     };
     let mut blocks = 0;
-    for at in (0..steps).step_by(16) {
+    for at in (0..steps).step_by(State::<W, CHARS>::BLOCK) {
         // SAFETY: this function runs only with AVX2 (see the module docs).
         unsafe { st.sixteen(&parts, at) };
         blocks += 1;
