@@ -287,7 +287,12 @@ pub(super) fn lanes<const W: usize, const CHARS: bool>(
     let mut seen = [0u64; 4];
     for (part, seen) in parts.iter().zip(&mut seen) {
         let done = &part[..steps];
-        *seen = done.iter().filter(|&&b| boundary(b)).count() as u64;
+        // Counted in bytes a chunk of 255 (a byte counter cannot overflow
+        // there), which the compiler turns into byte compares and adds.
+        *seen = done
+            .chunks(255)
+            .map(|c| u64::from(c.iter().map(|&b| u8::from(boundary(b))).fold(0u8, u8::wrapping_add)))
+            .sum();
         // The first hashes of a part come from lanes that began before its
         // first unit: the text before each of its first boundaries (in mode
         // chars, from the first lead byte on, the empty text first).
