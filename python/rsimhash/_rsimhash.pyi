@@ -23,6 +23,7 @@ __all__ = [
     "fingerprints_arrow",
     "fingerprint_weighted",
     "hamming_arrays",
+    "_fnv1a64_texts",
     "batch_find_all",
     "batch_dedup",
     "batch_clusters",

@@ -96,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
             found = batch.find_all(values, args.distance, blocks=args.blocks, threads=args.threads,
                                    memory_limit=limit, progress=False)
+            assert isinstance(found, np.ndarray)  # no out=: the pairs themselves
             pairs = values[found] if len(found) else np.empty((0, 2), dtype=np.uint64)
             pairs = _with_self_pairs(pairs, values[counts > 1])
         step = 1 << 16

@@ -500,10 +500,12 @@ class Source:
         which reads the header and words each bad line's error."""
         status = rc.status()
         lines = rc.lines()
-        fps = rc.fingerprints()
+        fps: np.ndarray = rc.fingerprints()  # always given for a fingerprint file
         special = np.flatnonzero(status)
+        ids: Optional[List[Id]] = None  # lines: the line numbers
         if not len(special):  # the usual chunk: every line a record, nothing to pick
-            ids = rc.ids() if self.format == "hash" and self.need_ids else None
+            if self.format == "hash" and self.need_ids:
+                ids = rc.ids()
             return Chunk(lines, ids, hashes=fps, nbytes=rc.nbytes, core=rc,
                          entries=np.arange(len(lines), dtype=np.int64))
         keep = status == 0
@@ -514,12 +516,11 @@ class Source:
                 continue
             parse = self._parse_hash if self.format == "hash" else self._parse_lines
             found = parse([rc.line(i)], int(lines[i]) - 1)
-            if len(found):  # read after all (the core leaves any doubtful line here)
+            if len(found) and found.hashes is not None:  # read after all (the core leaves any doubtful line here)
                 keep[i] = True
                 fps[i] = found.hashes[0]
                 extra_ids[i] = found.ids[0]
         entries = np.flatnonzero(keep)
-        ids: Optional[List[Id]] = None  # lines: the line numbers
         if self.format == "hash" and self.need_ids:
             all_ids = rc.ids()
             for i, rid in extra_ids.items():
