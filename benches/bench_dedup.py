@@ -20,8 +20,8 @@ text) beside it. Each round, interleaved so a busy neighbour hits all alike:
 Files are read once before the rounds, so they are in the page cache.
 Reported: medians (min..max) of records/s and MB/s (10^6 bytes of JSON
 lines), the ratios the targets name (dedup / fingerprints >= 0.6 for the
-plain and the Parquet file; gzip dedup time <= zcat time), and each dedup's
-peak RSS. ``--memory`` also runs dedup on the first quarter of the corpus:
+plain file and >= 0.4 for the Parquet one; gzip dedup time <= zcat time),
+and each dedup's peak RSS. ``--memory`` also runs dedup on the first quarter of the corpus:
 peak memory must not grow with the input (beyond the index of kept records).
 
 Usage::
@@ -52,7 +52,8 @@ sys.path.insert(0, HERE)
 import corpus as corpus_mod  # noqa: E402
 from bench_fingerprint import machine_info  # noqa: E402
 
-TARGET_RATIO = 0.6
+# dedup / fingerprints, start-up included, on JSON lines and on Parquet.
+TARGETS = {"plain": 0.6, "parquet": 0.4}
 DATA_DIR = os.path.join(HERE, "data")
 
 
@@ -290,8 +291,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     for name in ("plain", "parquet"):
         if name in runs:
             ratio = fp_wall / median_of(runs[name], "wall")
-            verdicts.append(f"{name} dedup {ratio:.2f} x fingerprints (target >= {TARGET_RATIO}): "
-                            f"{'met' if ratio >= TARGET_RATIO else 'MISSED'}")
+            target = TARGETS[name]
+            verdicts.append(f"{name} dedup {ratio:.2f} x fingerprints (target >= {target}): "
+                            f"{'met' if ratio >= target else 'MISSED'}")
     if "gzip" in runs:
         g, z = median_of(runs["gzip"], "wall"), median_of(runs["zcat"], "wall")
         verdicts.append(f"gzip dedup {g:.2f} s vs gzip -dc {z:.2f} s ({g / z:.2f} x; target <= 1 plus the "

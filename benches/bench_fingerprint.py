@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Throughput of ``rsimhash.fingerprints`` against single-thread ``hashlib.md5``.
+"""Throughput of ``rsimhash.fingerprints`` against single-thread ``hashlib.md5`` and a plain FNV-1a loop.
 
 On one deterministic English corpus (``benches/corpus.py``) this measures, in
 interleaved rounds (every measurement once per round, ``--repeats`` rounds):
@@ -9,12 +9,17 @@ interleaved rounds (every measurement once per round, ``--repeats`` rounds):
   exactly as users make it (UTF-8 conversion included);
 * ``hashlib.md5(b).digest()`` for every document in a plain single-thread
   Python loop over the UTF-8 bytes, encoded beforehand (not timed);
+* FNV-1a 64 over every byte of every document (``_rsimhash._fnv1a64_texts``:
+  the same list of ``str``, collected the same way, on the same cores), all
+  threads and one: the plain loop a fingerprint, which folds every byte
+  into three shingles, is measured against;
 * ``fingerprints(docs, mode="chars", width=4)``, default threads and
-  ``threads=1``, for the record.
+  ``threads=1``.
 
 Throughput is MB/s with MB = 10**6 bytes of UTF-8 text; the medians over the
-rounds are reported, and the ratios fingerprints/md5 are computed from the
-medians.  The project's target: words mode on all cores >= 0.8 x md5.
+rounds are reported, and the ratios are computed from the medians, side by
+side with their targets: words (all cores) >= 2 x md5 (one core) and
+>= 0.75 x the FNV loop (all cores); chars (all cores) >= 1.5 x md5.
 
 Usage::
 
@@ -40,7 +45,12 @@ sys.path.insert(0, HERE)
 
 import corpus as corpus_mod  # noqa: E402
 
-TARGET_RATIO = 0.8
+# (numerator, denominator, target): the issue's targets, reported side by side.
+TARGETS = [
+    ("fp_words_all", "md5", 2.0),
+    ("fp_words_all", "fnv_all", 0.75),
+    ("fp_chars_all", "md5", 1.5),
+]
 
 
 def cpu_model() -> str:
@@ -147,6 +157,7 @@ def main(argv=None) -> int:
           f"source set {corpus.src_hash} (loaded in {time.perf_counter() - t0:.1f} s)")
 
     fps = rsimhash.fingerprints
+    fnv = rsimhash._rsimhash._fnv1a64_texts
 
     def md5_loop() -> None:
         md5 = hashlib.md5
@@ -160,6 +171,10 @@ def main(argv=None) -> int:
          lambda: fps(docs, mode="words", width=3, threads=1)),
         ("hashlib.md5 per doc, 1 thread", "md5",
          md5_loop),
+        ("FNV-1a over every byte, default threads", "fnv_all",
+         lambda: fnv(docs)),
+        ("FNV-1a over every byte, threads=1", "fnv_1t",
+         lambda: fnv(docs, threads=1)),
     ]
     if not args.no_chars:
         cases += [
@@ -182,9 +197,11 @@ def main(argv=None) -> int:
     assert full_all.shape == (len(docs),)
     del full_all
     hashlib.md5(blobs[0]).digest()
+    assert int(fnv(small)[0]) == rsimhash.fnv1a64(small[0]), "_fnv1a64_texts != fnv1a64"
 
     times: Dict[str, List[float]] = {key: [] for _, key, _ in cases}
     par: Dict[str, List[float]] = {key: [] for _, key, _ in cases}
+    cpu_s: Dict[str, List[float]] = {key: [] for _, key, _ in cases}
     other_cpu = 0.0
     wall_total = 0.0
     for r in range(args.repeats):
@@ -194,6 +211,7 @@ def main(argv=None) -> int:
             dt, cpu, other = timed(fn)
             times[key].append(dt)
             par[key].append(cpu / dt)
+            cpu_s[key].append(cpu)
             r_other += other
             r_wall += dt
             row.append(f"{key} {nbytes / dt / 1e6:.0f}")
@@ -205,13 +223,17 @@ def main(argv=None) -> int:
     med = {key: statistics.median(v) for key, v in times.items()}
     mbps = {key: nbytes / med[key] / 1e6 for key in med}
     print()
+    # MB per CPU-second of this process: what one core does, steadier than
+    # the wall on a shared machine (a call that gets 0.9 of 2 cores still
+    # says how fast each core it got went).
+    per_cpu = {key: nbytes / statistics.median(v) / 1e6 for key, v in cpu_s.items()}
     print(f"{'measurement':44s} {'median MB/s':>11s} {'min..max MB/s':>15s} {'x md5':>7s} "
-          f"{'cpu/wall':>8s}")
+          f"{'cpu/wall':>8s} {'MB/cpu-s':>9s}")
     for label, key, _ in cases:
         lo = nbytes / max(times[key]) / 1e6
         hi = nbytes / min(times[key]) / 1e6
         print(f"{label:44s} {mbps[key]:11.1f} {lo:7.0f}..{hi:<7.0f} {mbps[key] / mbps['md5']:7.3f} "
-              f"{statistics.median(par[key]):8.2f}")
+              f"{statistics.median(par[key]):8.2f} {per_cpu[key]:9.1f}")
     foreign = other_cpu / wall_total if wall_total else 0.0
     try:
         load_end = [round(x, 2) for x in os.getloadavg()]
@@ -219,11 +241,29 @@ def main(argv=None) -> int:
         load_end = None
     print(f"other processes used {foreign:.2f} of {info['nproc']} cores on average while timing "
           f"(loadavg at end {load_end}); cpu/wall = this process's CPU seconds per second")
-    ratio_all = mbps["fp_words_all"] / mbps["md5"]
-    ratio_1t = mbps["fp_words_1t"] / mbps["md5"]
-    verdict = "MEETS" if ratio_all >= TARGET_RATIO else "MISSES"
-    print(f"\nwords, default threads / md5 = {ratio_all:.3f} ({verdict} target >= {TARGET_RATIO}); "
-          f"words, 1 thread / md5 = {ratio_1t:.3f}")
+    print()
+    ratios = {}
+    for num, den, target in TARGETS:
+        if num not in mbps:
+            continue
+        ratio = mbps[num] / mbps[den]
+        ratios[f"{num}/{den}"] = ratio
+        print(f"{num} / {den} = {ratio:.3f} (target >= {target}: {'met' if ratio >= target else 'MISSED'})")
+    print(f"words, 1 thread / md5 = {mbps['fp_words_1t'] / mbps['md5']:.3f}; "
+          f"words, 1 thread / FNV loop, 1 thread = {mbps['fp_words_1t'] / mbps['fnv_1t']:.3f}")
+    # The same ratios from CPU time: what the all-core calls would give on
+    # idle cores (each core as fast as the CPU time says, every core busy),
+    # against md5 on one.
+    cores = info["nproc"]
+    cpu_ratios = {}
+    for num, den, target in TARGETS:
+        if num not in per_cpu:
+            continue
+        scale = cores if den == "md5" else 1
+        ratio = per_cpu[num] * scale / per_cpu[den]
+        cpu_ratios[f"{num}/{den}"] = ratio
+        print(f"from CPU time, on {cores} idle cores: {num} / {den} = {ratio:.3f} "
+              f"(target >= {target}: {'met' if ratio >= target else 'MISSED'})")
 
     summary = {
         "bench": "fingerprint",
@@ -233,10 +273,10 @@ def main(argv=None) -> int:
         "src_hash": corpus.src_hash,
         "repeats": args.repeats,
         **{f"{k}_mbps": round(v, 1) for k, v in mbps.items()},
-        "ratio_words_all_md5": round(ratio_all, 3),
-        "ratio_words_1t_md5": round(ratio_1t, 3),
-        "target_ratio": TARGET_RATIO,
-        "meets_target": ratio_all >= TARGET_RATIO,
+        "ratios": {k: round(v, 3) for k, v in ratios.items()},
+        "mb_per_cpu_s": {k: round(v, 1) for k, v in per_cpu.items()},
+        "ratios_from_cpu_time": {k: round(v, 3) for k, v in cpu_ratios.items()},
+        "targets": {f"{n}/{d}": t for n, d, t in TARGETS},
         "cpu_per_wall_words_all": round(statistics.median(par["fp_words_all"]), 2),
         "other_procs_cores": round(foreign, 2),
         **{k: info[k] for k in ("nproc", "cpu", "python", "rsimhash", "numpy", "loadavg")},

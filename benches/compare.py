@@ -314,7 +314,7 @@ FEATURES = {
     "rsimhash": "SPEC v1 word 3-shingles, simhash, k = 3",
     "rsimhash-verified": "simhash candidates, exact Jaccard of the shingle sets >= t",
     "simhash": "its default: char 4-grams, md5, k = 3 (`SimhashIndex`)",
-    "simhash-pybind": "its recipe: whitespace 3-shingles, md5, k = 3 (`find_all`, 6 blocks)",
+    "simhash-pybind": f"its recipe: whitespace 3-shingles, md5, k = 3 (`find_all`, {ct.PYBIND_BLOCKS} blocks)",
     "gaoya": "lower-cased word 3-grams, its hash, k = 3, 6 blocks",
     "datasketch": "MinHash (128) of the SPEC v1 shingle sets, LSH at t, estimate >= t",
     "rensa": "MinHash (128) of the SPEC v1 shingle sets, LSH at t, estimate >= t",
@@ -490,7 +490,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.texts is None:
         args.texts = os.path.join(args.workdir, "quality-300.jsonl") if q else os.path.join(HERE, "data",
                                                                                           "quality.jsonl")
-    if not os.path.exists(args.texts):
+    only = args.only.split(",")
+    if "texts" in only and not os.path.exists(args.texts):
+        # Built only for the section that reads it: --only pairs,query on a
+        # fresh clone needs no text corpus (nor the files it is built from).
         import quality_corpus
         print(f"writing the corpus {args.texts} ...", file=sys.stderr)
         quality_corpus.write(args.texts, 300 if q else None)
@@ -505,7 +508,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     t0 = time.perf_counter()
     notes: List[str] = []
     body: List[str] = []
-    only = args.only.split(",")
     if "pairs" in only:
         body += section_pairs(args, runner, tools, notes) + [""]
     if "query" in only:
@@ -515,6 +517,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for t in tools:
         if ct.BY_NAME[t].note and not ct.BY_NAME[t].caps:
             notes.append(f"{ct.BY_NAME[t].label}: {ct.BY_NAME[t].note}.")
+    # What each tool runs on and with: the machine has len(affinity) cores;
+    # each peer runs with its documented best setting.
+    for t in tools:
+        tool = ct.BY_NAME[t]
+        notes.append(f"{tool.label}: {tool.cores}" + (f"; {tool.setting}." if tool.setting else "."))
+    notes.append(f"Every row is the median of {args.repeat} interleaved rounds, except a run that took over "
+                 f"{args.slow:g} s (--slow) or failed in its first round: that row is a single run.")
     cmd = " ".join(["python benches/compare.py"] + list(argv if argv is not None else sys.argv[1:]))
     report = (["# rsimhash side by side", "", f"`{cmd}`: {args.repeat} interleaved round(s), medians; "
                f"{time.perf_counter() - t0:.0f} s in all.", ""] + machine(versions, args.elsewhere) + [""] + body

@@ -45,35 +45,54 @@ class Tool:
     tasks it can do and the largest size each is run at."""
 
     def __init__(self, name: str, label: str, module: str, dist: str, pip: str, tasks: Sequence[str],
-                 caps: Optional[Dict[str, int]] = None, check: Optional[str] = None, note: str = ""):
+                 caps: Optional[Dict[str, int]] = None, check: Optional[str] = None, note: str = "",
+                 cores: str = "one core", setting: str = ""):
         self.name, self.label, self.module, self.dist, self.pip = name, label, module, dist, pip
         self.tasks, self.caps, self.check, self.note = tuple(tasks), caps or {}, check, note
+        # How many cores the tool uses, and the setting it runs with (each
+        # peer its documented best), for the report's notes.
+        self.cores, self.setting = cores, setting
 
+
+# simhash-pybind's blocks for distance 3: the example of its installed README
+# (`blocks = 4`, `distance = 3`); at 10^6 random fingerprints it ran in 6.5-9.5 s
+# against 9.4-11.8 s with 5 (its README's benchmark) and 15-20 s with 6.
+PYBIND_BLOCKS = 4
 
 # ``check`` names an attribute that tells the two ``simhash`` packages apart.
 TOOLS = [
     Tool("rsimhash", "rsimhash", "rsimhash", "rsimhash", "pip install rsimhash",
-         ("pairs", "query", "texts")),
-    Tool("rsimhash-index", "rsimhash `Index`", "rsimhash", "rsimhash", "pip install rsimhash", ("pairs",)),
-    Tool("rsimhash-verified", "rsimhash verified", "rsimhash", "rsimhash", "pip install rsimhash", ("texts",)),
+         ("pairs", "query", "texts"), cores="all cores (rayon)",
+         setting="`batch.find_all(fps, 3)` and `Index(3)` with their default table designs"),
+    Tool("rsimhash-index", "rsimhash `Index`", "rsimhash", "rsimhash", "pip install rsimhash", ("pairs",),
+         cores="all cores (rayon)", setting="`Index(3)`, add then `find_all`"),
+    Tool("rsimhash-verified", "rsimhash verified", "rsimhash", "rsimhash", "pip install rsimhash", ("texts",),
+         cores="all cores (rayon)", setting="`similar.find_all` at Jaccard t"),
     Tool("hammingbird", "hammingbird", "hammingbird", "hammingbird", "pip install hammingbird",
-         ("pairs", "query")),
+         ("pairs", "query"), cores="all cores (rayon, per its README)",
+         setting="`find_pairs_self_bit` and `Index`, which take no tuning"),
     Tool("simhash-pybind", "simhash-pybind (simhash-cpp)", "simhash", "simhash-pybind",
          "python -m venv .venv-cpp && .venv-cpp/bin/pip install simhash-pybind numpy; "
          "--python simhash-pybind=.venv-cpp/bin/python", ("pairs", "texts"),
-         check="find_all"),
+         check="find_all", cores="one core (C++, no threads)",
+         setting=f"`find_all(hashes, {PYBIND_BLOCKS}, 3)`: its README's example for distance 3 "
+                 "(its benchmark uses 5; 4 was the faster of the two at 10^6 here, 6 slower still)"),
     Tool("simhash", "simhash (1e0ng)", "simhash", "simhash",
          'python -m venv .venv-1e0ng && .venv-1e0ng/bin/pip install simhash "numpy<2"; '
          "--python simhash=.venv-1e0ng/bin/python",
          ("pairs", "query", "texts"), caps={"pairs": 1_000_000, "query": 1_000_000}, check="SimhashIndex",
-         note="pure Python: run up to 10^6 fingerprints (at 10^7, from its 10^6 figures: ~10 GB of index and an hour for all pairs)"),
+         note="pure Python: run up to 10^6 fingerprints (at 10^7, from its 10^6 figures: ~10 GB of index and an hour for all pairs)",
+         cores="one core (pure Python)", setting="`SimhashIndex(k=3)`, its only design (k + 1 blocks)"),
     Tool("gaoya", "gaoya", "gaoya", "gaoya", "pip install gaoya", ("texts",),
-         note="its simhash index takes documents, not fingerprints"),
-    Tool("datasketch", "datasketch MinHash LSH", "datasketch", "datasketch", "pip install datasketch", ("texts",)),
-    Tool("rensa", "rensa MinHash LSH", "rensa", "rensa", "pip install rensa", ("texts",)),
+         note="its simhash index takes documents, not fingerprints", cores="all cores (its `par_bulk_*` calls)",
+         setting="`SimHash64StringIntIndex(6, 3, ...)`, word 3-grams lower-cased, as its README builds it"),
+    Tool("datasketch", "datasketch MinHash LSH", "datasketch", "datasketch", "pip install datasketch", ("texts",),
+         cores="one core (pure Python)", setting="128 permutations, `MinHashLSH(threshold=t)` with its own bands"),
+    Tool("rensa", "rensa MinHash LSH", "rensa", "rensa", "pip install rensa", ("texts",),
+         cores="one core", setting="128 permutations, `RMinHashLSH` with the bands datasketch would choose at t"),
     Tool("numpy", "numpy brute force", "numpy", "numpy", "pip install numpy", ("pairs", "query"),
          caps={"pairs": 30_000},
-         note="every pair compared: all pairs only up to 3 x 10^4 fingerprints"),
+         note="every pair compared: all pairs only up to 3 x 10^4 fingerprints", cores="one core"),
 ]
 BY_NAME = {t.name: t for t in TOOLS}
 
@@ -164,7 +183,7 @@ def pairs_hammingbird(fps: np.ndarray, k: int) -> Callable[[], Any]:
 def pairs_simhash_pybind(fps: np.ndarray, k: int) -> Callable[[], Any]:
     import simhash
     values = fps.tolist()
-    return lambda: simhash.find_all(values, 6, k)  # simhash-cpp's own example: 6 blocks for k = 3
+    return lambda: simhash.find_all(values, PYBIND_BLOCKS, k)
 
 
 def pairs_simhash(fps: np.ndarray, k: int) -> Callable[[], Any]:
@@ -316,7 +335,7 @@ def texts_simhash_pybind(texts: List[str], k: int):
         for i, v in enumerate(values):
             docs.setdefault(v, []).append(i)
         out = [(a, b) for same in docs.values() for x, a in enumerate(same) for b in same[x + 1:]]
-        for u, v in simhash.find_all(values, 6, k):  # distinct values only
+        for u, v in simhash.find_all(values, PYBIND_BLOCKS, k):  # distinct values only
             out.extend((a, b) for a in docs[u] for b in docs[v])
         return out
     return sigs, {None: pairs}

@@ -20,21 +20,39 @@
 //! A stream writes a hash at every unit boundary; the first `W - 1` come from
 //! lanes that started before unit 0 and are skipped. When `0 < units < W`, the
 //! one shingle of all units is hashed directly.
+//!
+//! With AVX2 (checked at run time, off under `RSIMHASH_PORTABLE`) and a vote
+//! as the sink, a long text is cut in four parts instead, hashed side by
+//! side one part per 64-bit element of a vector ([`avx2`]), and what the
+//! vectors leave of each part (less than 32 bytes) is finished here.
 
 use crate::fnv::{fnv1a64, step, BASIS};
 use crate::vote::Tally;
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
 
 /// Where feature hashes go: the vote, or a list in tests. The order in which
 /// hashes arrive is unspecified (the two halves of a long text interleave);
 /// the vote does not depend on it.
 pub(crate) trait Sink {
     fn add(&mut self, hashes: &[u64]);
+
+    /// The vote, when the sink is one that may take the vector kernel's
+    /// counts (an AVX2 CPU, no `RSIMHASH_PORTABLE`).
+    fn wide(&mut self) -> Option<&mut Tally> {
+        None
+    }
 }
 
 impl Sink for Tally {
     #[inline]
     fn add(&mut self, hashes: &[u64]) {
         Tally::add(self, hashes);
+    }
+
+    fn wide(&mut self) -> Option<&mut Tally> {
+        self.avx2().then_some(self)
     }
 }
 
@@ -47,6 +65,8 @@ impl Sink for Vec<u64> {
 /// Below this many units a text is hashed as one stream: splitting it in two
 /// costs more than it saves.
 const SPLIT_MIN: usize = 64;
+/// Bytes below which a text is not cut in four for the vector kernel.
+const WIDE_MIN: usize = 256;
 /// Slots of a stream's ring of hashes.
 const RING: usize = 256;
 /// Bytes a stream takes between drains: at most one hash per byte, plus the
@@ -123,6 +143,47 @@ trait Lanes: Sized {
     /// Splits `units` in two halves to hash side by side: the second starts
     /// `W - 1` units before the cut, so that shingles crossing it are kept.
     fn split(units: &[u8], count: usize) -> Option<(&[u8], &[u8])>;
+    /// Splits `units` in four parts the same way (each after the first
+    /// starts `W - 1` units before its cut), or None when the cuts do not
+    /// fall on four distinct units with `W - 1` units before each.
+    fn split4(units: &[u8]) -> Option<[&[u8]; 4]>;
+    /// Hashes the first `steps` bytes of each part with AVX2, voting the
+    /// shingles completed there into `votes`; returns each part's lanes to
+    /// go on from.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn wide(parts: [&[u8]; 4], steps: usize, votes: &mut avx2::Votes) -> [Self; 4];
+}
+
+/// The cuts of [`Lanes::split4`]: `units` in four parts, each part after the
+/// first starting `back` units before its cut. `cut(at)` is the first unit
+/// boundary at or after byte `at` (where the next part's own units start),
+/// `before(c)` the start of the unit that ends at boundary `c`.
+fn split4_by(
+    units: &[u8],
+    back: usize,
+    cut: impl Fn(usize) -> Option<usize>,
+    before: impl Fn(usize) -> Option<usize>,
+) -> Option<[&[u8]; 4]> {
+    let len = units.len();
+    let mut ends = [len; 4];
+    let mut starts = [0; 4];
+    let mut last = 0;
+    for i in 1..4 {
+        let c = cut(len * i / 4)?;
+        if c <= last || c >= len {
+            return None;
+        }
+        (ends[i - 1], last) = (c, c);
+        let mut s = c;
+        for _ in 0..back {
+            s = before(s)?;
+        }
+        starts[i] = s;
+    }
+    Some(std::array::from_fn(|i| &units[starts[i]..ends[i]]))
 }
 
 /// One stream: its lanes, its ring and how much of the ring is voted.
@@ -158,6 +219,28 @@ impl<L: Lanes> Stream<L> {
 /// the `count - W + 1` shingle hashes.
 #[inline(always)]
 fn run<L: Lanes>(units: &[u8], count: usize, tally: &mut impl Sink) {
+    #[cfg(target_arch = "x86_64")]
+    if units.len() >= WIDE_MIN && count >= SPLIT_MIN {
+        if let Some(tally) = tally.wide() {
+            if let Some(parts) = L::split4(units) {
+                let steps = parts.iter().map(|p| p.len()).min().unwrap_or(0) / avx2::STEPS * avx2::STEPS;
+                if steps > 0 {
+                    let mut votes = avx2::Votes::default();
+                    // SAFETY: `wide` is only Some on a CPU with AVX2.
+                    let lanes = unsafe { L::wide(parts, steps, &mut votes) };
+                    tally.add_counts(&votes.totals, votes.n);
+                    // One ring for the four rests, one after another.
+                    let mut stream = Stream::<L>::new();
+                    for (lanes, part) in lanes.into_iter().zip(parts) {
+                        stream.drained = lanes.written();
+                        stream.lanes = lanes;
+                        feed_all(&mut stream, &part[steps..], tally);
+                    }
+                    return;
+                }
+            }
+        }
+    }
     match (count >= SPLIT_MIN).then(|| L::split(units, count)).flatten() {
         Some((a, b)) => {
             let (mut sa, mut sb) = (Stream::<L>::new(), Stream::<L>::new());
@@ -243,6 +326,21 @@ impl<const W: usize> Lanes for WordLanes<W> {
         }
         Some((&stream[..=cut], &stream[space + 1..]))
     }
+
+    fn split4(stream: &[u8]) -> Option<[&[u8]; 4]> {
+        // A part ends with the space after its last token; the next one
+        // starts after the space W tokens before that.
+        let cut = |at: usize| memchr::memchr(b' ', &stream[at..]).map(|p| at + p + 1);
+        let before = |c: usize| Some(memchr::memrchr(b' ', &stream[..c.checked_sub(1)?]).map_or(0, |p| p + 1));
+        split4_by(stream, W - 1, cut, before)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn wide(parts: [&[u8]; 4], steps: usize, votes: &mut avx2::Votes) -> [Self; 4] {
+        // SAFETY: the caller checked AVX2.
+        let (lanes, seen) = unsafe { avx2::lanes::<W, false>(parts, steps, votes) };
+        std::array::from_fn(|i| WordLanes { lanes: lanes[i], written: seen[i] as usize })
+    }
 }
 
 /// Lanes of mode `chars` over the normalized text. At the lead byte of a code
@@ -300,6 +398,22 @@ impl<const W: usize> Lanes for CharLanes<W> {
             b_start = text[..b_start].iter().rposition(|&b| is_lead(b))?;
         }
         Some((&text[..cut], &text[b_start..]))
+    }
+
+    fn split4(text: &[u8]) -> Option<[&[u8]; 4]> {
+        // A part ends before a code point; the next one starts W - 1 code
+        // points before that.
+        let cut = |at: usize| text[at..].iter().position(|&b| is_lead(b)).map(|p| at + p);
+        let before = |c: usize| text[..c].iter().rposition(|&b| is_lead(b));
+        split4_by(text, W - 1, cut, before)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn wide(parts: [&[u8]; 4], steps: usize, votes: &mut avx2::Votes) -> [Self; 4] {
+        // SAFETY: the caller checked AVX2.
+        let (lanes, seen) = unsafe { avx2::lanes::<W, true>(parts, steps, votes) };
+        // `written` counts lead bytes less one (the first completes nothing).
+        std::array::from_fn(|i| CharLanes { lanes: lanes[i], written: (seen[i] as usize).wrapping_sub(1) })
     }
 }
 
@@ -370,7 +484,61 @@ mod tests {
         assert_eq!(chars_of("abcde", 4), naive(&["a", "b", "c", "d", "e"], 4, ""));
     }
 
+    /// The vote of a text's shingles through the kernels into a tally (so
+    /// the vector kernel runs where the CPU allows), against the vote of
+    /// the naive shingles.
+    fn voted(units: &[&str], width: usize, sep: &str) -> (u64, u64) {
+        let mut tally = Tally::default();
+        if sep.is_empty() {
+            // Mode chars: the units are the code points of the text.
+            let text = units.concat();
+            chars(text.as_bytes(), width, &mut tally);
+            let owned: Vec<String> = text.chars().map(String::from).collect();
+            let points: Vec<&str> = owned.iter().map(String::as_str).collect();
+            return (tally.finish(), crate::vote::compute(&naive(&points, width, "")));
+        }
+        let stream: String = units.iter().map(|t| format!("{t} ")).collect();
+        words(stream.as_bytes(), units.len(), width, &mut tally);
+        (tally.finish(), crate::vote::compute(&naive(units, width, sep)))
+    }
+
+    #[test]
+    fn wide_kernel_edges() {
+        // Parts whose vector steps end inside a token, on a boundary, and
+        // texts just long enough to be cut in four.
+        for n in [64, 65, 70, 100, 257, 1000] {
+            for len in [1, 2, 3, 7, 15, 16, 17] {
+                let tokens: Vec<String> = (0..n).map(|i| "abcdefghijklmnopq"[..1 + (i * 7 + len) % len].to_owned() + &i.to_string()).collect();
+                let refs: Vec<&str> = tokens.iter().map(String::as_str).collect();
+                for width in 1..=9 {
+                    let (got, want) = voted(&refs, width, " ");
+                    assert_eq!(got, want, "words n={n} len={len} width={width}");
+                    let (got, want) = voted(&refs, width, "");
+                    assert_eq!(got, want, "chars n={n} len={len} width={width}");
+                    let spaced = refs.join(" ");
+                    let (got, want) = voted(&[spaced.as_str()], width, "");
+                    assert_eq!(got, want, "spaced chars n={n} len={len} width={width}");
+                }
+            }
+        }
+    }
+
     proptest! {
+        #[test]
+        fn wide_words_vote_as_naive(tokens in prop::collection::vec("[a-zé漢]{1,12}", 40..700), width in 1usize..10) {
+            let refs: Vec<&str> = tokens.iter().map(String::as_str).collect();
+            let (got, want) = voted(&refs, width, " ");
+            prop_assert_eq!(got, want);
+        }
+
+        #[test]
+        fn wide_chars_vote_as_naive(text in "[a-z é漢😀]{200,1500}", width in 1usize..10) {
+            let owned: Vec<String> = text.chars().map(String::from).collect();
+            let units: Vec<&str> = owned.iter().map(String::as_str).collect();
+            let (got, want) = voted(&units, width, "");
+            prop_assert_eq!(got, want);
+        }
+
         #[test]
         fn words_match_naive(tokens in prop::collection::vec("[a-zé漢]{1,6}", 0..40), width in 1usize..12) {
             let refs: Vec<&str> = tokens.iter().map(String::as_str).collect();

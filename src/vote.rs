@@ -63,6 +63,20 @@ impl Tally {
         Tally { avx2: false, ..Tally::default() }
     }
 
+    /// Whether AVX2 kernels may vote into this tally ([`Self::add_counts`]).
+    pub(crate) fn avx2(&self) -> bool {
+        self.avx2
+    }
+
+    /// Adds votes counted elsewhere: `ones[j]` hashes with bit `j` set, of
+    /// `n` hashes in all.
+    pub(crate) fn add_counts(&mut self, ones: &[u32; 64], n: u64) {
+        for (t, &o) in self.totals.iter_mut().zip(ones) {
+            *t += o;
+        }
+        self.n += n;
+    }
+
     pub(crate) fn add(&mut self, mut hashes: &[u64]) {
         while !hashes.is_empty() {
             let (now, later) = hashes.split_at(hashes.len().min(FLUSH_EVERY - self.pending));

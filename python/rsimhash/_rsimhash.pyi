@@ -23,6 +23,7 @@ __all__ = [
     "fingerprints_arrow",
     "fingerprint_weighted",
     "hamming_arrays",
+    "_fnv1a64_texts",
     "batch_find_all",
     "batch_dedup",
     "batch_clusters",
@@ -133,6 +134,9 @@ def fingerprint_weighted(features: Iterable[tuple[Union[str, bytes, int], float]
     >>> rsimhash.fingerprint_weighted([("rust", 2.0), (b"\\x00\\x01", 0.5), (0xDEADBEEF, -1.0)])
     13834740431434729255
     """
+
+def _fnv1a64_texts(texts: Iterable[str], *, threads: Union[int, None] = None) -> npt.NDArray[np.uint64]:
+    """FNV-1a 64 of each text's UTF-8 on all cores: the plain loop that ``benches/bench_fingerprint.py`` compares with."""
 
 def hamming_arrays(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint8]:
     """Popcount of ``a ^ b`` over two equal-length 1-D ``uint64`` arrays."""
@@ -525,6 +529,9 @@ def portable_paths() -> bool:
 class JsonLines:
     """The chunks of a JSON-lines input (plain, gzip or zstd), read, parsed and fingerprinted on threads of the core.
 
+    ``format="lines"`` (one decimal u64 per line) or ``"hash"`` (a TSV with a header naming ``id_field``, default
+    ``id``, and ``hash``) reads a fingerprint file instead: each chunk's ``fingerprints`` are the hashes read.
+
     Iterating gives ``RecordChunk`` objects and, when the input stops early, one last ``(line, compression, error)`` tuple.
     """
 
@@ -538,6 +545,7 @@ class JsonLines:
         width: Union[int, None] = None,
         threads: Union[int, None] = None,
         chunk_bytes: int = ...,
+        format: str = "json",
     ) -> "JsonLines": ...
     @property
     def compression(self) -> str: ...

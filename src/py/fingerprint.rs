@@ -21,6 +21,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fingerprints_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(fingerprint_weighted, m)?)?;
     m.add_function(wrap_pyfunction!(hamming_arrays, m)?)?;
+    m.add_function(wrap_pyfunction!(fnv1a64_texts, m)?)?;
     Ok(())
 }
 
@@ -168,6 +169,21 @@ fn fingerprint_weighted(py: Python<'_>, features: &Bound<'_, PyAny>) -> PyResult
         pairs.push((hash, weight));
     }
     detach::run(py, None, move || crate::compute_weighted(pairs))
+}
+
+/// FNV-1a 64 of each text's UTF-8, on the rayon pool: the plain loop over
+/// every byte that `benches/bench_fingerprint.py` measures fingerprints
+/// against (the same texts, collected the same way, on the same cores).
+#[pyfunction]
+#[pyo3(name = "_fnv1a64_texts", signature = (texts, *, threads = None))]
+fn fnv1a64_texts<'py>(py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<i64>) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    use rayon::prelude::*;
+
+    let threads = self::threads(threads)?;
+    let utf8 = collect_texts(texts)?;
+    let slices = utf8.slices();
+    let hashes = detach::run(py, threads, || Ok(slices.par_iter().with_min_len(16).map(|s| crate::fnv1a64(s)).collect()))?;
+    Ok(PyArray1::from_vec(py, hashes))
 }
 
 /// Popcount of `a ^ b` over two equal-length 1-D uint64 arrays.

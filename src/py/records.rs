@@ -13,7 +13,7 @@ use pyo3::types::{PyBytes, PyList, PyString};
 
 use super::detach;
 use super::fingerprint::{shingling, threads};
-use crate::records::{Fields, Id, Item, JsonLinesReader, ReaderOptions, RecordChunk};
+use crate::records::{Fields, HashFormat, Id, Item, JsonLinesReader, ReaderOptions, RecordChunk};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyJsonLines>()?;
@@ -35,15 +35,20 @@ pub(crate) struct PyJsonLines {
     closed: AtomicBool,
     compression: &'static str,
     fields: Arc<Fields>,
+    /// Whether records have texts (JSON lines, not a fingerprint file).
+    texts: bool,
 }
 
 #[pymethods]
 impl PyJsonLines {
     /// `source` is a path, or (on Unix) a file descriptor this object takes
     /// over and closes. With `mode`, each record's text is fingerprinted as
-    /// it is parsed; `id_field=None` skips ids.
+    /// it is parsed; `id_field=None` skips ids. `format="lines"` or `"hash"`
+    /// reads a fingerprint file instead (`RecordChunk.fingerprints` are the
+    /// hashes read; a TSV's ids are its `id_field` column, default `id`).
     #[new]
-    #[pyo3(signature = (source, *, text_field, id_field=None, mode=None, width=None, threads=None, chunk_bytes=8 << 20))]
+    #[pyo3(signature = (source, *, text_field, id_field=None, mode=None, width=None, threads=None, chunk_bytes=8 << 20, format="json"))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         source: &Bound<'_, PyAny>,
         text_field: String,
@@ -52,17 +57,26 @@ impl PyJsonLines {
         width: Option<i64>,
         threads: Option<i64>,
         chunk_bytes: usize,
+        format: &str,
     ) -> PyResult<Self> {
         let shingling = mode.map(|m| shingling(m, width)).transpose()?;
         let fields = Fields { text: text_field, id: id_field };
         let (file, name) = open(source)?;
-        let options = ReaderOptions { fields: fields.clone(), shingling, threads: self::threads(threads)?, block_bytes: chunk_bytes };
+        let hashes = match format {
+            "json" => None,
+            "lines" => Some(HashFormat::Lines),
+            "hash" => Some(HashFormat::Tsv { id: fields.id.clone().unwrap_or_else(|| "id".into()), columns: None }),
+            other => return Err(PyValueError::new_err(format!("format must be \"json\", \"hash\" or \"lines\", got {other:?}"))),
+        };
+        let texts = hashes.is_none();
+        let options = ReaderOptions { fields: fields.clone(), shingling, threads: self::threads(threads)?, block_bytes: chunk_bytes, hashes };
         let reader = JsonLinesReader::new(file, &name, options)?;
         Ok(PyJsonLines {
             compression: reader.compression.name(),
             reader: Mutex::new(Some(reader)),
             closed: AtomicBool::new(false),
             fields: Arc::new(fields),
+            texts,
         })
     }
 
@@ -111,7 +125,7 @@ impl PyJsonLines {
             None => Ok(None),
             Some(Err(e)) => Err(e.into()),
             Some(Ok(Item::Chunk(chunk))) => {
-                let chunk = PyRecordChunk { chunk, fields: Arc::clone(&self.fields) };
+                let chunk = PyRecordChunk { chunk, fields: Arc::clone(&self.fields), texts: self.texts };
                 Ok(Some(Py::new(py, chunk)?.into_any()))
             }
             Some(Ok(Item::Failed { failure, line })) => {
@@ -150,11 +164,12 @@ type ArrowStrings<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u8>>);
 
 /// One block of whole lines: its non-blank lines ("entries"), each with
 /// its line number, status (0 a record, 1 a record without its id field,
-/// 2 for the reference reader), fingerprint and id.
+/// 2 for the reference reader, 3 a TSV's header), fingerprint and id.
 #[pyclass(name = "RecordChunk", module = "rsimhash._rsimhash", frozen)]
 pub(crate) struct PyRecordChunk {
     chunk: RecordChunk,
     fields: Arc<Fields>,
+    texts: bool,
 }
 
 impl PyRecordChunk {
@@ -198,7 +213,8 @@ impl PyRecordChunk {
         PyArray1::from_iter(py, self.chunk.entries.iter().map(|e| e.line as i64))
     }
 
-    /// Each entry's status (uint8): 0 a record, 1 no id field, 2 deferred.
+    /// Each entry's status (uint8): 0 a record, 1 no id field, 2 deferred,
+    /// 3 a TSV's header line.
     fn status<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u8>> {
         PyArray1::from_iter(py, self.chunk.entries.iter().map(|e| e.status as u8))
     }
@@ -259,8 +275,11 @@ impl PyRecordChunk {
         py: Python<'py>,
         indices: PyReadonlyArray1<'_, i64>,
     ) -> PyResult<ArrowStrings<'py>> {
+        if !self.texts {
+            return Err(PyValueError::new_err("a fingerprint file's records have no texts"));
+        }
         let picked = self.picked(&indices)?;
-        if let Some(&i) = picked.iter().find(|&&i| self.chunk.entries[i].status == crate::records::Status::Defer) {
+        if let Some(&i) = picked.iter().find(|&&i| self.chunk.entries[i].status != crate::records::Status::Record && self.chunk.entries[i].status != crate::records::Status::NoId) {
             return Err(PyValueError::new_err(format!("entry {i} is not a record")));
         }
         let (offsets, data) = detach::run(py, None, || Ok(self.chunk.texts(&picked, &self.fields)))?;

@@ -16,8 +16,10 @@ pub enum Status {
     Record = 0,
     /// A record whose id field is missing (the ids may be line numbers).
     NoId = 1,
-    /// For the reference reader (see [`super::json`]).
+    /// For the reference reader (see [`super::json`], [`super::hashes`]).
     Defer = 2,
+    /// A fingerprint TSV's header line (see [`super::hashes`]).
+    Header = 3,
 }
 
 /// A non-blank line: its 1-based number and where it lies in the block
@@ -58,6 +60,21 @@ impl Drop for RecordChunk {
 }
 
 impl RecordChunk {
+    /// A chunk of records parsed elsewhere (see [`super::hashes`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn from_parts(
+        data: Vec<u8>,
+        final_newline: bool,
+        entries: Vec<Entry>,
+        fingerprints: Option<Vec<u64>>,
+        ids: Option<Vec<Option<Id<'static>>>>,
+        lines: u64,
+        consumed: u64,
+        spare: Option<Spare>,
+    ) -> RecordChunk {
+        RecordChunk { data, final_newline, entries, fingerprints, ids, lines, consumed, spare }
+    }
+
     /// Parses `block`, whose first line is line `first_line`, on the current
     /// rayon pool; with `shingling`, each record's text is fingerprinted
     /// while it is in cache. With `spare`, the block's buffer goes back

@@ -1,4 +1,5 @@
-//! Records of JSON-lines inputs read, parsed and fingerprinted in the core.
+//! Records of JSON-lines inputs read, parsed and fingerprinted in the core
+//! (and fingerprint files read the same way, see [`hashes`]).
 //!
 //! [`JsonLinesReader`] is a pipeline of two threads ahead of its consumer:
 //! one reads and decompresses the input into blocks of whole lines
@@ -9,6 +10,7 @@
 //! the writer) works on one chunk while the next ones are read and parsed.
 
 pub mod chunk;
+pub mod hashes;
 pub mod input;
 pub mod json;
 
@@ -19,6 +21,7 @@ use std::thread;
 use std::time::Duration;
 
 pub use chunk::{Entry, RecordChunk, Status};
+pub use hashes::HashFormat;
 pub use input::{Compression, Input, ReadFailure};
 pub use json::{Fields, Id, Line};
 
@@ -42,6 +45,9 @@ pub struct ReaderOptions {
     pub threads: Option<usize>,
     /// About this many decompressed bytes a chunk.
     pub block_bytes: usize,
+    /// A fingerprint file instead of JSON lines (`fields` and `shingling`
+    /// are then unused).
+    pub hashes: Option<HashFormat>,
 }
 
 /// The chunks of one JSON-lines input, read and parsed ahead on threads of
@@ -84,10 +90,12 @@ impl JsonLinesReader {
             .name("rsimhash-parse".into())
             .spawn(move || {
                 let mut next_line = 1;
+                let mut hashes = options.hashes.clone();
                 for block in block_rx {
                     let item = match block {
-                        Ok(block) => pool.install(|| {
-                            RecordChunk::parse(block, next_line, &options.fields, options.shingling, Some(spare.clone()))
+                        Ok(block) => pool.install(|| match hashes.as_mut() {
+                            Some(format) => hashes::parse_block(block, next_line, format, Some(spare.clone())),
+                            None => RecordChunk::parse(block, next_line, &options.fields, options.shingling, Some(spare.clone())),
                         })
                         .map(|chunk| {
                             next_line += chunk.lines;

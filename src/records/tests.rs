@@ -11,6 +11,7 @@ fn options(block_bytes: usize) -> ReaderOptions {
         shingling: Some(Shingling::new(Mode::Words, None).unwrap()),
         threads: Some(2),
         block_bytes,
+        hashes: None,
     }
 }
 
@@ -155,5 +156,63 @@ proptest! {
             .copied()
             .collect();
         prop_assert_eq!(written, expected);
+    }
+}
+
+/// A fingerprint file through the reader: (line, status, hash, id) per entry.
+fn read_hashes(bytes: &[u8], format: HashFormat, block_bytes: usize) -> Vec<(u64, Status, u64, Option<Id<'static>>)> {
+    let options = ReaderOptions { hashes: Some(format), ..options(block_bytes) };
+    let reader = JsonLinesReader::new(file_of(bytes), "test", options).unwrap();
+    let mut seen = Vec::new();
+    for item in reader {
+        let Item::Chunk(c) = item.unwrap() else { panic!("failed") };
+        for (i, e) in c.entries.iter().enumerate() {
+            let id = c.ids.as_ref().and_then(|ids| ids[i].clone());
+            seen.push((e.line, e.status, c.fingerprints.as_ref().unwrap()[i], id));
+        }
+    }
+    seen
+}
+
+#[test]
+fn decimal_lines() {
+    let input = b"1\n\n 18446744073709551615 \r\n18446744073709551616\nx\n  \n007";
+    for block in [1, 7, 1 << 20] {
+        let seen = read_hashes(input, HashFormat::Lines, block);
+        let got: Vec<(u64, Status, u64)> = seen.iter().map(|s| (s.0, s.1, s.2)).collect();
+        assert_eq!(got, [(1, Status::Record, 1), (3, Status::Record, u64::MAX), (4, Status::Defer, 0), (5, Status::Defer, 0), (7, Status::Record, 7)], "{block}");
+    }
+    // A header where none is expected is a line for the reference reader.
+    assert_eq!(read_hashes(b"hash\n5\n", HashFormat::Lines, 1 << 20)[0].1, Status::Defer);
+}
+
+#[test]
+fn hash_tsv() {
+    let input = b"hash\tid\r\n5\ta\r\n\n6\tb\tc\nx\td\n7\t\xff\n8\t\n";
+    for block in [1, 9, 1 << 20] {
+        let format = HashFormat::Tsv { id: "id".into(), columns: None };
+        let seen = read_hashes(input, format, block);
+        assert_eq!(seen, [
+            (1, Status::Header, 0, None),
+            (2, Status::Record, 5, Some(Id::Str("a".into()))),
+            (4, Status::Defer, 0, None),
+            (5, Status::Defer, 0, None),
+            (6, Status::Defer, 0, None),
+            (7, Status::Record, 8, Some(Id::Str("".into()))),
+        ], "{block}");
+    }
+    // Without both columns in the header every line is left to the reference reader.
+    let seen = read_hashes(b"a\tb\n1\t2\n", HashFormat::Tsv { id: "id".into(), columns: None }, 1 << 20);
+    assert_eq!(seen.iter().map(|s| s.1).collect::<Vec<_>>(), [Status::Header, Status::Defer]);
+}
+
+proptest! {
+    #[test]
+    fn decimal_lines_as_python_reads_them(values in prop::collection::vec(prop_oneof![Just(0u64), Just(u64::MAX), any::<u64>()], 0..300), block in 1usize..200) {
+        let text: String = values.iter().map(|v| format!("{v}\n")).collect();
+        let seen = read_hashes(text.as_bytes(), HashFormat::Lines, block);
+        let got: Vec<u64> = seen.iter().map(|s| s.2).collect();
+        prop_assert_eq!(got, values.clone());
+        prop_assert!(seen.iter().enumerate().all(|(i, s)| s.0 == i as u64 + 1 && s.1 == Status::Record));
     }
 }

@@ -7,11 +7,14 @@
 //!
 //! ASCII bytes take a branch-free path (a table gives the lowercased byte or a
 //! space; a separator is kept only right after a token, so runs collapse), since
-//! a branch per token boundary mispredicts about once a word. Other chars go
+//! a branch per token boundary mispredicts about once a word; with AVX2 or
+//! SSSE3 (checked at run time) 32 or 16 of them at a time. Other chars go
 //! through the UCD 15.1 tables of [`crate::unicode`].
 
 use crate::unicode::{self, Class, Lower};
 
+#[cfg(target_arch = "x86_64")]
+mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod ssse3;
 #[cfg(target_arch = "x86_64")]
@@ -54,10 +57,10 @@ pub(crate) struct Tokens {
 impl Tokens {
     /// Normalizes `input` into `self`, replacing what was there.
     pub(crate) fn fill(&mut self, input: &str) {
-        self.fill_with(input, simd_available());
+        self.fill_with(input, simd_level());
     }
 
-    fn fill_with(&mut self, input: &str, simd: bool) {
+    fn fill_with(&mut self, input: &str, simd: Level) {
         let bytes = input.as_bytes();
         let mut out = std::mem::take(&mut self.stream);
         // Room for the ASCII paths to store unconditionally (plus 16 bytes for
@@ -70,14 +73,21 @@ impl Tokens {
         };
         room(&mut out, 0, bytes.len());
         let mut st = State { i: 0, n: 0, count: 0, in_token: false };
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = simd; // one path only
         while st.i < bytes.len() {
-            if simd {
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: `simd` is only true when the CPU has SSSE3; `room`
-                // keeps `out` 16 bytes longer than the input can fill.
-                unsafe {
-                    ssse3::ascii_blocks(bytes, &mut out, &mut st)
-                };
+            #[cfg(target_arch = "x86_64")]
+            {
+                if simd == Level::Avx2 {
+                    // SAFETY: `Avx2` only when the CPU has AVX2 (and SSSE3);
+                    // the output never outgrows the input, and `room` keeps
+                    // `out` as long as what is written plus what is left.
+                    unsafe { avx2::ascii_blocks(bytes, &mut out, &mut st) };
+                }
+                if simd >= Level::Ssse3 {
+                    // SAFETY: as above, with SSSE3.
+                    unsafe { ssse3::ascii_blocks(bytes, &mut out, &mut st) };
+                }
             }
             // Up to the end of the next 16 bytes byte by byte (SWAR where it can):
             // a block with a non-ASCII char, or the tail of the input.
@@ -141,15 +151,27 @@ impl Tokens {
 /// Bytes past the input's length that `out` keeps for whole-block stores.
 const SLACK: usize = 17;
 
-fn simd_available() -> bool {
+/// The widest ASCII path the CPU allows.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Level {
+    Portable,
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    Ssse3,
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    Avx2,
+}
+
+fn simd_level() -> Level {
     #[cfg(target_arch = "x86_64")]
     {
-        crate::cpu::x86_has!("ssse3")
+        if crate::cpu::x86_has!("avx2", "ssse3") {
+            return Level::Avx2;
+        }
+        if crate::cpu::x86_has!("ssse3") {
+            return Level::Ssse3;
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    Level::Portable
 }
 
 const ONES: u64 = 0x0101_0101_0101_0101;
@@ -247,10 +269,12 @@ mod tests {
     fn tokens(s: &str) -> Vec<String> {
         let mut t = Tokens::default();
         t.fill(s);
-        // The portable path gives the same stream.
-        let mut portable = Tokens::default();
-        portable.fill_with(s, false);
-        assert_eq!((&portable.stream, portable.count), (&t.stream, t.count), "{s:?}");
+        // Every narrower path the CPU allows gives the same stream.
+        for level in [Level::Portable, Level::Ssse3, Level::Avx2].into_iter().filter(|&l| l <= simd_level()) {
+            let mut other = Tokens::default();
+            other.fill_with(s, level);
+            assert_eq!((&other.stream, other.count), (&t.stream, t.count), "{s:?} {level:?}");
+        }
         let stream = String::from_utf8(t.stream.clone()).unwrap();
         if t.count == 0 {
             assert!(stream.is_empty());

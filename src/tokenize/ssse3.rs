@@ -9,7 +9,7 @@
 use std::arch::x86_64::*;
 
 /// `PACK[mask]` lists the positions of the set bits of `mask`, in order.
-static PACK: [[u8; 8]; 256] = {
+pub(super) static PACK: [[u8; 8]; 256] = {
     let mut t = [[0x80u8; 8]; 256];
     let mut mask = 0;
     while mask < 256 {

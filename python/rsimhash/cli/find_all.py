@@ -72,7 +72,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.jaccard is not None:
         return _run_verified(args)
-    index = make_index(args.distance, args.blocks)
+    make_index(args.distance, args.blocks)  # checks --distance and --blocks before any file is touched
     limit = memory_limit(args)
     with open_source(args, need_ids=False, formats=FORMATS) as source, Outputs() as outs, \
             Workspace(args.workdir, args.output) as workspace:
@@ -92,8 +92,16 @@ def run(args: argparse.Namespace) -> int:
         else:
             values, counts = np.unique(fps, return_counts=True)
             distinct = len(values)
-            index.add(values)  # ids are positions in the sorted distinct values
-            pairs = values[index.find_all()]  # so each row is (smaller, larger) and rows are sorted
+            # The batch kernel on the array in memory (an Index's tables,
+            # built for queries and additions, cost twice as much here).
+            # Pairs are positions in the sorted distinct values, so each row
+            # is (smaller, larger) and rows are sorted.
+            from .. import batch
+
+            found = batch.find_all(values, args.distance, blocks=args.blocks, threads=args.threads,
+                                   memory_limit=limit, progress=False)
+            assert isinstance(found, np.ndarray)  # no out=: the pairs themselves
+            pairs = values[found] if len(found) else np.empty((0, 2), dtype=np.uint64)
             pairs = _with_self_pairs(pairs, values[counts > 1])
         step = 1 << 16
         for lo in range(0, len(pairs), step):

@@ -22,6 +22,10 @@ Formats (``auto`` guesses from the file name; stdin defaults to ``json``):
   (the original simhash tool's format); the hash is a decimal u64.
 * ``lines``: one decimal u64 fingerprint per line (simhash-find-all's input);
   the id of each is its line number; blank lines are skipped.
+
+  Both are read and parsed by the core too (``format=`` of
+  ``_rsimhash.JsonLines``), compressed or not; the header and any line it
+  cannot read go through the reference reader below, which words the error.
 * ``parquet``: a Parquet file (needs ``pyarrow``) with a string text column
   and, optionally, an int or string id column (else the 1-based row number).
 
@@ -266,7 +270,7 @@ class Source:
                 self.total = os.fstat(raw.fileno()).st_size
             except OSError:
                 self.total = None
-        if self.format == "json" and self.engine == "core" and (os.name == "posix" or self.path != "-"):
+        if self.engine == "core" and (os.name == "posix" or self.path != "-"):
             self._open_core(raw)
             return
         self._raw = raw
@@ -300,11 +304,14 @@ class Source:
         finally:
             raw.close()
         mode, width = self.shingling if self.shingling is not None else (None, None)
+        if self.format != "json":
+            mode = width = None  # a fingerprint file: the hashes are read, not made
         try:
             self._core = _rsimhash.JsonLines(
                 source, text_field=self.text_column,
-                id_field=self.id_column if self.need_ids else None,
-                mode=mode, width=width, threads=self.threads, chunk_bytes=self.chunk_bytes)
+                id_field=self.id_column if self.need_ids or self.format == "hash" else None,
+                mode=mode, width=width, threads=self.threads, chunk_bytes=self.chunk_bytes,
+                format=self.format)
         except OSError as e:
             raise self._error(None, f"cannot read: {e.strerror or e}") from None
 
@@ -444,6 +451,8 @@ class Source:
 
     def _from_core(self, rc: Any) -> Chunk:
         """A chunk of the core's records, its rare lines read by the reference reader."""
+        if self.format != "json":
+            return self._from_core_hashes(rc)
         status = rc.status()
         lines = rc.lines()
         fps = rc.fingerprints()
@@ -484,6 +493,40 @@ class Source:
         return Chunk(lines[entries], ids, hashes=None if fps is None else fps[entries],
                      shingling=self.shingling if fps is not None else None, nbytes=rc.nbytes,
                      core=rc, entries=entries, extra_texts=extra)
+
+    def _from_core_hashes(self, rc: Any) -> Chunk:
+        """A chunk of a fingerprint file read by the core: the header line
+        and the lines it could not read go through the reference reader,
+        which reads the header and words each bad line's error."""
+        status = rc.status()
+        lines = rc.lines()
+        fps: np.ndarray = rc.fingerprints()  # always given for a fingerprint file
+        special = np.flatnonzero(status)
+        ids: Optional[List[Id]] = None  # lines: the line numbers
+        if not len(special):  # the usual chunk: every line a record, nothing to pick
+            if self.format == "hash" and self.need_ids:
+                ids = rc.ids()
+            return Chunk(lines, ids, hashes=fps, nbytes=rc.nbytes, core=rc,
+                         entries=np.arange(len(lines), dtype=np.int64))
+        keep = status == 0
+        extra_ids: Dict[int, Id] = {}
+        for i in special.tolist():
+            if status[i] == 3:
+                self._read_header(rc.line(i))
+                continue
+            parse = self._parse_hash if self.format == "hash" else self._parse_lines
+            found = parse([rc.line(i)], int(lines[i]) - 1)
+            if len(found) and found.hashes is not None:  # read after all (the core leaves any doubtful line here)
+                keep[i] = True
+                fps[i] = found.hashes[0]
+                extra_ids[i] = found.ids[0]
+        entries = np.flatnonzero(keep)
+        if self.format == "hash" and self.need_ids:
+            all_ids = rc.ids()
+            for i, rid in extra_ids.items():
+                all_ids[i] = rid
+            ids = [all_ids[i] for i in entries.tolist()] if len(entries) < len(all_ids) else all_ids
+        return Chunk(lines[entries], ids, hashes=fps[entries], nbytes=rc.nbytes, core=rc, entries=entries)
 
     def _parse_json(self, parts: List[bytes], lineno: int) -> Chunk:
         """The reference reader: each line through ``json.loads``."""
@@ -598,7 +641,11 @@ class Source:
             if value is None:
                 if not part or part.isspace():
                     continue
-                self.bad(self._error(lineno, f"{_show(part)} is not a decimal integer in 0..2**64-1"))
+                message = f"{_show(part)} is not a decimal integer in 0..2**64-1"
+                if lineno == 1 and any(c.isalpha() for c in part.decode("utf-8", "replace")):
+                    message += ("; it looks like a header, which a lines input does not have (one "
+                                "fingerprint per line; a TSV with an id and a hash column is --format hash)")
+                self.bad(self._error(lineno, message))
                 continue
             lines.append(lineno)
             hashes.append(value)

@@ -1,0 +1,222 @@
+//! Fingerprint files read by the core: `lines` (one decimal u64 a line, as
+//! simhash-find-all reads) and `hash` (a TSV whose header line names an id
+//! column and a `hash` column, the original simhash tool's format).
+//!
+//! A block of whole lines becomes a [`RecordChunk`] like a JSON-lines block:
+//! one entry per non-blank line, each record's fingerprint the parsed hash
+//! and, for a TSV, its id as written. The core parses only what it reads
+//! exactly as the reference reader (`python/rsimhash/cli/inputs.py`) does;
+//! any other line (not a number, above 2^64 - 1, the wrong number of fields,
+//! an id that is not UTF-8) is a [`Status::Defer`] entry, which the
+//! reference reader reads again to word the error with the file and the
+//! line. A TSV's first line is always a [`Status::Header`] entry, checked
+//! there too.
+
+use std::borrow::Cow;
+
+use rayon::prelude::*;
+
+use super::chunk::{Entry, RecordChunk, Status};
+use super::input::{Block, Spare};
+use super::json::Id;
+
+/// Which fingerprint file, and what its header said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HashFormat {
+    /// One decimal u64 per line; blank lines are skipped.
+    Lines,
+    /// `id<TAB>hash` (any column order, more columns allowed) under a header
+    /// naming the id column `id` and the hash column `hash`.
+    Tsv { id: String, columns: Option<Columns> },
+}
+
+/// Where a TSV's fields are, from its header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Columns {
+    pub count: usize,
+    pub id: usize,
+    pub hash: usize,
+}
+
+/// The value of an ASCII decimal u64 with ASCII whitespace around it (as
+/// Python's `bytes.strip` and `bytes.isdigit` read it), or None.
+pub fn parse_u64(field: &[u8]) -> Option<u64> {
+    let digits = field.trim_ascii();
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |v, &b| {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v.checked_mul(10)?.checked_add(u64::from(d))
+    })
+}
+
+/// Python's `bytes.strip` also takes `\x0b` and `\x0c`, which
+/// `trim_ascii` leaves; a blank line is empty or only such bytes.
+fn blank(line: &[u8]) -> bool {
+    line.iter().all(|&b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
+}
+
+/// The header's columns, or None when it does not name both (the reference
+/// reader then says so).
+fn header(line: &[u8], id: &str) -> Option<Columns> {
+    let text = String::from_utf8_lossy(line.strip_suffix(b"\r").unwrap_or(line)).into_owned();
+    let names: Vec<&str> = text.split('\t').enumerate().map(|(i, n)| {
+        let n = n.trim();
+        if i == 0 { n.trim_start_matches('\u{feff}') } else { n }
+    }).collect();
+    let at = |name: &str| names.iter().position(|&n| n == name);
+    Some(Columns { count: names.len(), id: at(id)?, hash: at("hash")? })
+}
+
+/// One line of a TSV: `(hash, id)`, or None for the reference reader.
+fn tsv_line(line: &[u8], c: Columns) -> Option<(u64, Id<'static>)> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut fields = [&line[..0]; 2];
+    let mut n = 0;
+    for (i, f) in line.split(|&b| b == b'\t').enumerate() {
+        if i == c.hash {
+            fields[0] = f;
+        }
+        if i == c.id {
+            fields[1] = f;
+        }
+        n += 1;
+    }
+    if n != c.count {
+        return None;
+    }
+    let hash = parse_u64(fields[0])?;
+    let id = std::str::from_utf8(fields[1]).ok()?;
+    Some((hash, Id::Str(Cow::Owned(id.to_owned()))))
+}
+
+/// Parses `block`, whose first line is line `first_line`, on the current
+/// rayon pool; a TSV's header (line 1) sets `format`'s columns.
+pub fn parse_block(block: Block, first_line: u64, format: &mut HashFormat, spare: Option<Spare>) -> RecordChunk {
+    let data = block.data;
+    let mut spans = Vec::with_capacity(data.len() / 16 + 16);
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', &data) {
+        spans.push((start, end));
+        start = end + 1;
+    }
+    if start < data.len() {
+        spans.push((start, data.len()));
+    }
+    let lines = spans.len() as u64;
+    let header_at = (first_line == 1 && !spans.is_empty()).then_some(0);
+    if let (HashFormat::Tsv { id, columns }, Some(i)) = (&mut *format, header_at) {
+        let (a, b) = spans[i];
+        *columns = header(&data[a..b], id);
+    }
+    let tsv = match format {
+        HashFormat::Lines => return lines_block(data, block.final_newline, &spans, first_line, block.consumed, spare),
+        HashFormat::Tsv { columns, .. } => Some(*columns),
+    };
+    // `None` for a blank line, which is not an entry.
+    let parsed: Vec<Option<(Status, u64, Option<Id<'static>>)>> = spans
+        .par_iter()
+        .enumerate()
+        .with_min_len(1024)
+        .map(|(i, &(a, b))| {
+            let line = &data[a..b];
+            if Some(i) == header_at && tsv.is_some() {
+                return Some((Status::Header, 0, None));
+            }
+            if blank(line) {
+                return None;
+            }
+            let found = match tsv {
+                None => parse_u64(line).map(|h| (h, None)),
+                Some(None) => None, // a bad header: the reference reader stops at it
+                Some(Some(c)) => tsv_line(line, c).map(|(h, id)| (h, Some(id))),
+            };
+            Some(match found {
+                Some((hash, id)) => (Status::Record, hash, id),
+                None => (Status::Defer, 0, None),
+            })
+        })
+        .collect();
+    let mut entries = Vec::with_capacity(parsed.len());
+    let mut fingerprints = Vec::with_capacity(parsed.len());
+    let mut ids = tsv.is_some().then(|| Vec::with_capacity(parsed.len()));
+    for (i, (parsed, &(start, end))) in parsed.into_iter().zip(&spans).enumerate() {
+        let Some((status, hash, id)) = parsed else { continue };
+        entries.push(Entry { line: first_line + i as u64, start, end, status });
+        fingerprints.push(hash);
+        if let Some(v) = ids.as_mut() {
+            v.push(id);
+        }
+    }
+    RecordChunk::from_parts(data, block.final_newline, entries, Some(fingerprints), ids, lines, block.consumed, spare)
+}
+
+/// [`parse_block`] of a `lines` file: no ids, so each line is parsed to a
+/// small `(status, hash)` (a blank line has status `u8::MAX`).
+fn lines_block(data: Vec<u8>, final_newline: bool, spans: &[(usize, usize)], first_line: u64, consumed: u64, spare: Option<Spare>) -> RecordChunk {
+    const BLANK: u8 = u8::MAX;
+    let parsed: Vec<(u8, u64)> = spans
+        .par_iter()
+        .with_min_len(4096)
+        .map(|&(a, b)| {
+            let line = &data[a..b];
+            match parse_u64(line) {
+                Some(hash) => (Status::Record as u8, hash),
+                None if blank(line) => (BLANK, 0),
+                None => (Status::Defer as u8, 0),
+            }
+        })
+        .collect();
+    let mut entries = Vec::with_capacity(parsed.len());
+    let mut fingerprints = Vec::with_capacity(parsed.len());
+    for (i, (&(status, hash), &(start, end))) in parsed.iter().zip(spans).enumerate() {
+        if status == BLANK {
+            continue;
+        }
+        let status = if status == Status::Record as u8 { Status::Record } else { Status::Defer };
+        entries.push(Entry { line: first_line + i as u64, start, end, status });
+        fingerprints.push(hash);
+    }
+    RecordChunk::from_parts(data, final_newline, entries, Some(fingerprints), None, spans.len() as u64, consumed, spare)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn u64_as_python_reads_it() {
+        assert_eq!(parse_u64(b"0"), Some(0));
+        assert_eq!(parse_u64(b" 18446744073709551615\r"), Some(u64::MAX));
+        assert_eq!(parse_u64(b"18446744073709551616"), None);
+        assert_eq!(parse_u64(b"99999999999999999999999"), None);
+        assert_eq!(parse_u64(b"007"), Some(7));
+        for bad in [&b""[..], b" ", b"+1", b"-1", b"1 2", b"0x10", b"1.0", b"\xd9\xa1", b"abc"] {
+            assert_eq!(parse_u64(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn headers() {
+        assert_eq!(header(b"id\thash", "id"), Some(Columns { count: 2, id: 0, hash: 1 }));
+        assert_eq!(header(b"\xef\xbb\xbfhash\tx\t id \r", "id"), Some(Columns { count: 3, id: 2, hash: 0 }));
+        assert_eq!(header(b"doc\thash", "doc"), Some(Columns { count: 2, id: 0, hash: 1 }));
+        assert_eq!(header(b"1\t2", "id"), None);
+        assert_eq!(header(b"id,hash", "id"), None);
+    }
+
+    #[test]
+    fn tsv_lines() {
+        let c = Columns { count: 2, id: 0, hash: 1 };
+        assert_eq!(tsv_line(b"a\t5\r", c), Some((5, Id::Str("a".into()))));
+        assert_eq!(tsv_line(b"a\t5\t6", c), None);
+        assert_eq!(tsv_line(b"a 5", c), None);
+        assert_eq!(tsv_line(b"a\tx", c), None);
+        assert_eq!(tsv_line(b"\xff\t5", c), None);
+        assert_eq!(tsv_line(b"\t5", c), Some((5, Id::Str("".into()))));
+    }
+}

@@ -1,0 +1,196 @@
+"""Fingerprint files (``lines``: one decimal u64 a line; ``hash``: a TSV with
+an ``id`` and a ``hash`` column) read by the core against the reference reader.
+
+Both are ``rsimhash.cli.inputs.Source``: ``engine="core"`` (the default,
+``_rsimhash.JsonLines(format=...)``) and ``engine="python"``. On generated
+files mixing good lines with every kind of bad one (not a number, a sign,
+above 2**64 - 1, a missing tab, an id that is not UTF-8, blank lines, CRLF),
+both give the same records, write back the same bytes and word the same
+errors, naming the file and the 1-based line. ``find-all`` on a decimal file
+gives the pairs of ``batch.find_all`` on the parsed array.
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+
+import numpy as np
+import pytest
+
+rsimhash = pytest.importorskip("rsimhash")
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from budget import examples  # noqa: E402
+from cli_helpers import assert_one_error, ok, run_cli, stderr_lines  # noqa: E402
+from rsimhash.cli.errors import BadLines, InputError  # noqa: E402
+from rsimhash.cli.inputs import Source  # noqa: E402
+
+U64_MAX = (1 << 64) - 1
+
+
+class Collect(BadLines):
+    """Skips bad lines, keeping their messages."""
+
+    def __init__(self) -> None:
+        super().__init__(True, quiet=True)
+        self.messages: list = []
+
+    def __call__(self, error: InputError) -> None:
+        super().__call__(error)
+        self.messages.append(str(error))
+
+
+def read(path, fmt, engine, *, skip=True, chunk_bytes=1 << 20, need_ids=True):
+    bad = Collect() if skip else BadLines(False)
+    records, written = [], []
+    with Source(str(path), fmt, engine=engine, bad=bad, chunk_bytes=chunk_bytes, need_ids=need_ids) as source:
+        for chunk in source.chunks():
+            records += list(zip(np.asarray(chunk.lines).tolist(), chunk.ids, np.asarray(chunk.hashes).tolist()))
+            written.append(chunk.write_lines(np.ones(len(chunk), dtype=bool)))
+        header = source.header
+    return dict(records=records, bad=bad.messages if skip else [], written=b"".join(written), header=header)
+
+
+def first_error(path, fmt, engine):
+    try:
+        read(path, fmt, engine, skip=False)
+    except InputError as e:
+        return str(e)
+    return None
+
+
+def read_or_fatal(path, fmt, engine, chunk_bytes):
+    """``read`` skipping bad lines, or the error that stops even that (a bad header)."""
+    try:
+        return read(path, fmt, engine, chunk_bytes=chunk_bytes)
+    except InputError as e:
+        return str(e)
+
+
+def assert_same(path, fmt, chunk_bytes=1 << 20):
+    core = read_or_fatal(path, fmt, "core", chunk_bytes)
+    ref = read_or_fatal(path, fmt, "python", chunk_bytes)
+    assert core == ref
+    assert first_error(path, fmt, "core") == first_error(path, fmt, "python")
+    return core
+
+
+values = st.one_of(st.just(0), st.just(U64_MAX), st.integers(0, U64_MAX))
+bad_numbers = st.sampled_from([b"abc", b"-5", b"+5", b"12x", b"1 2", b"0x1f", str(U64_MAX + 1).encode(),
+                               b"99999999999999999999999", b"\xd9\xa1", b"1.5"])
+blank = st.sampled_from([b"", b" ", b"\t", b"\r"])
+
+
+@st.composite
+def decimal_lines(draw):
+    out = []
+    for _ in range(draw(st.integers(0, 60))):
+        kind = draw(st.integers(0, 9))
+        if kind < 7:
+            v = str(draw(values)).encode()
+            out.append(draw(st.sampled_from([v, b" " + v, v + b"\r", v + b" \t"])))
+        elif kind == 7:
+            out.append(draw(blank))
+        else:
+            out.append(draw(bad_numbers))
+    return out
+
+
+@st.composite
+def tsv_lines(draw):
+    out = [draw(st.sampled_from([b"id\thash", b"hash\tid\r", b"\xef\xbb\xbfid\thash\textra", b"id\tfp", b"id,hash"]))]
+    for i in range(draw(st.integers(0, 40))):
+        kind = draw(st.integers(0, 9))
+        v = str(draw(values)).encode()
+        if kind < 6:
+            fields = [f"d{i}".encode(), v]
+            if out[0].startswith(b"hash"):
+                fields.reverse()
+            if out[0].endswith(b"extra"):
+                fields.append(b"x")
+            out.append(b"\t".join(fields) + draw(st.sampled_from([b"", b"\r"])))
+        elif kind == 6:
+            out.append(draw(blank))
+        elif kind == 7:
+            out.append(b"d" + v)  # a missing tab
+        elif kind == 8:
+            out.append(b"\xff\xfe\t" + v)  # an id that is not UTF-8
+        else:
+            out.append(b"d\t" + draw(bad_numbers))
+    return out
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(lines=decimal_lines(), final_newline=st.booleans(), chunk_bytes=st.sampled_from([1, 7, 64, 1 << 20]))
+def test_decimal_lines_read_like_the_reference(tmp_path_factory, lines, final_newline, chunk_bytes):
+    path = tmp_path_factory.mktemp("h") / "h.txt"
+    path.write_bytes(b"\n".join(lines) + (b"\n" if final_newline and lines else b""))
+    assert_same(path, "lines", chunk_bytes)
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(lines=tsv_lines(), final_newline=st.booleans(), chunk_bytes=st.sampled_from([1, 9, 64, 1 << 20]))
+def test_hash_tsv_read_like_the_reference(tmp_path_factory, lines, final_newline, chunk_bytes):
+    path = tmp_path_factory.mktemp("h") / "h.tsv"
+    path.write_bytes(b"\n".join(lines) + (b"\n" if final_newline else b""))
+    assert_same(path, "hash", chunk_bytes)
+
+
+def test_compressed_hash_files(tmp_path):
+    rng = random.Random(5)
+    values = [rng.getrandbits(64) for _ in range(5000)]
+    text = "".join(f"{v}\n" for v in values).encode()
+    path = tmp_path / "h.txt.gz"
+    path.write_bytes(gzip.compress(text))
+    got = read(path, "lines", "core", chunk_bytes=4096)
+    assert [r[2] for r in got["records"]] == values
+    assert got["written"] == text
+
+
+def test_bad_lines_name_the_line(tmp_path):
+    cases = [
+        ("lines", b"1\n2\nabc\n", 3, '"abc" is not a decimal integer in 0..2**64-1'),
+        ("lines", b"1\n18446744073709551616\n", 2, '"18446744073709551616" is not a decimal integer in 0..2**64-1'),
+        ("lines", b"id\thash\n1\t5\n", 1, "looks like a header, which a lines input does not have"),
+        ("hash", b"id\thash\na\t1\nb 2\n", 3, "expected 2 tab-separated fields, got 1"),
+        ("hash", b"id\thash\na\t18446744073709551616\n", 2, 'hash "18446744073709551616" is not a decimal integer'),
+        ("hash", b"5\t6\n", 1, 'expected a header line naming the columns "id" and "hash"'),
+    ]
+    for fmt, content, line, message in cases:
+        path = tmp_path / ("h.tsv" if fmt == "hash" else "h.txt")
+        path.write_bytes(content)
+        for engine in ("core", "python"):
+            error = first_error(path, fmt, engine)
+            assert error is not None and error.startswith(f"{path}:{line}: ") and message in error, (engine, error)
+
+
+def test_find_all_pairs_are_batch_find_all_s(tmp_path):
+    """The CLI on a decimal file: the pairs of ``batch.find_all`` on the
+    parsed array (as values, smaller first, sorted; each value repeated
+    pairs with itself)."""
+    rng = np.random.default_rng(11)
+    base = rng.integers(0, 1 << 63, size=1500, dtype=np.uint64) * np.uint64(2)
+    flips = np.uint64(1) << rng.integers(0, 64, size=(1500, 3)).astype(np.uint64)
+    near = base ^ flips[:, 0] ^ (flips[:, 1] * rng.integers(0, 2, 1500).astype(np.uint64))
+    fps = np.concatenate([base, near, base[:50], np.array([0, U64_MAX], dtype=np.uint64)])
+    rng.shuffle(fps)
+    path = tmp_path / "h.txt"
+    path.write_text("".join(f"{v}\n" if i % 97 else f" {v}\r\n\n" for i, v in enumerate(fps.tolist())))
+    out = tmp_path / "pairs.jsonl"
+    ok(run_cli("find-all", "--input", path, "-k", "3", "--output", out, "--chunk-mb", "0.01"))
+    got = [tuple(map(int, line.strip("[]\n").split(", "))) for line in out.read_text().splitlines()]
+    values, counts = np.unique(fps, return_counts=True)
+    found = rsimhash.batch.find_all(values, 3)
+    want = {(int(min(values[a], values[b])), int(max(values[a], values[b]))) for a, b in np.asarray(found).tolist()}
+    want |= {(int(v), int(v)) for v in values[counts > 1]}
+    assert got == sorted(want)
+
+
+def test_header_in_a_lines_file_on_the_command_line(tmp_path):
+    path = tmp_path / "h.txt"
+    path.write_bytes(b"hash\n12\n")
+    assert_one_error(run_cli("find-all", "--input", path), 1, f"{path}:1:", "looks like a header")
+    proc = ok(run_cli("find-all", "--input", path, "--skip-bad-lines"))
+    assert "1 bad line skipped" in stderr_lines(proc)[-1]
