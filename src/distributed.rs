@@ -76,6 +76,22 @@ impl ShuffleTables {
         out
     }
 
+    /// Of `pairs` (positions into `fps`), those that join two components of
+    /// the values they link, taken in order: a spanning forest, with the
+    /// components of all of them. Clusters and a dedup by components need
+    /// no more, and a dense group's forest has at most one pair per value
+    /// where its pairs are nearly the square of them.
+    pub fn spanning(pairs: &[[u32; 2]], fps: &[u64]) -> Vec<[u32; 2]> {
+        let mut ids: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
+        let mut id = |fp: u64| {
+            let next = ids.len() as u32;
+            *ids.entry(fp).or_insert(next)
+        };
+        let dense: Vec<(u32, u32)> = pairs.iter().map(|&[i, j]| (id(fps[i as usize]), id(fps[j as usize]))).collect();
+        let mut components = crate::batch::graph::Components::new(ids.len());
+        pairs.iter().zip(dense).filter(|(_, (a, b))| components.join(*a, *b)).map(|(&p, _)| p).collect()
+    }
+
     /// The pairs of many groups in one call: the rows of each `(table, key,
     /// cell)` together, sorted by `side` (keys may sort as signed or
     /// unsigned values: only equal ones need be together), where a cell is a group, or in a group cut into parts

@@ -42,6 +42,30 @@ pub const MAX_BATCH: usize = u32::MAX as usize;
 const BUFFER_MAX: usize = 1024;
 
 
+/// Inputs of an `add_unique` that a plain loop over the kept ones
+/// decides faster than a batch job's setup (a few hundred microseconds):
+/// at most 512 * 511 / 2 comparisons, some 100 us.
+const SMALL_DEDUP: usize = 512;
+
+/// The dedup of a few fingerprints in order: each against the kept ones before it.
+fn small_dedup(fps: &[u64], k: u32) -> crate::batch::Dedup {
+    let mut d = crate::batch::Dedup { keep: vec![false; fps.len()], dropped: Vec::new(), matched: Vec::new() };
+    let mut kept: Vec<(u64, u32)> = Vec::new();
+    for (j, &fp) in fps.iter().enumerate() {
+        match kept.iter().find(|&&(f, _)| (f ^ fp).count_ones() <= k) {
+            Some(&(_, i)) => {
+                d.dropped.push(j as u32);
+                d.matched.push(i);
+            }
+            None => {
+                d.keep[j] = true;
+                kept.push((fp, j as u32));
+            }
+        }
+    }
+    d
+}
+
 /// Batch jobs run for an index: in memory, as its answers must be.
 fn in_memory(k: u32) -> crate::batch::Options {
     crate::batch::Options { memory_limit: u64::MAX, ..crate::batch::Options::new(k) }
@@ -635,7 +659,11 @@ impl Index {
         // 2. The inputs no stored item is near, deduplicated in order.
         let open: Vec<u32> = (0..n as u32).filter(|&p| !near[p as usize]).collect();
         let open_fps: Vec<u64> = open.iter().map(|&p| fps[p as usize]).collect();
-        let d = crate::batch::dedup(&Source::Memory(&open_fps), &in_memory(k), &Control::default())?;
+        let d = if open.len() <= SMALL_DEDUP {
+            small_dedup(&open_fps, k)
+        } else {
+            crate::batch::dedup(&Source::Memory(&open_fps), &in_memory(k), &Control::default())?
+        };
         let mut is_new = vec![false; n];
         for (&p, &keep) in open.iter().zip(&d.keep) {
             is_new[p as usize] = keep;
@@ -666,6 +694,17 @@ impl Index {
     fn smallest_new_before(&self, fps: &[u64], ids: &[u64], is_new: &[bool], k: u32, matched: &mut [u64]) {
         let new: Vec<(u64, u64)> = (0..fps.len()).filter(|&p| is_new[p]).map(|p| (fps[p], p as u64)).collect();
         if new.is_empty() {
+            return;
+        }
+        let dups = fps.len() - new.len();
+        if new.len().saturating_mul(dups) <= SMALL_DEDUP * SMALL_DEDUP / 2 {
+            // Few enough to compare every duplicate with every new input.
+            for b in (0..fps.len()).filter(|&b| !is_new[b]) {
+                let near = new.iter().take_while(|&&(_, a)| a < b as u64).filter(|&&(f, _)| (f ^ fps[b]).count_ones() <= k);
+                if let Some(m) = near.map(|&(_, a)| ids[a as usize]).min() {
+                    matched[b] = matched[b].min(m);
+                }
+            }
             return;
         }
         // Ids of this run are input positions (below 2^32: checked by the caller).

@@ -96,7 +96,7 @@ def test_dedup_paths_on_skew(fps: np.ndarray, split: "int | None") -> None:
     copies and dense balls equal brute force."""
     keep, matched = brute_dedup(fps, K)
     index = rsimhash.Index(K)
-    parts = [fps] if split is None else [fps[i:i + split] for i in range(0, len(fps), split)]
+    parts = [fps] if split is None else [fps[i:i + split] for i in range(0, len(fps), split)] or [fps]
     got_new, got_matched = [], []
     for part in parts:
         is_new, m = index.add_unique(part)

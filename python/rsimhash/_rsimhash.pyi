@@ -36,6 +36,9 @@ __all__ = [
     "auto_candidates",
     "shingle_sets",
     "pair_similarity",
+    "content_keys",
+    "copy_links",
+    "expand_copies",
 ]
 
 __version__: str
@@ -218,7 +221,14 @@ class StreamVerifier:
         cls, threshold: float, *, measure: str = "jaccard", shingles: str = "words", width: Union[int, None] = None
     ) -> "StreamVerifier": ...
     def feed(
-        self, first: int, texts: _Texts, pairs: _U64, last: _U32, *, threads: Union[int, None] = None
+        self,
+        first: int,
+        texts: _Texts,
+        pairs: _U64,
+        last: _U32,
+        *,
+        links: Union[_U64, None] = None,
+        threads: Union[int, None] = None,
     ) -> tuple[_U64, _U64, _F32]: ...
     @property
     def held(self) -> tuple[int, int]: ...
@@ -242,9 +252,29 @@ class PairSweep:
     """Verified pairs of ``n`` documents, fed in order, folded into the dedup and the clusters."""
 
     def __new__(cls, n: int) -> "PairSweep": ...
-    def feed(self, higher: _U64, lower: _U64, similarity: _F32) -> tuple[_U32, _U32, _F32]: ...
+    def feed(
+        self, higher: _U64, lower: _U64, similarity: _F32, links: Union[_U64, None] = None
+    ) -> tuple[_U32, _U32, _F32]: ...
     def dedup(self) -> tuple[npt.NDArray[np.bool_], _U32, _U32, _F32]: ...
     def clusters(self, *, method: str = "connected", min_size: int = 2) -> tuple[_U32, _U64]: ...
+
+def content_keys(texts: _Texts, *, threads: Union[int, None] = None) -> npt.NDArray[np.uint64]:
+    """The 128-bit keys (XXH3) of texts' bytes, an ``(n, 2)`` array: which texts are copies."""
+
+def copy_links(
+    keys: Union[str, "os.PathLike[str]"],
+    fps: Union[str, "os.PathLike[str]"],
+    n: int,
+    *,
+    workdir: Union[str, "os.PathLike[str]"],
+    memory_limit: int,
+    out: Union[str, "os.PathLike[str]"],
+) -> int:
+    """Links ``copy << 32 | first`` of texts with the same key and fingerprint (raw files of the first
+    pass), written to ``out`` (``.npy``), sorted on disk under ``workdir``; returns their number."""
+
+def expand_copies(lower: _U64, higher: _U64, similarity: _F32, links: _U64, *, copies: str = "all") -> tuple[_U64, _F32]:
+    """Every alike pair, from those a stream found with copies paired to their first only and the links."""
 
 def auto_candidates(threshold: float) -> tuple[str, int, int]:
     """``(mode, width, k)`` that ``candidates="auto"`` picks for a threshold."""
@@ -521,6 +551,8 @@ class ShuffleTables:
         sides: npt.NDArray[np.uint8],
         fps: npt.NDArray[np.uint64],
     ) -> npt.NDArray[np.uint32]: ...
+    @staticmethod
+    def spanning(pairs: npt.NDArray[np.uint32], fps: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint32]: ...
 
 def portable_paths() -> bool:
     """Whether only the portable code paths run (``RSIMHASH_PORTABLE=1``), not the CPU's SIMD extensions."""

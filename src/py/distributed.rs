@@ -110,6 +110,23 @@ impl PyShuffleTables {
         pairs_array(py, pairs)
     }
 
+    /// Of `pairs` (`(P, 2)` uint32 row positions into `fps`), those that
+    /// join two components of the values they link: a spanning forest.
+    #[staticmethod]
+    fn spanning<'py>(py: Python<'py>, pairs: numpy::PyReadonlyArray2<'py, u32>, fps: PyReadonlyArray1<'py, u64>) -> PyResult<Bound<'py, PyArray2<u32>>> {
+        let fps = fps.to_vec()?;
+        let view = pairs.as_array();
+        if view.ncols() != 2 && view.nrows() > 0 {
+            return Err(pyo3::exceptions::PyValueError::new_err("pairs must have two columns"));
+        }
+        let rows: Vec<[u32; 2]> = view.rows().into_iter().map(|r| [r[0], r[1]]).collect();
+        if let Some(&bad) = rows.iter().flatten().find(|&&i| i as usize >= fps.len()) {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!("pairs name row {bad}, but there are {} rows", fps.len())));
+        }
+        let forest = detach::run(py, None, || Ok(ShuffleTables::spanning(&rows, &fps)))?;
+        pairs_array(py, forest)
+    }
+
     fn __repr__(&self) -> String {
         format!("ShuffleTables(k={}, tables={})", self.inner.k(), self.inner.tables())
     }

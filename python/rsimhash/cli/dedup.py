@@ -27,22 +27,18 @@ names the similarity, not the distance.
 from __future__ import annotations
 
 import argparse
-from array import array
-from bisect import bisect_left
 from itertools import chain
-from typing import Any, Iterator, List, Optional
+from typing import Any, Iterator, Optional
 
 import numpy as np
 
-from .._optional import module
 from . import verified
+from .dedup_writer import Kept, KeptWriter, bits, summary, write_removed
 from .inputs import Chunk, Source
 from .pipeline import fingerprints_of, prefetch
-from .options import (
-    add_distance, add_input, add_memory, add_run, add_text, bad_lines_part, make_index, memory_limit, open_source,
-)
-from .outputs import Behind, Output, Outputs
-from .progress import Progress, count
+from .options import add_distance, add_input, add_memory, add_run, add_text, make_index, memory_limit, open_source
+from .outputs import Output, Outputs
+from .progress import Progress
 from .spill import Workspace, copy_stdin
 
 # Bytes a record costs on the in-memory path when it is kept: its share of
@@ -74,25 +70,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     verified.add_arguments(p, "remove records alike an earlier kept one")
     add_memory(p)
     add_run(p)
-
-
-class _Kept:
-    """Position, fingerprint and id of every kept record, to name the one a
-    removed record matched (``add_unique`` reports its position)."""
-
-    def __init__(self) -> None:
-        self.pos = array("Q")
-        self.fps = array("Q")
-        self.ids: List[Any] = []
-
-    def add(self, positions: np.ndarray, fps: np.ndarray, ids: List[Any]) -> None:
-        self.pos.extend(positions.tolist())
-        self.fps.extend(fps.tolist())
-        self.ids.extend(ids)
-
-    def find(self, position: int) -> "tuple[Any, int]":
-        i = bisect_left(self.pos, position)
-        return self.ids[i], self.fps[i]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -142,7 +119,7 @@ def _in_memory(args: argparse.Namespace, index: Any, source: Source, chunks: Ite
                removed: Optional[Output]) -> int:
     """The dedup through an ``Index`` of the kept records, in one pass."""
     writer = KeptWriter(out, source)
-    kept = _Kept() if removed is not None else None
+    kept = Kept(fingerprints=True) if removed is not None else None
     progress = Progress("dedup", source.total, args.quiet)
     position = n_removed = 0
     for chunk in chunks:
@@ -153,113 +130,14 @@ def _in_memory(args: argparse.Namespace, index: Any, source: Source, chunks: Ite
         writer.write(chunk, is_new)
         if kept is not None and removed is not None:
             new = np.flatnonzero(is_new)
-            kept.add(positions[new], fps[new], [chunk.ids[j] for j in new.tolist()])
-            _write_removed(removed, chunk, fps, np.flatnonzero(~is_new), matched, kept)
+            kept.add(positions[new], [chunk.ids[j] for j in new.tolist()], fps[new])
+            gone = np.flatnonzero(~is_new)
+            slots = kept.find(matched[gone])
+            write_removed(removed, [chunk.ids[j] for j in gone.tolist()], kept.ids_at(slots),
+                          bits(fps[gone], kept.fps_at(slots)).tolist())
         n_removed += n - int(np.count_nonzero(is_new))
         position += n
         progress.update(source.position(), source.records)
     writer.close()
     summary(progress, args, source, n_removed, [])
     return 0
-
-
-def summary(progress: Progress, args: argparse.Namespace, source: Source, n_removed: int, more: List[str]) -> None:
-    """The run's summary line."""
-    rule = f"within {args.distance} bits" if args.jaccard is None else f"{args.measure} at least {args.jaccard:g}"
-    progress.summary("dedup", [
-        count(source.records, "record") + " read",
-        f"{n_removed:,} removed as near-duplicates ({rule})",
-        f"{source.records - n_removed:,} kept",
-        bad_lines_part(source),
-    ] + more, source.nbytes)
-
-
-class KeptWriter:
-    """The kept records of the chunks given in order, as read: a hash TSV's
-    header first (also when no record is kept), Parquet rows for a Parquet
-    input, else each kept line byte for byte."""
-
-    def __init__(self, out: Output, source: Source):
-        self.out = out
-        self.source = source
-        self.parquet = _ParquetSink(out, source.schema()) if source.format == "parquet" else None
-        self.header_written = False
-
-    def _header(self) -> None:
-        if self.source.header is not None and not self.header_written:
-            self.out.write(self.source.header)
-            self.header_written = True
-
-    def write(self, chunk: Chunk, is_new: np.ndarray) -> None:
-        self._header()
-        if self.parquet is not None:
-            self.parquet.write(chunk, is_new)
-        else:
-            self.out.write_records(chunk, is_new)
-
-    def close(self) -> None:
-        self._header()
-        if self.parquet is not None:
-            self.parquet.close()
-
-
-def _write_removed(out: Output, chunk: Chunk, fps: np.ndarray, removed: np.ndarray,
-                   matched: np.ndarray, kept: _Kept) -> None:
-    rows = []
-    for j in removed.tolist():
-        other, other_fp = kept.find(int(matched[j]))
-        bits = bin(int(fps[j]) ^ other_fp).count("1")
-        rows.append(f"{chunk.ids[j]}\t{other}\t{bits}\n")
-    if rows:
-        out.write("".join(rows).encode("utf-8"))
-
-
-class _ParquetSink:
-    """Kept rows of a Parquet input, written as Parquet with the same schema,
-    on a thread of their own (pyarrow encodes and compresses without the
-    GIL), at most a few batches behind."""
-
-    def __init__(self, out: Output, schema: Any):
-        pa = module("pyarrow")
-        pq = module("pyarrow.parquet")
-        self.writer = pq.ParquetWriter(pa.PythonFile(_Sink(out), mode="w"), schema)
-        self.behind = Behind("rsimhash-parquet", 2)
-
-    def write(self, chunk: Chunk, is_new: np.ndarray) -> None:
-        pa = module("pyarrow")
-        assert chunk.rows is not None
-        self.behind.submit(self.writer.write_batch, chunk.batch.take(pa.array(chunk.rows[is_new])))
-
-    def close(self) -> None:
-        self.behind.close()
-        self.writer.close()
-
-
-class _Sink:
-    """The write side of an ``Output`` as a file object for pyarrow."""
-
-    def __init__(self, out: Output):
-        self.out = out
-        self.pos = 0
-        self.closed = False
-
-    def write(self, data: Any) -> int:
-        b = bytes(data)
-        self.out.write(b)
-        self.pos += len(b)
-        return len(b)
-
-    def tell(self) -> int:
-        return self.pos
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        self.closed = True
-
-    def writable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return False

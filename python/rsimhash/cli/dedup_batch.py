@@ -20,6 +20,7 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
+from .dedup_writer import KeptWriter, bits, summary, write_removed
 from .inputs import Chunk, Source
 from .options import open_source
 from .outputs import Output
@@ -31,7 +32,6 @@ from .spill import Fingerprints, Ids, Workspace, engine_part
 def dedup_batch(args: argparse.Namespace, source: Source, chunks: Iterator[Chunk], out: Output,
                 removed: Optional[Output], limit: int, workspace: Workspace, path: str) -> int:
     from .. import batch
-    from .dedup import KeptWriter, summary
 
     # Pass 1: fingerprints (and ids) to spill files.
     progress = Progress("dedup", source.total, args.quiet)
@@ -69,12 +69,8 @@ def dedup_batch(args: argparse.Namespace, source: Source, chunks: Iterator[Chunk
                 gone = np.flatnonzero(~is_new) + position
                 if len(gone):
                     others = matched[gone]
-                    bits = np.bitwise_count(np.asarray(fps[gone]) ^ np.asarray(fps[others])) \
-                        if hasattr(np, "bitwise_count") else [bin(int(a) ^ int(b)).count("1")
-                                                              for a, b in zip(fps[gone], fps[others])]
-                    names, other_names = ids.text(gone.tolist()), ids.text(others.tolist())
-                    removed.write("".join(f"{a}\t{b}\t{int(d)}\n" for a, b, d in zip(names, other_names, bits))
-                                  .encode("utf-8"))
+                    write_removed(removed, ids.text(gone.tolist()), ids.text(others.tolist()),
+                                  bits(fps[gone], fps[others]).tolist())
             position += n
             again_progress.update(again.position(), again.records)
         writer.close()

@@ -17,32 +17,16 @@ it is alike.
 from __future__ import annotations
 
 import argparse
-from array import array
-from bisect import bisect_left
-from typing import Any, Iterator, List, Optional
+from typing import Any, Iterator, Optional
 
 import numpy as np
 
 from . import verified
+from .dedup_writer import Kept, KeptWriter, summary, write_removed
 from .inputs import Chunk, Source
 from .outputs import Output
 from .progress import Progress
 from .spill import Ids, Workspace, engine_part
-
-
-class _KeptIds:
-    """Position and id of each kept record, to name what a removed one matched."""
-
-    def __init__(self) -> None:
-        self.pos = array("Q")
-        self.ids: List[Any] = []
-
-    def add(self, positions: List[int], ids: List[Any]) -> None:
-        self.pos.extend(positions)
-        self.ids.extend(ids)
-
-    def find(self, position: int) -> Any:
-        return self.ids[bisect_left(self.pos, position)]
 
 
 def run(args: argparse.Namespace, source: Source, chunks: Iterator[Chunk], first: Optional[Chunk], out: Output,
@@ -61,11 +45,10 @@ def run(args: argparse.Namespace, source: Source, chunks: Iterator[Chunk], first
 def _in_memory(args: argparse.Namespace, opts: Any, source: Source, chunks: Iterator[Chunk], out: Output,
                removed: Optional[Output]) -> int:
     from .. import _rsimhash
-    from .dedup import KeptWriter, summary
 
     online = _rsimhash.OnlineDedup(opts.threshold, **verified.core_settings(opts))
     writer = KeptWriter(out, source)
-    kept = _KeptIds() if removed is not None else None
+    kept = Kept(fingerprints=False) if removed is not None else None
     progress = Progress("dedup", source.total, args.quiet)
     position = n_removed = 0
     for chunk in chunks:
@@ -73,15 +56,13 @@ def _in_memory(args: argparse.Namespace, opts: Any, source: Source, chunks: Iter
         keep = np.concatenate([a[0] for a in answers]) if answers else np.zeros(0, bool)
         writer.write(chunk, keep)
         if kept is not None and removed is not None:
-            new = np.flatnonzero(keep).tolist()
-            kept.add([position + j for j in new], [chunk.ids[j] for j in new])
+            new = np.flatnonzero(keep)
+            kept.add(new.astype(np.uint64) + np.uint64(position), [chunk.ids[j] for j in new.tolist()])
             gone = np.flatnonzero(~keep)
             if len(gone):
-                matched = np.concatenate([a[1] for a in answers])[gone].tolist()
+                matched = np.concatenate([a[1] for a in answers])[gone]
                 sims = verified.fmt(np.concatenate([a[2] for a in answers])[gone])
-                names = [chunk.ids[j] for j in gone.tolist()]
-                removed.write("".join(f"{a}\t{kept.find(m)}\t{s}\n" for a, m, s in zip(names, matched, sims))
-                              .encode("utf-8"))
+                write_removed(removed, [chunk.ids[j] for j in gone.tolist()], kept.ids_at(kept.find(matched)), sims)
         n_removed += len(keep) - int(np.count_nonzero(keep))
         position += len(keep)
         progress.update(source.position(), source.records)
@@ -92,8 +73,6 @@ def _in_memory(args: argparse.Namespace, opts: Any, source: Source, chunks: Iter
 
 def _two_pass(args: argparse.Namespace, opts: Any, source: Source, chunks: Iterator[Chunk], out: Output,
               removed: Optional[Output], limit: int, workspace: Workspace, path: str) -> int:
-    from .dedup import KeptWriter, summary
-
     progress = Progress("dedup", source.total, args.quiet)
     second = verified.SecondPass(args, opts, workspace, path, limit, full_rows=True)
     ids = Ids(0, workspace) if removed is not None else None
@@ -114,9 +93,7 @@ def _two_pass(args: argparse.Namespace, opts: Any, source: Source, chunks: Itera
             keep[dropped.astype(np.int64) - position] = False
             writer.write(chunk, keep)
             if ids is not None and removed is not None and len(dropped):
-                names, others = ids.text(dropped.tolist()), ids.text(matched.tolist())
-                removed.write("".join(f"{a}\t{b}\t{s}\n" for a, b, s in zip(names, others, verified.fmt(sims)))
-                              .encode("utf-8"))
+                write_removed(removed, ids.text(dropped.tolist()), ids.text(matched.tolist()), verified.fmt(sims))
             n_removed += len(dropped)
             position += len(chunk)
             if second.source is not None:

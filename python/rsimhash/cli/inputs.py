@@ -112,6 +112,13 @@ class Chunk:
         return self._ids
 
     @property
+    def has_texts(self) -> bool:
+        """Whether the records hold texts: a fingerprint file's (its hashes
+        read, not made from texts) do not."""
+        from_texts = self.hashes is None or self.shingling is not None
+        return self._texts is not None or (self.core is not None and from_texts)
+
+    @property
     def texts(self) -> Any:
         if self._texts is None and self.core is not None:
             self._texts = self._core_texts()

@@ -178,9 +178,8 @@ def _inputs(args: argparse.Namespace, run_info: Any, fingerprints: bool, reporte
 def _block(chunk: Chunk, mode: str, width: Optional[int], threads: Optional[int]) -> Any:
     from .._report import Block
 
-    has_texts = chunk.core is not None or chunk._texts is not None
     return Block(chunk.ids, lambda: fingerprints_of(chunk, mode, width, threads),
-                 (lambda rows: _texts_at(chunk, rows)) if has_texts else None)
+                 (lambda rows: _texts_at(chunk, rows)) if chunk.has_texts else None)
 
 
 def _texts_at(chunk: Chunk, rows: List[int]) -> List[str]:

@@ -111,11 +111,17 @@ def fingerprint_column(df: Any, text_col: str, out_col: str = "simhash", *, mode
 
 
 def near_duplicate_pairs(df: Any, id_col: str, fp_col: str, k: int = 3, *, tables: Optional[int] = None,
-                         nulls: str = "error", max_group: Optional[int] = None) -> Any:
+                         nulls: str = "error", max_group: Optional[int] = None, copies: str = "all") -> Any:
     """A DataFrame ``(id_a, id_b)``: every pair of rows whose fingerprints
     (``fp_col``, longs) are within ``k`` bits, identical ones included,
     ``id_a < id_b``; ids should be distinct. The same pairs as
     ``rsimhash.batch.find_all(fps, k, ids=ids)``.
+
+    Only distinct fingerprints are shuffled, whatever their copies.
+    ``copies="all"`` lists every pair of rows sharing a fingerprint (``c``
+    copies make ``c (c - 1) / 2``); ``copies="first"`` pairs each only with
+    the smallest id of its fingerprint, and those smallest ids across close
+    fingerprints, as ``Index.find_all(copies="first")``.
 
     ``tables``: the number of tables of the design (else chosen for the
     number of distinct fingerprints: fewer tables shuffle fewer rows, more
@@ -135,7 +141,12 @@ def near_duplicate_pairs(df: Any, id_col: str, fp_col: str, k: int = 3, *, table
 
     k = _check_k(k)
     group = _check_design(k, tables, max_group)
+    if copies not in ("all", "first"):
+        raise ValueError(f'copies must be "all" or "first", got {copies!r}')
     base, _ = _pairs.checked(df, id_col, fp_col, nulls)
+    if copies == "first":
+        edges = _edges(base, k, tables, group, forest=False)
+        return edges.select(F.least("u", "v").alias("id_a"), F.greatest("u", "v").alias("id_b"))
     fp_pairs = _distinct_pairs(base, k, tables, group)
     a = base.select(F.col("id").alias("a"), F.col("fp").alias("fp_a"))
     b = base.select(F.col("id").alias("b"), F.col("fp").alias("fp_b"))
@@ -145,14 +156,15 @@ def near_duplicate_pairs(df: Any, id_col: str, fp_col: str, k: int = 3, *, table
     return both.select(F.least("a", "b").alias("id_a"), F.greatest("a", "b").alias("id_b"))
 
 
-def _distinct_pairs(base: Any, k: int, tables: Optional[int], group: int) -> Any:
-    """``(fp_a, fp_b)``: the pairs of distinct fingerprints of ``base`` within k."""
+def _distinct_pairs(base: Any, k: int, tables: Optional[int], group: int, *, forest: bool = False) -> Any:
+    """``(fp_a, fp_b)``: the pairs of distinct fingerprints of ``base`` within
+    k (with ``forest``, only enough for their components)."""
     from . import _pairs
 
     values = base.select("fp").distinct()
     n = values.count()
     blocks = _pairs.choose_blocks(max(n, 1), k, tables)
-    return _pairs.fingerprint_pairs(values, k, blocks, group)
+    return _pairs.fingerprint_pairs(values, k, blocks, group, forest=forest)
 
 
 def _check_design(k: int, tables: Optional[int], max_group: Optional[int]) -> int:
@@ -171,13 +183,15 @@ def _check_design(k: int, tables: Optional[int], max_group: Optional[int]) -> in
     return int(max_group)
 
 
-def _edges(base: Any, k: int, tables: Optional[int], group: int) -> Any:
+def _edges(base: Any, k: int, tables: Optional[int], group: int, *, forest: bool = True) -> Any:
     """Edges ``(u, v)`` whose components are those of the pairs within k,
     without expanding copies: each copy of a fingerprint linked to its
-    smallest id, and the smallest ids of two fingerprints within k linked."""
+    smallest id, and the smallest ids of two fingerprints within k linked
+    (with ``forest``, only as many of those as the components need: a
+    dense cluster of distinct fingerprints adds about one edge each)."""
     from pyspark.sql import functions as F
 
-    fp_pairs = _distinct_pairs(base, k, tables, group)
+    fp_pairs = _distinct_pairs(base, k, tables, group, forest=forest)
     reps = base.groupBy("fp").agg(F.min("id").alias("rep"))
     star = base.join(reps, "fp").where(F.col("id") != F.col("rep")).select(F.col("id").alias("u"),
                                                                          F.col("rep").alias("v"))

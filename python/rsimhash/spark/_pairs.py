@@ -58,9 +58,12 @@ def choose_blocks(n: int, k: int, tables: Optional[int] = None) -> int:
     return best[1]
 
 
-def fingerprint_pairs(values: Any, k: int, blocks: int, max_group: int) -> Any:
+def fingerprint_pairs(values: Any, k: int, blocks: int, max_group: int, *, forest: bool = False) -> Any:
     """``(fp_a, fp_b)`` rows: every pair of distinct values of the one-column
-    DataFrame ``values`` (``fp``, signed longs) within ``k``, once."""
+    DataFrame ``values`` (``fp``, signed longs) within ``k``, once. With
+    ``forest``, only enough of them for the components: of each task's
+    pairs, those that join two of its components (a dense group of values
+    gives at most one pair a value, not nearly the square of them)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
@@ -81,7 +84,7 @@ def fingerprint_pairs(values: Any, k: int, blocks: int, max_group: int) -> Any:
     pair_schema = StructType([StructField("fp_a", LongType(), False), StructField("fp_b", LongType(), False)])
     return (cells.repartition("t", "key", "cell")
             .sortWithinPartitions("t", "key", "cell", "side")
-            .mapInArrow(_pairs_of(k, blocks), pair_schema))
+            .mapInArrow(_pairs_of(k, blocks, forest), pair_schema))
 
 
 def _keys_of(k: int, blocks: int) -> Any:
@@ -106,7 +109,7 @@ def _keys_of(k: int, blocks: int) -> Any:
     return keys
 
 
-def _pairs_of(k: int, blocks: int) -> Any:
+def _pairs_of(k: int, blocks: int, forest: bool) -> Any:
     def pairs(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa  # type: ignore[import-untyped]
 
@@ -127,19 +130,21 @@ def _pairs_of(k: int, blocks: int) -> Any:
             cut = int(np.flatnonzero(~same)[-1]) + 1 if not same.all() else 0
             held = [c[cut:] for c in cols]
             if cut:
-                yield _found(shuffle, [c[:cut] for c in cols], pa)
+                yield _found(shuffle, [c[:cut] for c in cols], pa, forest)
         if held is not None and len(held[0]):
-            yield _found(shuffle, held, pa)
+            yield _found(shuffle, held, pa, forest)
 
     return pairs
 
 
-def _found(shuffle: Any, cols: List[np.ndarray], pa: Any) -> Any:
+def _found(shuffle: Any, cols: List[np.ndarray], pa: Any, forest: bool) -> Any:
     t, key, fp, cell, side = cols
     fp = fp.astype(np.int64, copy=False)
     ij = shuffle.sorted_pairs(t.astype(np.uint32), key.astype(np.int64, copy=False).view(np.uint64),
                               cell.astype(np.int64, copy=False).view(np.uint64), side.astype(np.uint8),
                               fp.view(np.uint64))
+    if forest and len(ij):
+        ij = type(shuffle).spanning(ij, fp.view(np.uint64))
     return pa.RecordBatch.from_arrays([pa.array(fp[ij[:, 0]]), pa.array(fp[ij[:, 1]])], names=["fp_a", "fp_b"])
 
 

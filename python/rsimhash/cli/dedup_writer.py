@@ -1,0 +1,160 @@
+"""What every way of ``rsimhash dedup`` writes: the kept records as read,
+the ``--removed`` rows, and the summary line. ``dedup.py`` (in memory),
+``dedup_batch.py`` (two passes through the batch engine) and
+``dedup_verified.py`` (``--jaccard``) all write through here.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, List, Optional, Sequence
+
+import numpy as np
+
+from .._optional import module
+from .inputs import Chunk, Source
+from .outputs import Behind, Output
+from .progress import Progress, count
+
+
+class KeptWriter:
+    """The kept records of the chunks given in order, as read: a hash TSV's
+    header first (also when no record is kept), Parquet rows for a Parquet
+    input, else each kept line byte for byte."""
+
+    def __init__(self, out: Output, source: Source):
+        self.out = out
+        self.source = source
+        self.parquet = _ParquetSink(out, source.schema()) if source.format == "parquet" else None
+        self.header_written = False
+
+    def _header(self) -> None:
+        if self.source.header is not None and not self.header_written:
+            self.out.write(self.source.header)
+            self.header_written = True
+
+    def write(self, chunk: Chunk, is_new: np.ndarray) -> None:
+        self._header()
+        if self.parquet is not None:
+            self.parquet.write(chunk, is_new)
+        else:
+            self.out.write_records(chunk, is_new)
+
+    def close(self) -> None:
+        self._header()
+        if self.parquet is not None:
+            self.parquet.close()
+
+
+class Kept:
+    """Position, id (and fingerprint, where kept) of every kept record, to
+    name the one a removed record matched by its position. Grows by
+    doubling: a lookup is a vectorised binary search, not a Python loop."""
+
+    def __init__(self, fingerprints: bool) -> None:
+        self.n = 0
+        self.pos = np.empty(1024, np.uint64)
+        self.fps: Optional[np.ndarray] = np.empty(1024, np.uint64) if fingerprints else None
+        self.ids: List[Any] = []
+
+    def add(self, positions: np.ndarray, ids: Sequence[Any], fps: Optional[np.ndarray] = None) -> None:
+        m = len(positions)
+        if self.n + m > len(self.pos):
+            size = max(2 * len(self.pos), self.n + m)
+            self.pos = np.resize(self.pos, size)
+            if self.fps is not None:
+                self.fps = np.resize(self.fps, size)
+        self.pos[self.n:self.n + m] = positions
+        if self.fps is not None and fps is not None:
+            self.fps[self.n:self.n + m] = fps
+        self.ids.extend(ids)
+        self.n += m
+
+    def find(self, positions: np.ndarray) -> np.ndarray:
+        """The slot of each kept record at ``positions``."""
+        return np.searchsorted(self.pos[:self.n], np.asarray(positions, dtype=np.uint64))
+
+    def ids_at(self, slots: np.ndarray) -> List[Any]:
+        return [self.ids[s] for s in slots.tolist()]
+
+    def fps_at(self, slots: np.ndarray) -> np.ndarray:
+        assert self.fps is not None
+        return self.fps[slots]
+
+
+def bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamming distances of two uint64 arrays."""
+    x = np.asarray(a, dtype=np.uint64) ^ np.asarray(b, dtype=np.uint64)
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(x)
+    return np.array([bin(int(v)).count("1") for v in x], dtype=np.uint8)  # numpy 1.x
+
+
+def write_removed(out: Output, names: Sequence[Any], others: Sequence[Any], values: Sequence[Any]) -> None:
+    """``--removed`` rows ``id<TAB>duplicate_of<TAB>value``."""
+    if len(names):
+        out.write("".join(f"{a}\t{b}\t{v}\n" for a, b, v in zip(names, others, values)).encode("utf-8"))
+
+
+def summary(progress: Progress, args: argparse.Namespace, source: Source, n_removed: int, more: List[str]) -> None:
+    """The run's summary line."""
+    from .options import bad_lines_part
+
+    rule = f"within {args.distance} bits" if args.jaccard is None else f"{args.measure} at least {args.jaccard:g}"
+    progress.summary("dedup", [
+        count(source.records, "record") + " read",
+        f"{n_removed:,} removed as near-duplicates ({rule})",
+        f"{source.records - n_removed:,} kept",
+        bad_lines_part(source),
+    ] + more, source.nbytes)
+
+
+class _ParquetSink:
+    """Kept rows of a Parquet input, written as Parquet with the same schema,
+    on a thread of their own (pyarrow encodes and compresses without the
+    GIL), at most a few batches behind."""
+
+    def __init__(self, out: Output, schema: Any):
+        pa = module("pyarrow")
+        pq = module("pyarrow.parquet")
+        self.writer = pq.ParquetWriter(pa.PythonFile(_Sink(out), mode="w"), schema)
+        self.behind = Behind("rsimhash-parquet", 2)
+
+    def write(self, chunk: Chunk, is_new: np.ndarray) -> None:
+        pa = module("pyarrow")
+        assert chunk.rows is not None
+        self.behind.submit(self.writer.write_batch, chunk.batch.take(pa.array(chunk.rows[is_new])))
+
+    def close(self) -> None:
+        self.behind.close()
+        self.writer.close()
+
+
+class _Sink:
+    """The write side of an ``Output`` as a file object for pyarrow."""
+
+    def __init__(self, out: Output):
+        self.out = out
+        self.pos = 0
+        self.closed = False
+
+    def write(self, data: Any) -> int:
+        b = bytes(data)
+        self.out.write(b)
+        self.pos += len(b)
+        return len(b)
+
+    def tell(self) -> int:
+        return self.pos
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
