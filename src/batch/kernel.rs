@@ -66,11 +66,23 @@ pub(crate) struct TableKernel<'d> {
     /// Copies of a fingerprint collapsed onto their first (see
     /// [`Self::collapsed_pairs`]).
     collapse: bool,
-    /// Groups of more first copies than [`super::dense::DENSE_GROUP`] are
-    /// not compared but handed on as dense (a dedup's).
-    leave_dense: bool,
-    /// Large groups are compared eight keys at a time (AVX-512 popcounts).
-    wide: bool,
+    /// What becomes of groups of more first copies than
+    /// [`super::dense::DENSE_GROUP`].
+    dense: Dense,
+    /// How large groups are compared (AVX-512 or AVX2 popcounts).
+    wide: Wide,
+}
+
+/// What the kernel does with a group of more first copies than
+/// [`super::dense::DENSE_GROUP`] (see `super::dense`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Dense {
+    /// Compare its pairs, as any group's (find_all: every pair is the answer).
+    Compare,
+    /// Hand its items on as dense, for the sweep to decide (a dedup).
+    Leave,
+    /// Only the pairs that join it into its components (clusters).
+    Join,
 }
 
 /// Work space of [`TableKernel::collapsed_pairs`], one per worker: a group's
@@ -86,16 +98,29 @@ struct Copies {
 /// smaller ones the scalar loop's setup is cheaper.
 const WIDE_GROUP: usize = 24;
 
-/// Whether this CPU has the eight-wide popcount of [`TableKernel::group_pairs_wide`].
-fn wide_popcount() -> bool {
+/// How large groups are compared on this CPU.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Wide {
+    /// One key at a time.
+    Scalar,
+    /// Four keys a step, popcounts by nibble tables (AVX2).
+    Avx2,
+    /// Eight keys a step (AVX-512F and VPOPCNTDQ).
+    Avx512,
+}
+
+/// The widest comparison of groups this CPU has.
+fn wide_popcount() -> Wide {
     #[cfg(target_arch = "x86_64")]
     {
-        crate::cpu::x86_has!("avx512f", "avx512vpopcntdq")
+        if crate::cpu::x86_has!("avx512f", "avx512vpopcntdq") {
+            return Wide::Avx512;
+        }
+        if crate::cpu::x86_has!("avx2") {
+            return Wide::Avx2;
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    Wide::Scalar
 }
 
 /// A pair of positions packed as `lower << 32 | higher`.
@@ -219,11 +244,11 @@ impl<'d> TableKernel<'d> {
     /// The kernel of table `t`, bucketing on at most `bucket_bits` bits
     /// (see [`bucket_bits`]; never more than the table's prefix).
     pub fn new(design: &'d Design, t: usize, k: u32, collapse: bool, bucket_bits: u32) -> TableKernel<'d> {
-        Self::with_dense(design, t, k, collapse, false, bucket_bits)
+        Self::with_dense(design, t, k, collapse, Dense::Compare, bucket_bits)
     }
 
-    /// [`Self::new`], leaving dense groups to the caller when `leave_dense`.
-    pub fn with_dense(design: &'d Design, t: usize, k: u32, collapse: bool, leave_dense: bool, bucket_bits: u32) -> TableKernel<'d> {
+    /// [`Self::new`], with dense groups handled as `dense` says.
+    pub fn with_dense(design: &'d Design, t: usize, k: u32, collapse: bool, dense: Dense, bucket_bits: u32) -> TableKernel<'d> {
         let spec = &design.tables()[t];
         TableKernel {
             design,
@@ -234,7 +259,7 @@ impl<'d> TableKernel<'d> {
             prefix_mask: spec.prefix_mask,
             bucket_bits: spec.prefix.min(bucket_bits).min(MAX_BUCKET_BITS),
             collapse,
-            leave_dense,
+            dense,
             wide: wide_popcount(),
         }
     }
@@ -515,21 +540,124 @@ impl<'d> TableKernel<'d> {
             rp.push(first);
             i = end;
         }
-        if self.leave_dense && rk.len() > super::dense::DENSE_GROUP {
-            found.dense.extend_from_slice(rp);
-        } else if rk.len() >= 2 {
-            self.group_pairs(rk, rp, &mut found.pairs);
+        match self.dense {
+            Dense::Leave if rk.len() > super::dense::DENSE_GROUP => found.dense.extend_from_slice(rp),
+            Dense::Join if rk.len() > super::dense::DENSE_GROUP => self.joining_pairs(rk, rp, &mut found.pairs),
+            _ if rk.len() >= 2 => self.group_pairs(rk, rp, &mut found.pairs),
+            _ => {}
+        }
+    }
+
+    /// Pairs within `k` of a dense group that join its items into its
+    /// components, without comparing pairs already joined: each item is
+    /// compared with the members of each component so far only until one
+    /// is within `k` (then it joins that component, and its other members
+    /// are skipped). A group of near-identical pages then costs about a
+    /// comparison per item, not one per pair. The pairs need not be this
+    /// table's to report: each joins two items within `k`, which is all
+    /// clusters ask.
+    fn joining_pairs(&self, keys: &[u64], pos: &[u32], found: &mut Vec<Pair>) {
+        // Components as lists of members; a merged one is left empty.
+        let mut members: Vec<Vec<u32>> = Vec::new();
+        for x in 0..keys.len() {
+            let kx = keys[x];
+            let mut mine: Option<usize> = None;
+            for c in 0..members.len() {
+                if Some(c) == mine || members[c].is_empty() {
+                    continue;
+                }
+                let Some(&j) = members[c].iter().find(|&&j| (keys[j as usize] ^ kx).count_ones() <= self.k) else { continue };
+                found.push(pack(pos[x], pos[j as usize]));
+                match mine {
+                    None => {
+                        members[c].push(x as u32);
+                        mine = Some(c);
+                    }
+                    Some(m) => {
+                        // The smaller list moves into the larger one.
+                        let (big, small) = if members[m].len() >= members[c].len() { (m, c) } else { (c, m) };
+                        let moved = std::mem::take(&mut members[small]);
+                        members[big].extend(moved);
+                        mine = Some(big);
+                    }
+                }
+            }
+            if mine.is_none() {
+                members.push(vec![x as u32]);
+            }
         }
     }
 
     #[inline]
     fn group_pairs(&self, keys: &[u64], pos: &[u32], found: &mut Vec<Pair>) {
         #[cfg(target_arch = "x86_64")]
-        if self.wide && keys.len() >= WIDE_GROUP {
-            // SAFETY: `wide` says the CPU has AVX-512F and VPOPCNTDQ.
-            return unsafe { self.group_pairs_wide(keys, pos, found) };
+        if keys.len() >= WIDE_GROUP {
+            match self.wide {
+                // SAFETY: `wide` says the CPU has AVX-512F and VPOPCNTDQ.
+                Wide::Avx512 => return unsafe { self.group_pairs_wide(keys, pos, found) },
+                // SAFETY: `wide` says the CPU has AVX2.
+                Wide::Avx2 => return unsafe { self.group_pairs_avx2(keys, pos, found) },
+                Wide::Scalar => {}
+            }
         }
         self.group_pairs_scalar(keys, pos, found);
+    }
+
+    /// [`Self::group_pairs_scalar`], four keys a step, for CPUs with AVX2
+    /// but not AVX-512: the popcount of each 64-bit lane is the sum of its
+    /// bytes' nibble counts (a table look-up by `vpshufb`, summed by
+    /// `vpsadbw`). Pairs come out in the same order.
+    ///
+    /// # Safety
+    /// The CPU has AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn group_pairs_avx2(&self, keys: &[u64], pos: &[u32], found: &mut Vec<Pair>) {
+        use std::arch::x86_64::*;
+        let n = keys.len();
+        let nibbles = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
+        let low = _mm256_set1_epi8(0x0f);
+        let limit = _mm256_set1_epi64x(i64::from(self.k));
+        for a in 0..n {
+            let ka = keys[a];
+            let va = _mm256_set1_epi64x(ka as i64);
+            // The mask of the keys b..b + 4 within k of `ka`.
+            let close4 = |b: usize| -> u32 {
+                // SAFETY: callers keep b + 4 <= n, so keys[b..b + 4] is in bounds.
+                let x = _mm256_xor_si256(va, unsafe { _mm256_loadu_si256(keys.as_ptr().add(b).cast()) });
+                let lo = _mm256_shuffle_epi8(nibbles, _mm256_and_si256(x, low));
+                let hi = _mm256_shuffle_epi8(nibbles, _mm256_and_si256(_mm256_srli_epi64(x, 4), low));
+                let count = _mm256_sad_epu8(_mm256_add_epi8(lo, hi), _mm256_setzero_si256());
+                // Lanes with count > k set; the others are close.
+                let far = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(count, limit))) as u32;
+                !far & 0xf
+            };
+            let mut take = |b: usize, mut m: u32| {
+                while m != 0 {
+                    let j = b + m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    if self.design.reports(self.t, ka ^ keys[j]) {
+                        found.push(pack(pos[a], pos[j]));
+                    }
+                }
+            };
+            let mut b = a + 1;
+            // Most steps find nothing: 16 keys a test of one combined mask.
+            while b + 16 <= n {
+                take(b, close4(b) | close4(b + 4) << 4 | close4(b + 8) << 8 | close4(b + 12) << 12);
+                b += 16;
+            }
+            while b + 4 <= n {
+                take(b, close4(b));
+                b += 4;
+            }
+            for j in b..n {
+                let x = ka ^ keys[j];
+                if x.count_ones() <= self.k && self.design.reports(self.t, x) {
+                    found.push(pack(pos[a], pos[j]));
+                }
+            }
+        }
     }
 
     fn group_pairs_scalar(&self, keys: &[u64], pos: &[u32], found: &mut Vec<Pair>) {
@@ -682,8 +810,9 @@ mod tests {
 
     #[test]
     fn wide_and_scalar_groups_agree() {
-        if !wide_popcount() {
-            eprintln!("no AVX-512 VPOPCNTDQ here: the eight-wide scan is not tested");
+        let wide = wide_popcount();
+        if wide == Wide::Scalar {
+            eprintln!("no AVX2 here: the wide scans are not tested");
             return;
         }
         // Groups of every length around the eight-wide steps, of keys that
@@ -704,11 +833,16 @@ mod tests {
                     keys[n - 1] = !kt.prefix_mask;
                     keys.sort_unstable();
                     let pos: Vec<u32> = (0..n as u32).map(|i| i * 3 + 1).collect();
-                    let (mut scalar, mut wide) = (Vec::new(), Vec::new());
+                    let (mut scalar, mut avx2, mut avx512) = (Vec::new(), Vec::new(), Vec::new());
                     kt.group_pairs_scalar(&keys, &pos, &mut scalar);
-                    // SAFETY: checked above.
-                    unsafe { kt.group_pairs_wide(&keys, &pos, &mut wide) };
-                    assert_eq!(scalar, wide, "k = {k}, table {t}, n = {n}");
+                    // SAFETY: AVX2 at least, checked above.
+                    unsafe { kt.group_pairs_avx2(&keys, &pos, &mut avx2) };
+                    assert_eq!(scalar, avx2, "AVX2: k = {k}, table {t}, n = {n}");
+                    if wide == Wide::Avx512 {
+                        // SAFETY: checked above.
+                        unsafe { kt.group_pairs_wide(&keys, &pos, &mut avx512) };
+                        assert_eq!(scalar, avx512, "AVX-512: k = {k}, table {t}, n = {n}");
+                    }
                     found += scalar.len();
                 }
             }

@@ -686,7 +686,12 @@ fn run_tables(source: &Source<'_>, opts: &Options, control: &Control, job: Job, 
             }
             w.clear_table(t)?;
         }
-        let kt = TableKernel::with_dense(&design, t, opts.k, collapse, job == Job::Dedup, bucket_bits);
+        let dense_groups = match (job, sink) {
+            (Job::Dedup, _) => kernel::Dense::Leave,
+            (Job::Clusters, Sink::Join(_)) => kernel::Dense::Join,
+            _ => kernel::Dense::Compare,
+        };
+        let kt = TableKernel::with_dense(&design, t, opts.k, collapse, dense_groups, bucket_bits);
         let kinds = TablePairs::KINDS.map(|kind| TablePairs::new(t, kind, job.by_higher(), budget.pair_bytes));
         let emit = |f: Found| match sink {
             Sink::Stream(each) => each(f.pairs),
