@@ -158,7 +158,7 @@ def bench_cli(rounds: int) -> bool:
     sys.path.insert(0, HERE)
     from corpus import load_docs  # type: ignore[import-not-found]
 
-    docs = load_docs(48, seed=0)
+    docs = load_docs(64, seed=0)
     rng = np.random.default_rng(0)
     copied = docs[len(docs) // 2]
     records = [(i, d) for i, d in enumerate(docs)]
