@@ -166,6 +166,15 @@ def batch_clusters(
     """``(members, starts)``: positions of each cluster's members, cluster ``c``
     being ``members[starts[c]:starts[c + 1]]`` (see ``rsimhash.batch.clusters``)."""
 
+def batch_check_ids(
+    ids: _U64,
+    *,
+    memory_limit: int,
+    workdir: Union[str, "os.PathLike[str]", None] = None,
+    temp_parent: Union[str, "os.PathLike[str]", None] = None,
+) -> None:
+    """Raises ``ValueError`` naming an id given twice (sorted beyond ``memory_limit`` on disk)."""
+
 def batch_design(n: int, *, k: int, blocks: Union[int, None] = None, tables: Union[int, None] = None) -> tuple[int, str]:
     """``(tables, description)`` of the design a batch job uses for ``n`` items."""
 

@@ -20,6 +20,7 @@
 mod budget;
 mod control;
 pub(crate) mod graph;
+mod ids;
 mod kernel;
 pub mod npy;
 mod runs;
@@ -35,6 +36,7 @@ use rayon::prelude::*;
 pub use budget::{choose_design, ITEM_BYTES};
 pub use control::{Control, Progress};
 pub use graph::Dedup;
+pub use ids::check_distinct;
 pub use source::{NpyFiles, Source};
 
 use crate::plan::Design;
@@ -140,11 +142,10 @@ pub fn find_all_to_file(source: &Source<'_>, ids: Option<&[u64]>, opts: &Options
     match ids {
         Some(ids) if !increasing(ids) => {
             // Ids out of order: the pairs are sorted again, by id.
-            let dir = match &job.workdir {
-                Some(w) => w.path().to_path_buf(),
-                None => out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf(),
-            };
-            let mut sorter = ExternalSort::<[u64; 2]>::new(&dir, ".rsimhash-ids", budget::Budget::new(opts.memory_limit).pair_bytes);
+            let beside = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let temporary = if job.workdir.is_none() { Some(Workdir::temporary(Some(beside))?) } else { None };
+            let dir = job.workdir.as_ref().or(temporary.as_ref()).expect("one of them").path().to_path_buf();
+            let mut sorter = ExternalSort::<[u64; 2]>::new(&dir, "ids", budget::Budget::new(opts.memory_limit).pair_bytes);
             runs::merge(runs, |batch| {
                 let mapped: Vec<[u64; 2]> = batch.iter().map(|&p| map_pair(p, Some(ids))).collect();
                 sorter.push(&mapped)
@@ -270,36 +271,7 @@ fn check_ids(source: &Source<'_>, ids: Option<&[u64]>, opts: &Options) -> Result
             found: format!("{} ids for {} fingerprints", ids.len(), source.len()),
         });
     }
-    if increasing(ids) {
-        return Ok(());
-    }
-    let budget = budget::Budget::new(opts.memory_limit).pair_bytes;
-    let dir = match &opts.workdir {
-        Some(dir) => {
-            std::fs::create_dir_all(dir).map_err(Error::io("create the work directory", dir))?;
-            Workdir::temporary(Some(dir))?
-        }
-        None => Workdir::temporary(opts.temp_parent.as_deref())?,
-    };
-    let mut sorter = ExternalSort::<u64>::new(dir.path(), "ids", budget);
-    for chunk in ids.chunks(1 << 20) {
-        sorter.push(chunk)?;
-    }
-    let mut last: Option<u64> = None;
-    let mut twice = None;
-    sorter.finish(|batch| {
-        for &id in batch {
-            if last == Some(id) && twice.is_none() {
-                twice = Some(id);
-            }
-            last = Some(id);
-        }
-        Ok(())
-    })?;
-    match twice {
-        Some(id) => Err(Error::invalid("ids", "distinct", format!("id {id} given twice"))),
-        None => Ok(()),
-    }
+    ids::check_distinct(ids, opts)
 }
 
 /// The pairs of a job, as sorted runs of packed pairs in its order.
@@ -404,6 +376,7 @@ fn run_tables(source: &Source<'_>, opts: &Options, control: &Control, job: Job, 
             }
             w.clear_table(t)?;
         }
+        let guard = workdir::TableGuard::new(workdir.as_ref(), t);
         let kt = TableKernel::new(&design, t, opts.k, job.collapses(), bucket_bits);
         let found = TablePairs::new(t, job.by_higher(), budget.pair_bytes);
         let emit = |p: Vec<Pair>| match stream {
@@ -448,6 +421,7 @@ fn run_tables(source: &Source<'_>, opts: &Options, control: &Control, job: Job, 
                 .collect();
             w.mark_done(t, &files)?;
         }
+        guard.done();
         runs.extend(table_runs);
     }
     Ok(Pairs { runs, workdir })

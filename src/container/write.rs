@@ -2,7 +2,7 @@
 //! never a part of either, even across a crash or power loss.
 
 use std::ffi::OsString;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,8 +24,9 @@ const WRITE_BUFFER: usize = 1 << 20;
 /// renamed over `path`; then the directory itself is flushed, so that the
 /// rename survives a power loss. Checksums are computed first, on rayon
 /// threads. A process killed midway can leave the hidden temporary file
-/// behind, never a damaged `path`. A symlink at `path` is replaced, not
-/// followed.
+/// behind, never a damaged `path`; the next save to `path` removes such
+/// leftovers of processes that are gone. A symlink at `path` is replaced,
+/// not followed.
 ///
 /// # Errors
 /// [`Error::InvalidParameter`] for a tag that is not 1 to 8 printable ASCII
@@ -100,7 +101,9 @@ pub(crate) struct TempFile {
 impl TempFile {
     /// A new file beside `target`: same directory, so that the rename is
     /// atomic (no copy across filesystems). `action` names what the file is
-    /// for in the error of a target that is a directory.
+    /// for in the error of a target that is a directory. Created with
+    /// `O_EXCL | O_NOFOLLOW` (see [`crate::files`]); the temporary files of
+    /// `target` that dead processes left (`.NAME.PID.N.tmp`) are removed.
     pub fn create(target: &Path, action: &'static str) -> Result<TempFile> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let Some(name) = target.file_name() else {
@@ -108,12 +111,20 @@ impl TempFile {
             let source = std::io::Error::new(std::io::ErrorKind::IsADirectory, "the path names a directory, not a file");
             return Err(Error::Io { path: target.display().to_string(), action, source });
         };
+        if let Some(name) = name.to_str() {
+            let dir = match target.parent() {
+                Some(dir) if !dir.as_os_str().is_empty() => dir,
+                _ => Path::new("."),
+            };
+            let prefix = format!(".{name}.");
+            crate::files::remove_stale(dir, None, |n| crate::files::pid_in(n, &prefix, '.', ".tmp"));
+        }
         loop {
             let mut tmp_name = OsString::from(".");
             tmp_name.push(name);
             tmp_name.push(format!(".{}.{}.tmp", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed)));
             let path = target.with_file_name(tmp_name);
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
+            match crate::files::create_new(&path) {
                 Ok(file) => return Ok(TempFile { path, file: Some(file) }),
                 // Left by a crashed process that had our pid: take the next number.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,

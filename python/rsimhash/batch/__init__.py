@@ -58,13 +58,12 @@ A job on a directory of ``.npy`` files, its pairs written to a file:
 from __future__ import annotations
 
 import os
-import tempfile
 from contextlib import ExitStack
 from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from .. import _rsimhash as _core
+from .. import _files, _rsimhash as _core
 from ._outputs import Atomic, Bars, cluster_rows, pairs_npy_to_parquet, write_clusters
 from ._sources import check_writable, memory_limit as _memory_limit, parent_of, parse_memory, resolve
 
@@ -93,16 +92,24 @@ class _Job:
                            threads=threads, blocks=blocks, tables=tables, spill=spill, progress=bars)
         self._spill_dir: Optional[str] = None
 
+    def check_ids(self, ids: Optional[np.ndarray]) -> None:
+        """Ids given twice are an error (``find_all`` checks its own in the core)."""
+        if ids is not None:
+            _core.batch_check_ids(ids, memory_limit=self.limit, workdir=self.workdir,
+                                  temp_parent=self.temp_parent)
+
     def spill_dir(self) -> str:
-        """Where copies of Parquet columns go: the work directory, or a
-        temporary directory (beside ``out``, else the system's)."""
+        """Where copies of Parquet columns go: a directory of the job's own
+        (``rsimhash-spill-PID-...``, removed at the end) in the work
+        directory, else beside ``out``, else in the system's temporary one.
+        A work directory the job makes for this is removed too, if empty."""
         if self._spill_dir is None:
-            if self.workdir is not None:
-                os.makedirs(self.workdir, exist_ok=True)
-                self._spill_dir = self.workdir
-            else:
-                tmp = tempfile.TemporaryDirectory(prefix="rsimhash-", dir=self.temp_parent)
-                self._spill_dir = self.stack.enter_context(tmp)
+            parent = self.workdir if self.workdir is not None else self.temp_parent
+            if parent is not None and not os.path.isdir(parent):
+                os.makedirs(parent)
+                self.stack.callback(_remove_if_empty, parent)
+            self._spill_dir = _files.own_directory(parent, "rsimhash-spill-")
+            self.stack.callback(_files.remove_directory, self._spill_dir)
         return self._spill_dir
 
 
@@ -166,6 +173,7 @@ def dedup(source: Any, k: int = 3, *, ids: Any = None, column: Optional[str] = N
         job = _Job(stack, k=k, memory_limit=memory_limit, workdir=workdir, out=None, threads=threads,
                    progress=progress, blocks=blocks, tables=tables, spill=_spill, desc="dedup")
         r = resolve(source, column=column, ids=ids, spill_dir=job.spill_dir, stack=stack)
+        job.check_ids(r.ids)
         keep, dropped, matched = _core.batch_dedup(r.values, **job.kwargs)
         if not return_matched:
             return keep
@@ -199,9 +207,11 @@ def clusters(source: Any, k: int = 3, *, method: str = "connected", min_size: in
     if isinstance(min_size, bool) or not isinstance(min_size, (int, np.integer)):
         raise TypeError(f"min_size must be an int, got {type(min_size).__name__}")
     with ExitStack() as stack:
+        workdir = workdir if workdir is not None or out_path is None else out_path + ".work"
         job = _Job(stack, k=k, memory_limit=memory_limit, workdir=workdir, out=out_path, threads=threads,
                    progress=progress, blocks=blocks, tables=tables, spill=_spill, desc="clusters")
         r = resolve(source, column=column, ids=ids, spill_dir=job.spill_dir, stack=stack)
+        job.check_ids(r.ids)
         members, starts = _core.batch_clusters(r.values, method=method, min_size=int(min_size), **job.kwargs)
         members, starts = _in_id_order(members, starts, r.ids)
         if out_path is not None:
@@ -406,10 +416,11 @@ def _remove_stale_temporaries(directory: str, name: str) -> None:
 
 
 def _alive(pid: int) -> bool:
+    return _files.pid_alive(pid)
+
+
+def _remove_if_empty(path: str) -> None:
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    return True
+        os.rmdir(path)
+    except OSError:
+        pass

@@ -22,7 +22,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from .. import _rsimhash as _core
+from .. import _files, _rsimhash as _core
 from .._texts import ArrowBuffers
 
 Candidates = Tuple[str, Optional[int], int]
@@ -75,7 +75,7 @@ class TwoPass:
         self.files = [os.path.join(workdir, f"{name}-{os.getpid()}{ext}") for name, ext in
                       (("candidates", ".u64"), ("candidate-pairs", ".npy"), ("candidate-last", ".npy"))]
         self.fps_path = self.files[0]
-        self._fps = open(self.fps_path, "wb")
+        self._fps = _files.create_fresh(self.fps_path)
         self.count = 0
         self.pairs: Any = None
         self.last: Any = None

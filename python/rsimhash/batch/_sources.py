@@ -16,6 +16,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from .. import _files
 from .._optional import module
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -259,7 +260,7 @@ def _parquet_to_npy(paths: Sequence[str], column: Optional[str], directory: str,
     target = os.path.join(directory, f"source-{os.getpid()}.npy")
     stack.callback(_remove, target)
     lengths = 0
-    with open(target + ".tmp", "wb") as out:
+    with _files.create_fresh(target + ".tmp") as out:
         np.lib.format.write_array_header_1_0(out, {"descr": "<u8", "fortran_order": False, "shape": (0,)})
         header_at = out.tell()
         for arr in _batches(paths, column, "the fingerprints"):
@@ -306,8 +307,7 @@ def check_writable(path: str) -> Tuple[str, str]:
         raise IsADirectoryError(f"{path}: is a directory; out= names a file")
     probe = os.path.join(parent, f".rsimhash-probe-{os.getpid()}")
     try:
-        with open(probe, "wb"):
-            pass
+        _files.create_fresh(probe).close()
     except OSError as e:
         raise type(e)(e.errno, f"{path}: cannot write in {parent} ({e.strerror})") from None
     finally:
