@@ -30,6 +30,7 @@ use crate::table::Layout;
 use crate::{Error, Result};
 
 mod persist;
+mod room;
 
 /// The most items an index holds: runs index their id slots with `u32`.
 pub const MAX_ITEMS: usize = u32::MAX as usize - 1;
@@ -98,6 +99,8 @@ pub struct Index {
     /// id -> fingerprint, built the first time an operation needs to find an
     /// id (remove, or explicit ids that are not all new), then kept up to date.
     id_map: Option<HashMap<u64, u64>>,
+    /// The file the index was loaded from, whose changes it watches (see `persist`).
+    origin: Option<crate::container::Origin>,
 }
 
 impl Index {
@@ -141,6 +144,7 @@ impl Index {
             next_id: 0,
             live: 0,
             id_map: None,
+            origin: None,
         })
     }
 
@@ -234,7 +238,7 @@ impl Index {
         self.check_room(fps.len())?;
         let ids = self.assign_ids(fps.len(), ids)?;
         self.insert(fps.iter().copied().zip(ids.iter().copied()).collect());
-        Ok(ids)
+        self.intact(ids)
     }
 
     fn check_room(&self, n: usize) -> Result<()> {
@@ -245,7 +249,7 @@ impl Index {
                 found: format!("{} stored + {n} more", self.live),
             });
         }
-        Ok(())
+        self.room_for(n)
     }
 
     fn check_batch(n: usize) -> Result<()> {
@@ -447,7 +451,7 @@ impl Index {
             }
         }
         out.sort_unstable_by_key(|&(id, d)| (d, id));
-        Ok(out)
+        self.intact(out)
     }
 
     /// Runs `f` over the runs to search in a batch operation: the buffer
@@ -472,7 +476,7 @@ impl Index {
             all
         });
         all.par_sort_unstable();
-        Ok(BatchMatches {
+        self.intact(BatchMatches {
             positions: all.iter().map(|m| m.0).collect(),
             distances: all.iter().map(|m| m.1 as u8).collect(),
             ids: all.iter().map(|m| m.2).collect(),
@@ -484,7 +488,7 @@ impl Index {
     pub fn find_all(&self, k: Option<u32>) -> Result<Vec<[u64; 2]>> {
         let k = self.op_k(k)?;
         if self.kernel_is_faster() {
-            return self.find_all_by_kernel(k);
+            return self.intact(self.find_all_by_kernel(k)?);
         }
         let mut pairs: Vec<[u64; 2]> = Vec::new();
         let mut emit = |a: u64, b: u64| pairs.push([a.min(b), a.max(b)]);
@@ -510,8 +514,10 @@ impl Index {
             }
         });
         pairs.par_sort_unstable();
-        debug_assert!(pairs.windows(2).all(|w| w[0] != w[1]), "a pair was emitted twice");
-        Ok(pairs)
+        // A loaded index whose file changed under it may pair anything:
+        // the check below refuses the answer.
+        debug_assert!(self.intact(()).is_err() || pairs.windows(2).all(|w| w[0] != w[1]), "a pair was emitted twice");
+        self.intact(pairs)
     }
 
     /// Whether the batch kernel, which reads every item once per table of
@@ -587,7 +593,7 @@ impl Index {
             // Many ids on one fingerprint: find_all would list every pair of
             // them; the batch kernel joins each to the first instead.
             let (members, starts) = crate::batch::clusters(&Source::Memory(&fps), method, min_size, &in_memory(k), &Control::default())?;
-            return Ok(starts.windows(2).map(|w| members[w[0] as usize..w[1] as usize].iter().map(|&m| ids[m as usize]).collect()).collect());
+            return self.intact(starts.windows(2).map(|w| members[w[0] as usize..w[1] as usize].iter().map(|&m| ids[m as usize]).collect()).collect());
         }
         let mut groups = UnionFind::new(ids.len());
         match method {
@@ -606,7 +612,7 @@ impl Index {
                 }
             }
         }
-        Ok(groups.groups(min_size).into_iter().map(|g| g.into_iter().map(|i| ids[i]).collect()).collect())
+        self.intact(groups.groups(min_size).into_iter().map(|g| g.into_iter().map(|i| ids[i]).collect()).collect())
     }
 
     /// Every stored `(fingerprint, id)`.
@@ -667,7 +673,7 @@ impl Index {
         // 4. Store the new ones.
         let new_items: Vec<(u64, u64)> = (0..n).filter(|&i| is_new[i]).map(|i| (fps[i], ids[i])).collect();
         self.insert(new_items);
-        Ok((is_new, matched))
+        self.intact((is_new, matched))
     }
 }
 

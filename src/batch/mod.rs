@@ -116,7 +116,7 @@ impl Job {
 pub fn find_all(source: &Source<'_>, ids: Option<&[u64]>, opts: &Options, control: &Control) -> Result<Vec<[u64; 2]>> {
     check_ids(source, ids, opts)?;
     let job = pairs(source, opts, control, Job::FindAll)?;
-    let mut out = Vec::with_capacity(job.count() as usize);
+    let mut out = crate::mem::vec_with_capacity(job.count() as usize);
     let runs = job.runs;
     runs::merge(runs, |batch| {
         out.extend(batch.iter().map(|&p| map_pair(p, ids)));
@@ -181,7 +181,7 @@ pub fn find_all_to_file(source: &Source<'_>, ids: Option<&[u64]>, opts: &Options
 pub fn candidates_to_files(source: &Source<'_>, opts: &Options, control: &Control, pairs_out: &Path, last_out: &Path) -> Result<u64> {
     let job = pairs(source, opts, control, Job::Candidates)?;
     let count = job.count();
-    let mut last = vec![0u32; source.len() as usize];
+    let mut last: Vec<u32> = crate::mem::zeroed(source.len() as usize);
     let mut writer = npy::NpyWriter::create(pairs_out, "<u8", &[count], 8)?;
     control.step("writing the candidates".into(), count);
     runs::merge(job.runs, |batch| {

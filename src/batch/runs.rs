@@ -121,7 +121,7 @@ fn damaged(path: &Path, problem: impl std::fmt::Display) -> Error {
 /// a heap merges them.
 pub(crate) fn merge<T: Pod + Ord + Send + Sync>(runs: Vec<Run<T>>, mut out: impl FnMut(&[T]) -> Result<()>) -> Result<()> {
     if runs.iter().all(|r| matches!(r, Run::Memory(_))) {
-        let mut all: Vec<T> = Vec::with_capacity(runs.iter().map(|r| r.len() as usize).sum());
+        let mut all: Vec<T> = crate::mem::vec_with_capacity(runs.iter().map(|r| r.len() as usize).sum());
         for run in runs {
             if let Run::Memory(v) = run {
                 all.extend(v);

@@ -36,6 +36,14 @@ const WRITE_BUFFER: usize = 1 << 20;
 /// Only when flushing the directory fails, after the rename, is the new file
 /// already in place (but possibly not yet durable).
 pub fn write_atomic(path: &Path, spec_version: u32, sections: &[(Tag, &[u8])]) -> Result<()> {
+    write_atomic_then(path, spec_version, sections, &|| Ok(()))
+}
+
+/// [`write_atomic`], with `before_commit` called once the new file is
+/// written and flushed, before it replaces `path`: an error from it drops
+/// the new file and leaves `path` as it was (an index checks there that
+/// the mapped file it copied its tables from did not change meanwhile).
+pub(crate) fn write_atomic_then(path: &Path, spec_version: u32, sections: &[(Tag, &[u8])], before_commit: &dyn Fn() -> Result<()>) -> Result<()> {
     if let Some((tag, _)) = sections.iter().find(|(tag, _)| !valid_tag(tag)) {
         return Err(Error::invalid("section tag", "1 to 8 printable ASCII bytes, zero padded", tag_name(tag)));
     }
@@ -59,6 +67,7 @@ pub fn write_atomic(path: &Path, spec_version: u32, sections: &[(Tag, &[u8])]) -
     };
     write(tmp.file()).map_err(io_error("write", &tmp.path))?;
     tmp.file().sync_all().map_err(io_error("flush to disk", &tmp.path))?;
+    before_commit()?;
     tmp.rename_to(path)?;
     sync_dir(path)
 }

@@ -3,7 +3,7 @@
 use std::io::ErrorKind;
 
 use pyo3::exceptions::{
-    PyFileNotFoundError, PyIsADirectoryError, PyKeyboardInterrupt, PyNotADirectoryError, PyOSError, PyPermissionError, PyRuntimeError,
+    PyFileNotFoundError, PyIsADirectoryError, PyKeyboardInterrupt, PyMemoryError, PyNotADirectoryError, PyOSError, PyPermissionError, PyRuntimeError,
     PyValueError,
 };
 use pyo3::PyErr;
@@ -25,7 +25,8 @@ impl From<Error> for PyErr {
                 ErrorKind::NotADirectory => PyNotADirectoryError::new_err(err.to_string()),
                 _ => PyOSError::new_err(err.to_string()),
             },
-            Error::BadFile { .. } | Error::BadInput { .. } => PyValueError::new_err(err.to_string()),
+            Error::BadFile { .. } | Error::BadInput { .. } | Error::Changed { .. } => PyValueError::new_err(err.to_string()),
+            Error::OutOfMemory { .. } => PyMemoryError::new_err(err.to_string()),
             Error::Interrupted => PyKeyboardInterrupt::new_err("interrupted"),
         }
     }

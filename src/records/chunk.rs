@@ -18,6 +18,8 @@ pub enum Status {
     NoId = 1,
     /// For the reference reader (see [`super::json`]).
     Defer = 2,
+    /// A line longer than the reader's limit: not kept, a bad line.
+    TooLong = 3,
 }
 
 /// A non-blank line: its 1-based number and where it lies in the block
@@ -69,6 +71,19 @@ impl RecordChunk {
         shingling: Option<Shingling>,
         spare: Option<Spare>,
     ) -> RecordChunk {
+        if block.too_long {
+            let entries = vec![Entry { line: first_line, start: 0, end: 0, status: Status::TooLong }];
+            return RecordChunk {
+                data: block.data,
+                final_newline: true,
+                entries,
+                fingerprints: shingling.map(|_| vec![0]),
+                ids: fields.id.is_some().then(|| vec![None]),
+                lines: 1,
+                consumed: block.consumed,
+                spare,
+            };
+        }
         let data = block.data;
         let mut spans = Vec::with_capacity(data.len() / 1024 + 16);
         let mut start = 0;

@@ -11,6 +11,7 @@ fn options(block_bytes: usize) -> ReaderOptions {
         shingling: Some(Shingling::new(Mode::Words, None).unwrap()),
         threads: Some(2),
         block_bytes,
+        max_line_bytes: input::MAX_LINE_BYTES,
     }
 }
 

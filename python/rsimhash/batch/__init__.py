@@ -222,7 +222,7 @@ def clusters(source: Any, k: int = 3, *, method: str = "connected", min_size: in
 def similar_pairs(texts: Any, threshold: float = 0.9, *, shingles: str = "words", width: Optional[int] = 3,
                   candidates: Any = "auto", measure: str = "jaccard", ids: Any = None, column: str = "text",
                   memory_limit: Memory = None, workdir: Any = None, threads: Optional[int] = None,
-                  progress: Progress = None) -> Tuple[np.ndarray, np.ndarray]:
+                  progress: Progress = None, max_record_mb: float = 256) -> Tuple[np.ndarray, np.ndarray]:
     """Every pair of texts whose shingle sets are at least ``threshold``
     alike among the candidates, as ``rsimhash.similar_pairs`` finds them
     (the same pairs and values): ``(pairs, similarity)``, a ``(P, 2)``
@@ -233,7 +233,9 @@ def similar_pairs(texts: Any, threshold: float = 0.9, *, shingles: str = "words"
     a path (``str`` or ``os.PathLike``) or a list of ``os.PathLike`` paths
     of JSON lines (maybe gzip or zstd) or Parquet files whose ``column``
     holds the text, or a function returning a fresh iterable of chunks of
-    texts each time it is called (it is called twice).
+    texts each time it is called (it is called twice). A line of a file
+    longer than ``max_record_mb`` MiB is a ``ValueError`` naming it (it is
+    never read into memory).
 
     >>> texts = ["the cat sat on the mat today", "the cat sat on the mat today!", "dogs bark"]
     >>> pairs, sim = rsimhash.batch.similar_pairs(texts, 0.9)
@@ -248,7 +250,7 @@ def similar_pairs(texts: Any, threshold: float = 0.9, *, shingles: str = "words"
 
     n = _verified(texts, threshold, each, shingles=shingles, width=width, candidates=candidates, measure=measure,
                   column=column, memory_limit=memory_limit, workdir=workdir, threads=threads, progress=progress,
-                  desc="similar_pairs")
+                  desc="similar_pairs", max_record_mb=max_record_mb)
     hi = np.concatenate([f[0] for f in found]) if found else np.empty(0, np.uint64)
     lo = np.concatenate([f[1] for f in found]) if found else np.empty(0, np.uint64)
     sims = np.concatenate([f[2] for f in found]) if found else np.empty(0, np.float32)
@@ -263,7 +265,7 @@ def similar_pairs(texts: Any, threshold: float = 0.9, *, shingles: str = "words"
 def similar_dedup(texts: Any, threshold: float = 0.9, *, shingles: str = "words", width: Optional[int] = 3,
                   candidates: Any = "auto", measure: str = "jaccard", column: str = "text",
                   memory_limit: Memory = None, workdir: Any = None, threads: Optional[int] = None,
-                  progress: Progress = None, return_matched: bool = False) -> Any:
+                  progress: Progress = None, return_matched: bool = False, max_record_mb: float = 256) -> Any:
     """The keep mask of the verified dedup: ``False`` exactly for each text
     at least ``threshold`` alike a text kept before it, among the
     candidates (the answer of ``rsimhash.dedup(texts, jaccard=threshold)``).
@@ -282,7 +284,7 @@ def similar_dedup(texts: Any, threshold: float = 0.9, *, shingles: str = "words"
 
     n = _verified(texts, threshold, each, shingles=shingles, width=width, candidates=candidates, measure=measure,
                   column=column, memory_limit=memory_limit, workdir=workdir, threads=threads, progress=progress,
-                  desc="similar_dedup")
+                  desc="similar_dedup", max_record_mb=max_record_mb)
     keep = np.ones(n, dtype=bool)
     matched = np.arange(n, dtype=np.uint64)
     similarity = np.ones(n, dtype=np.float32)
@@ -297,7 +299,7 @@ def similar_clusters(texts: Any, threshold: float = 0.9, *, method: str = "conne
                      shingles: str = "words", width: Optional[int] = 3, candidates: Any = "auto",
                      measure: str = "jaccard", ids: Any = None, column: str = "text", memory_limit: Memory = None,
                      workdir: Any = None, threads: Optional[int] = None,
-                     progress: Progress = None) -> Tuple[np.ndarray, np.ndarray]:
+                     progress: Progress = None, max_record_mb: float = 256) -> Tuple[np.ndarray, np.ndarray]:
     """Clusters of texts linked by verified pairs, as ``(ids, labels)`` in the
     layout of ``clusters``: ``"connected"`` components of the alike pairs,
     or ``"leader"`` clusters of the verified dedup (each text joins the
@@ -314,7 +316,7 @@ def similar_clusters(texts: Any, threshold: float = 0.9, *, method: str = "conne
     sweeps: list = []
     n = _verified(texts, threshold, None, shingles=shingles, width=width, candidates=candidates, measure=measure,
                   column=column, memory_limit=memory_limit, workdir=workdir, threads=threads, progress=progress,
-                  desc="similar_clusters", sweep_out=sweeps)
+                  desc="similar_clusters", sweep_out=sweeps, max_record_mb=max_record_mb)
     members, starts = sweeps[0].clusters(method=method, min_size=int(min_size))
     id_arr = None
     if ids is not None:
@@ -326,14 +328,14 @@ def similar_clusters(texts: Any, threshold: float = 0.9, *, method: str = "conne
 
 def _verified(texts: Any, threshold: float, each: Any, *, shingles: str, width: Optional[int], candidates: Any,
               measure: str, column: str, memory_limit: Memory, workdir: Any, threads: Optional[int],
-              progress: Progress, desc: str, sweep_out: Optional[list] = None) -> int:
+              progress: Progress, desc: str, sweep_out: Optional[list] = None, max_record_mb: float = 256) -> int:
     """Both passes of a verified job; ``each`` gets each piece's
     ``TwoPass.verify`` answer. Returns the number of texts."""
     from ._similar import Settings, TwoPass
     from ._texts_in import reader
 
     settings = Settings(threshold, measure=measure, shingles=shingles, width=width, candidates=candidates)
-    read = reader(texts, column)
+    read = reader(texts, column, max_record_mb)
     with ExitStack() as stack:
         job = _Job(stack, k=settings.candidates[2], memory_limit=memory_limit, workdir=workdir, out=None,
                    threads=threads, progress=progress, blocks=None, tables=None, spill=None, desc=desc)

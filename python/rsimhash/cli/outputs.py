@@ -22,6 +22,7 @@ from typing import Any, Deque, List, Optional
 from .._files import create_new, temporary_name
 from .._optional import module
 from .errors import InputError, UsageError
+from .stdio import stdout_binary
 
 
 _WRITEBACK_BYTES = 32 << 20
@@ -92,7 +93,7 @@ class Output:
         self._flushed = 0    # of which the disk was asked to start writing
         self._writer = Behind("rsimhash-write", 3)  # write_records' thread
         if path == "-":
-            self._file: Any = sys.stdout.buffer
+            self._file: Any = stdout_binary()
             return
         if os.path.isdir(path):
             raise InputError(path, None, "cannot write: it is a directory")

@@ -16,13 +16,13 @@ new (``O_EXCL | O_NOFOLLOW``).
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
 from .._files import create_new, own_directory, remove_directory
 from .errors import CliError
+from .stdio import stdin_fd
 
 NPY_HEADER = 128  # bytes: a 1-D uint64 header padded to 128 holds any length
 PREFIX = ".rsimhash-work-"
@@ -238,7 +238,7 @@ def engine_part(workspace: Workspace) -> str:
 def copy_stdin(workspace: Workspace) -> str:
     """Standard input copied into the workspace, to be read twice."""
     path = workspace.file("stdin")
-    src = open(os.dup(sys.stdin.fileno()), "rb", buffering=0)
+    src = open(os.dup(stdin_fd()), "rb", buffering=0)
     try:
         with create_new(path) as out:
             while True:
