@@ -414,7 +414,7 @@ pub fn encode_counted(keys: &[u64], code: &Code, counts: &[u64; SYMBOLS], block_
     let bits: u64 = counts.iter().zip(&costs).map(|(&c, &cost)| c * u64::from(cost)).sum();
     let per_block = u64::from(capacity.saturating_sub(75)).max(1);
     let blocks = ((bits / per_block + 1) as usize).min(n.max(1));
-    out.data = Vec::with_capacity(blocks * block_bytes);
+    crate::mem::reserve(&mut out.data, blocks * block_bytes, "a packed table");
     out.headers = crate::mem::vec_with_capacity(blocks);
     // Each block is written in this buffer, in cache, then appended whole:
     // the table's bytes are written once, in order, never read back.

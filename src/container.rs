@@ -51,6 +51,7 @@ compile_error!(
 );
 
 mod bytes;
+mod guard;
 mod open;
 mod write;
 
@@ -59,15 +60,16 @@ mod tests;
 
 use std::fmt;
 use std::ops::Range;
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
 
 use rayon::prelude::*;
 
 use bytes::Buffer;
 pub use bytes::Bytes;
 pub use write::write_atomic;
-pub(crate) use write::{sync_dir, TempFile};
+pub(crate) use write::{sync_dir, write_atomic_then, TempFile};
 
 use crate::{Error, Result};
 
@@ -102,6 +104,9 @@ const CRC_CHUNK: usize = 4 << 20;
 pub struct Container {
     buf: Arc<Buffer>,
     sections: Vec<(Tag, Range<usize>)>,
+    /// Each section's checksum, as verified.
+    crcs: Vec<u32>,
+    expect_spec: u32,
 }
 
 impl Container {
@@ -135,6 +140,92 @@ impl Container {
     /// Whether the sections are views of a memory mapping (else of a heap copy).
     pub fn is_mapped(&self) -> bool {
         self.buf.is_mapped()
+    }
+
+    /// What an index loaded from this file keeps of it: see [`Origin`].
+    pub fn origin(&self) -> Origin {
+        Origin {
+            damaged: Arc::clone(&self.buf.damaged),
+            buf: Arc::downgrade(&self.buf),
+            path: self.buf.path.clone(),
+            sections: self.sections.clone(),
+            crcs: self.crcs.clone(),
+            expect_spec: self.expect_spec,
+        }
+    }
+}
+
+/// The file an index was loaded from, as the index keeps it: whether its
+/// bytes were found changed while in use (a decoder met bytes that no longer
+/// decode, or the mapped file was cut short), and, while views of it are
+/// still in use, the bytes themselves, to verify again on demand. It does
+/// not keep the file's memory alive.
+#[derive(Clone)]
+pub struct Origin {
+    damaged: Arc<AtomicBool>,
+    buf: Weak<Buffer>,
+    path: PathBuf,
+    sections: Vec<(Tag, Range<usize>)>,
+    crcs: Vec<u32>,
+    expect_spec: u32,
+}
+
+impl Origin {
+    /// Whether the file is still as it was loaded, as far as the reads so far
+    /// tell: one atomic load while no file anywhere was found changed.
+    ///
+    /// # Errors
+    /// [`Error::Changed`] once a read of the file met bytes that changed.
+    #[inline]
+    pub fn intact(&self) -> Result<()> {
+        if !guard::ANY_DAMAGE.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let hit = self.damaged.load(Ordering::Acquire) || self.buf.upgrade().is_some_and(|b| b.is_damaged());
+        if hit {
+            return Err(self.changed("it was rewritten or cut short in place after it was loaded (load it again)".into()));
+        }
+        Ok(())
+    }
+
+    /// Checks every byte still in use against the checksums verified when
+    /// it was loaded (the whole file while any of its tables is in use).
+    ///
+    /// # Errors
+    /// [`Error::Changed`] naming the first part that changed.
+    pub fn verify(&self) -> Result<()> {
+        if let Some(buf) = self.buf.upgrade() {
+            let now = open::check(buf.bytes(), self.expect_spec);
+            let problem = match now {
+                Err(problem) => Some(problem),
+                Ok((sections, crcs)) if sections != self.sections || crcs != self.crcs => {
+                    Some("another index file was written over it in place".to_string())
+                }
+                Ok(_) => None,
+            };
+            if let Some(problem) = problem {
+                self.damaged.store(true, Ordering::Release);
+                guard::ANY_DAMAGE.store(true, Ordering::Release);
+                return Err(self.changed(problem));
+            }
+        }
+        self.intact()
+    }
+
+    /// Whether the file is mapped and views of it are still in use: only
+    /// then can it change under the index.
+    pub fn mapped_in_use(&self) -> bool {
+        self.buf.upgrade().is_some_and(|b| b.is_mapped())
+    }
+
+    fn changed(&self, problem: String) -> Error {
+        Error::Changed { path: self.path.display().to_string(), problem }
+    }
+}
+
+impl fmt::Debug for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Origin").field("path", &self.path).field("in_use", &(self.buf.strong_count() > 0)).finish()
     }
 }
 

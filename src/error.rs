@@ -19,8 +19,8 @@ pub enum Error {
     #[error("text {index} is not valid UTF-8 (byte {valid_up_to})")]
     InvalidUtf8 { index: usize, valid_up_to: usize },
 
-    /// A thread pool could not be built.
-    #[error("could not start {threads} worker threads: {reason}")]
+    /// A thread pool could not be built (`threads` 0: the default pool).
+    #[error("could not start worker threads ({threads} asked for; 0: one per core): {reason}")]
     ThreadPool { threads: usize, reason: String },
 
     /// A file that could not be opened, read, written or replaced.
@@ -32,6 +32,13 @@ pub enum Error {
     #[error("{path} is not a usable rsimhash index file: {problem}")]
     BadFile { path: String, problem: String },
 
+    /// An index file that was rewritten or cut short in place while an
+    /// index loaded from it was using it (mapped): its answers can no longer
+    /// be trusted. rsimhash's own saves replace files atomically; another
+    /// program writing into the file is what this reports.
+    #[error("index file changed or damaged while in use: {path}: {problem}")]
+    Changed { path: String, problem: String },
+
     /// Input data a batch job cannot use: a file that is not a 1-D `uint64`
     /// `.npy` array, ids of another length or given twice, a work directory
     /// holding another job's state.
@@ -42,6 +49,10 @@ pub enum Error {
     /// it is made (`available` 0 when an allocation was refused).
     #[error("{what} need {:.2} GB of memory{}; {advice}", *bytes as f64 / 1e9, available_text(*available))]
     TooLarge { what: String, bytes: u64, available: u64, advice: String },
+    /// A large buffer could not be had: the operation stopped instead of
+    /// the process aborting (see `src/mem.rs`).
+    #[error("out of memory: {what} needs {bytes} more bytes than can be had (free memory, raise the limit, or work in smaller parts)")]
+    OutOfMemory { bytes: u64, what: &'static str },
 
     /// The caller asked a long job to stop (Ctrl-C in Python).
     #[error("interrupted")]

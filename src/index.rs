@@ -31,6 +31,7 @@ use crate::table::Layout;
 use crate::{Error, Result};
 
 mod persist;
+mod room;
 
 /// The most items an index holds: runs index their id slots with `u32`.
 pub const MAX_ITEMS: usize = u32::MAX as usize - 1;
@@ -101,6 +102,8 @@ pub struct Index {
     /// id -> fingerprint, built the first time an operation needs to find an
     /// id (remove, or explicit ids that are not all new), then kept up to date.
     id_map: Option<HashMap<u64, u64>>,
+    /// The file the index was loaded from, whose changes it watches (see `persist`).
+    origin: Option<crate::container::Origin>,
 }
 
 impl Index {
@@ -144,6 +147,7 @@ impl Index {
             next_id: 0,
             live: 0,
             id_map: None,
+            origin: None,
         })
     }
 
@@ -237,7 +241,7 @@ impl Index {
         self.check_room(fps.len())?;
         let ids = self.assign_ids(fps.len(), ids)?;
         self.insert(fps.iter().copied().zip(ids.iter().copied()).collect());
-        Ok(ids)
+        self.intact(ids)
     }
 
     fn check_room(&self, n: usize) -> Result<()> {
@@ -248,7 +252,7 @@ impl Index {
                 found: format!("{} stored + {n} more", self.live),
             });
         }
-        Ok(())
+        self.room_for(n)
     }
 
     fn check_batch(n: usize) -> Result<()> {
@@ -450,7 +454,7 @@ impl Index {
             }
         }
         out.sort_unstable_by_key(|&(id, d)| (d, id));
-        Ok(out)
+        self.intact(out)
     }
 
     /// Runs `f` over the runs to search in a batch operation: the buffer
@@ -475,7 +479,7 @@ impl Index {
             all
         });
         all.par_sort_unstable();
-        Ok(BatchMatches {
+        self.intact(BatchMatches {
             positions: all.iter().map(|m| m.0).collect(),
             distances: all.iter().map(|m| m.1 as u8).collect(),
             ids: all.iter().map(|m| m.2).collect(),
@@ -508,7 +512,7 @@ impl Index {
             }
         }
         if self.kernel_is_faster() {
-            return self.find_all_by_kernel(k, copies);
+            return self.intact(self.find_all_by_kernel(k, copies)?);
         }
         let mut pairs: Vec<[u64; 2]> = Vec::new();
         let mut emit = |a: u64, b: u64| pairs.push([a.min(b), a.max(b)]);
@@ -534,8 +538,10 @@ impl Index {
             }
         });
         pairs.par_sort_unstable();
-        debug_assert!(pairs.windows(2).all(|w| w[0] != w[1]), "a pair was emitted twice");
-        Ok(pairs)
+        // A loaded index whose file changed under it may pair anything:
+        // the check below refuses the answer.
+        debug_assert!(self.intact(()).is_err() || pairs.windows(2).all(|w| w[0] != w[1]), "a pair was emitted twice");
+        self.intact(pairs)
     }
 
     /// Whether the batch kernel, which reads every item once per table of
@@ -613,7 +619,7 @@ impl Index {
         }
         let (fps, ids) = self.items_by_id();
         let (members, starts) = crate::batch::clusters(&Source::Memory(&fps), method, min_size, &in_memory(k), &Control::default())?;
-        Ok(starts.windows(2).map(|w| members[w[0] as usize..w[1] as usize].iter().map(|&m| ids[m as usize]).collect()).collect())
+        self.intact(starts.windows(2).map(|w| members[w[0] as usize..w[1] as usize].iter().map(|&m| ids[m as usize]).collect()).collect())
     }
 
     /// Every stored `(fingerprint, id)`.
@@ -685,7 +691,7 @@ impl Index {
         // 4. Store the new ones.
         let new_items: Vec<(u64, u64)> = (0..n).filter(|&i| is_new[i]).map(|i| (fps[i], ids[i])).collect();
         self.insert(new_items);
-        Ok((is_new, matched))
+        self.intact((is_new, matched))
     }
 
     /// For each input that is not new, the smallest of `matched` (its

@@ -22,6 +22,7 @@ pub mod container;
 pub mod cpu;
 pub mod distributed;
 pub mod error;
+mod files;
 pub mod fingerprint;
 pub mod fnv;
 pub mod index;

@@ -1,16 +1,63 @@
-//! Large buffers backed by transparent huge pages where the OS offers them.
+//! Large buffers: reserved fallibly, and backed by transparent huge pages
+//! where the OS offers them.
 //!
-//! A 10-million-item table is 80 MB: in 4 KiB pages, building it costs ~20,000
-//! page faults and probing it a TLB miss per lookup. Asking for huge pages
-//! (`madvise(MADV_HUGEPAGE)`, honoured by Linux in its default "madvise"
-//! mode) cuts both by 512x. Elsewhere, or when refused, plain pages serve.
+//! Out of memory: the global allocator's failure aborts the process
+//! ("memory allocation of N bytes failed"), which a Python user cannot
+//! catch. So the large buffers (tables, sort buffers, id lists, batch
+//! arenas, decoded keys) are reserved with `try_reserve`, and a refusal
+//! unwinds with an [`OutOfMemory`] payload instead, from wherever the
+//! buffer is needed, up to the one place that turns it into an error
+//! (`src/py/detach.rs`: Python's `MemoryError`). Operations that know their
+//! size ask for [`headroom`] first, so that most refusals come before
+//! anything has changed. Small allocations still abort when memory runs
+//! out entirely; by then the large ones have failed first.
+//!
+//! Huge pages: a 10-million-item table is 80 MB: in 4 KiB pages, building
+//! it costs ~20,000 page faults and probing it a TLB miss per lookup. Asking
+//! for huge pages (`madvise(MADV_HUGEPAGE)`, honoured by Linux in its
+//! default "madvise" mode) cuts both by 512x. Elsewhere, or when refused,
+//! plain pages serve.
+
+use crate::{Error, Result};
 
 /// Buffers smaller than this gain nothing from huge pages.
 const HUGE_MIN_BYTES: usize = 2 << 20;
 
+/// The payload a refused reservation unwinds with (see the module docs).
+#[derive(Debug, Clone, Copy)]
+pub struct OutOfMemory {
+    pub bytes: u64,
+    pub what: &'static str,
+}
+
+impl OutOfMemory {
+    #[cfg_attr(not(feature = "python"), allow(dead_code))]
+    pub fn error(self) -> Error {
+        Error::OutOfMemory { bytes: self.bytes, what: self.what }
+    }
+}
+
+/// Unwinds with [`OutOfMemory`]: no panic message is printed (this is not
+/// a bug), and the caller that catches it reports a `MemoryError`.
+#[cold]
+pub(crate) fn out_of_memory(bytes: usize, what: &'static str) -> ! {
+    std::panic::resume_unwind(Box::new(OutOfMemory { bytes: bytes as u64, what }))
+}
+
+/// Room for `n` more items in `v`, or an unwind with [`OutOfMemory`].
+#[inline]
+pub(crate) fn reserve<T>(v: &mut Vec<T>, n: usize, what: &'static str) {
+    if v.try_reserve(n).is_err() {
+        out_of_memory(n.saturating_mul(std::mem::size_of::<T>()), what);
+    }
+}
+
 /// An empty vector with room for `n` items, on huge pages if large.
 pub(crate) fn vec_with_capacity<T>(n: usize) -> Vec<T> {
-    let v = Vec::with_capacity(n);
+    let mut v = Vec::new();
+    if v.try_reserve_exact(n).is_err() {
+        out_of_memory(n.saturating_mul(std::mem::size_of::<T>()), "a table or an id list");
+    }
     advise_huge(&v);
     v
 }
@@ -19,7 +66,7 @@ pub(crate) fn vec_with_capacity<T>(n: usize) -> Vec<T> {
 /// untouched: its pages are faulted in by whichever thread writes them
 /// first, not all by this one.
 pub(crate) fn zeroed<T: bytemuck::Zeroable + Clone>(n: usize) -> Vec<T> {
-    let v = vec![T::zeroed(); n];
+    let v = try_zeroed(n).unwrap_or_else(|| out_of_memory(n.saturating_mul(std::mem::size_of::<T>()), "a work array"));
     advise_huge(&v);
     v
 }
@@ -49,6 +96,57 @@ pub(crate) fn available() -> Option<u64> {
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn available() -> Option<u64> {
     None
+}
+
+/// `n` zeros, from zeroed memory (`calloc`), or `None` when refused.
+fn try_zeroed<T: bytemuck::Zeroable + Clone>(n: usize) -> Option<Vec<T>> {
+    let layout = std::alloc::Layout::array::<T>(n).ok()?;
+    if layout.size() == 0 {
+        return Some(vec![T::zeroed(); n]);
+    }
+    // SAFETY: a non-zero-sized layout; all-zero bytes are a valid T
+    // (Zeroable); the Vec takes the allocation with its exact layout.
+    unsafe {
+        let p = std::alloc::alloc_zeroed(layout) as *mut T;
+        if p.is_null() {
+            return None;
+        }
+        Some(Vec::from_raw_parts(p, n, n))
+    }
+}
+
+/// Whether `bytes` more of address space can be had now: an operation that
+/// is about to build that much asks first, so that it fails with
+/// [`Error::OutOfMemory`] before it has changed anything. The room is
+/// mapped (not touched) and unmapped at once: under an address-space limit
+/// (`ulimit -v`, `RLIMIT_AS`) or strict overcommit this is exactly what the
+/// buffers will need; it is not a reservation.
+///
+/// # Errors
+/// [`Error::OutOfMemory`] naming `what`.
+pub(crate) fn headroom(bytes: u64, what: &'static str) -> Result<()> {
+    let refused = || Error::OutOfMemory { bytes, what };
+    let len = usize::try_from(bytes).map_err(|_| refused())?;
+    if len < HUGE_MIN_BYTES {
+        return Ok(());
+    }
+    #[cfg(unix)]
+    {
+        // SAFETY: a fresh anonymous mapping, never read or written, unmapped at once.
+        unsafe {
+            let p = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+            if p == libc::MAP_FAILED {
+                return Err(refused());
+            }
+            libc::munmap(p, len);
+        }
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    {
+        let mut probe: Vec<u8> = Vec::new();
+        probe.try_reserve_exact(len).map_err(|_| refused())
+    }
 }
 
 #[cfg(target_os = "linux")]

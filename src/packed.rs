@@ -19,42 +19,22 @@ use crate::container::Bytes;
 use crate::table::prefetch;
 
 
-/// Storage of a table's arrays: built in memory, or a view of a loaded file.
-#[derive(Clone, Debug)]
-enum Words<T> {
-    Owned(Vec<T>),
-    File(Bytes),
-}
-
-impl Words<u64> {
-    #[inline]
-    fn get(&self) -> &[u64] {
-        match self {
-            Words::Owned(v) => v,
-            // Checked when loaded: cannot fail.
-            Words::File(b) => b.as_u64s().unwrap_or(&[]),
-        }
-    }
-}
-
-impl Words<u32> {
-    #[inline]
-    fn get(&self) -> &[u32] {
-        match self {
-            Words::Owned(v) => v,
-            Words::File(b) => b.as_u32s().unwrap_or(&[]),
-        }
-    }
-}
-
 #[derive(Clone, Debug)]
 pub(crate) struct PackedTable {
     block_bytes: usize,
     code: Code,
     decoder: Decoder,
+    /// The blocks: built in memory, or a view of a loaded (maybe mapped)
+    /// file. The only bytes of a file read after it is loaded: everything
+    /// else the table needs is in memory, so a file changed under its
+    /// mapping can make keys wrong (and flagged: see `each_block`) but
+    /// never a length, an index or an allocation (see
+    /// [`crate::container::Origin`]).
     data: Bytes,
-    first: Words<u64>,
-    ranks: Words<u32>,
+    /// Each block's first key and rank, then the key count: in memory, even
+    /// for a loaded table (12 bytes a block; its header takes 128).
+    first: Vec<u64>,
+    ranks: Vec<u32>,
     dir: Vec<u32>,
     dir_bits: u32,
     /// Each block's first key and places to start decoding in it.
@@ -84,8 +64,8 @@ impl PackedTable {
             code,
             decoder,
             data: Bytes::from_vec(e.data),
-            first: Words::Owned(e.first),
-            ranks: Words::Owned(e.ranks),
+            first: e.first,
+            ranks: e.ranks,
             dir: Vec::new(),
             dir_bits: 0,
             headers: e.headers,
@@ -106,16 +86,19 @@ impl PackedTable {
             return Err(format!("a block size of {block_bytes} bytes"));
         }
         let code = Code::from_lengths(lengths)?;
-        let nf = first.as_u64s().map_err(|e| e.to_string())?.len();
-        let nr = ranks.as_u32s().map_err(|e| e.to_string())?.len();
+        // Copied out of the file: what the table reads of them after it is
+        // loaded must not change with the file.
+        let first = first.as_u64s().map_err(|e| e.to_string())?.to_vec();
+        let ranks = ranks.as_u32s().map_err(|e| e.to_string())?.to_vec();
+        let (nf, nr) = (first.len(), ranks.len());
         let decoder = code.decoder();
         let t = PackedTable {
             block_bytes,
             code,
             decoder,
             data,
-            first: Words::File(first),
-            ranks: Words::File(ranks),
+            first,
+            ranks,
             dir: Vec::new(),
             dir_bits: 0,
             headers: Vec::new(),
@@ -124,7 +107,7 @@ impl PackedTable {
         if nr != nf + 1 {
             return Err(format!("{nf} blocks but {nr} block ranks (expected one more)"));
         }
-        let ranks = t.ranks.get();
+        let ranks = &t.ranks;
         if ranks[0] != 0 || ranks.windows(2).any(|w| w[1] <= w[0]) {
             return Err("block ranks that do not ascend from 0".into());
         }
@@ -133,7 +116,7 @@ impl PackedTable {
         if data_len < expected || data_len > nf * block_bytes {
             return Err(format!("{data_len} bytes of blocks for {nf} blocks of {block_bytes}"));
         }
-        let firsts = t.first.get();
+        let firsts = &t.first;
         if firsts.windows(2).any(|w| w[1] <= w[0]) {
             return Err("block keys that do not ascend".into());
         }
@@ -169,13 +152,13 @@ impl PackedTable {
             block_bytes: self.block_bytes,
             lengths: self.code.lengths(),
             data: self.data.as_slice(),
-            first: self.first.get(),
-            ranks: self.ranks.get(),
+            first: &self.first,
+            ranks: &self.ranks,
         }
     }
 
     fn build_dir(&mut self) {
-        let first = self.first.get();
+        let first = &self.first;
         let n = first.len();
         let bits = (usize::BITS - n.leading_zeros()).saturating_sub(1).min(24);
         let mut dir = vec![0u32; (1usize << bits) + 1];
@@ -191,7 +174,7 @@ impl PackedTable {
 
     /// Number of keys.
     pub fn len(&self) -> usize {
-        *self.ranks.get().last().unwrap_or(&0) as usize
+        *self.ranks.last().unwrap_or(&0) as usize
     }
 
     pub fn block_bytes(&self) -> usize {
@@ -199,7 +182,7 @@ impl PackedTable {
     }
 
     pub fn blocks(&self) -> usize {
-        self.first.get().len()
+        self.first.len()
     }
 
     /// Bytes of memory (or of the mapping) held.
@@ -289,7 +272,7 @@ impl PackedTable {
     pub fn search(&self, lo: u64, hi: u64) -> Search<'_> {
         if self.blocks() == 0 {
             let reader = BlockReader::new(&[], &self.decoder);
-            return Search { table: self, reader, block: 0, left: 0, lo, hi, done: true };
+            return Search { table: self, reader, block: 0, left: 0, lo, hi, done: true, broken: false };
         }
         let b = self.locate(lo);
         let (reader, index) = self.start(b, lo);
@@ -301,7 +284,7 @@ impl PackedTable {
                 prefetch(tail[line..].as_ptr());
             }
         }
-        Search { table: self, reader, block: b, left: self.count(b) - 1 - index, lo, hi, done: false }
+        Search { table: self, reader, block: b, left: self.count(b) - 1 - index, lo, hi, done: false, broken: false }
     }
 
     /// The rank of `key`, if present.
@@ -316,7 +299,11 @@ impl PackedTable {
         let mut cur = r.current();
         for i in index..count {
             if i > index {
-                cur = r.next_key()?;
+                let Some(key) = r.next_key() else {
+                    self.data.mark_damaged();
+                    return None;
+                };
+                cur = key;
             }
             if cur >= key {
                 return (cur == key).then(|| self.headers[b].rank as usize + i);
@@ -338,7 +325,7 @@ impl PackedTable {
     /// many.
     fn decode_into(&self, range: Range<usize>, out: &mut [u64]) {
         let mut at = 0;
-        self.each_block(range, |keys, n| {
+        self.each_block(range, false, |keys, n| {
             out[at..at + n].copy_from_slice(&keys[..n]);
             at += n;
         });
@@ -347,28 +334,44 @@ impl PackedTable {
     /// Calls `f(keys, n)` for each block of `range`, in order: its `n` keys
     /// are the first of `keys`, which has [`rows::SLACK`] more after them.
     /// Six blocks at a time by the row decoder, where they fit its rows.
-    fn each_block(&self, range: Range<usize>, mut f: impl FnMut(&[u64], usize)) {
+    ///
+    /// Every block is checked as it is decoded: its first key is the one its
+    /// header holds, its keys ascend, and its last is below the next block's
+    /// first. Blocks were checked when built or loaded, so one that fails
+    /// comes from a file changed under its mapping: the table is flagged
+    /// damaged (the operation then fails, see [`Self::damaged`]) and the
+    /// block goes to `f` as decoded, or with `n = 0` when `skip_damaged`
+    /// (for work whose cost grows with what the keys say, such as pairs).
+    fn each_block(&self, range: Range<usize>, skip_damaged: bool, mut f: impl FnMut(&[u64], usize)) {
         let rt = self.row_table.get_or_init(|| RowTable::new(&self.decoder));
         let mut rows = Rows::new();
         let mut keys: Vec<u64> = Vec::new();
         let data = self.data.as_slice();
-        let mut ok = true;
         let mut b = range.start;
         let end = range.end.min(self.blocks());
+        let mut give = |b: usize, keys: &[u64], n: usize, decoded: bool| {
+            if decoded && self.sound(b, &keys[..n]) {
+                f(keys, n);
+            } else {
+                self.data.mark_damaged();
+                f(keys, if skip_damaged { 0 } else { n });
+            }
+        };
         while b < end {
             let group = b..b + rows::LANES;
             if group.end <= end && group.clone().all(|b| self.count(b) <= rows::ROW) {
                 let starts = std::array::from_fn(|l| (b + l) * self.block_bytes);
                 let counts: [usize; rows::LANES] = std::array::from_fn(|l| self.count(b + l));
-                ok &= rows::decode_rows(data, &self.decoder, rt, starts, counts, &mut rows);
+                let ok = rows::decode_rows(data, &self.decoder, rt, starts, counts, &mut rows);
                 for (l, &n) in counts.iter().enumerate() {
-                    f(rows.row(l), n);
+                    give(b + l, rows.row(l), n, ok);
                 }
                 b = group.end;
             } else {
                 keys.clear();
                 let mut r = BlockReader::new(self.tail(b), &self.decoder);
                 keys.push(r.current());
+                let mut ok = true;
                 for _ in 1..self.count(b) {
                     let Some(key) = r.next_key() else {
                         ok = false;
@@ -378,12 +381,23 @@ impl PackedTable {
                 }
                 let n = self.count(b);
                 keys.resize(n + rows::SLACK, 0);
-                f(&keys, n);
+                give(b, &keys, n, ok);
                 b += 1;
             }
         }
-        // Blocks are checked when built or loaded: they always decode.
-        debug_assert!(ok, "a checked block failed to decode");
+    }
+
+    /// Whether `keys`, decoded from block `b`, are what the block held when
+    /// it was checked, as far as its header tells: the same first key, and
+    /// the last one above it and below the next block's first key. Changed
+    /// bytes decode to keys that are still in order nearly everywhere (a
+    /// key is built above the one before; only an overflow past 2^64 - 1
+    /// goes back), so the ends tell a changed block at a constant cost a
+    /// block; a full check of the order cost a tenth of the decoding.
+    #[inline]
+    fn sound(&self, b: usize, keys: &[u64]) -> bool {
+        let (Some(&first), Some(&last)) = (keys.first(), keys.last()) else { return true };
+        first == self.headers[b].first && (keys.len() == 1 || last > first) && self.headers.get(b + 1).is_none_or(|h| last < h.first)
     }
 
     /// The blocks cut into about `parts` ranges, none of them empty, at
@@ -422,7 +436,7 @@ impl PackedTable {
     /// outside (see [`Self::independent_parts`]).
     pub fn for_each_pair_sharing_prefix(&self, blocks: Range<usize>, below: u32, mut f: impl FnMut(u64, u64)) {
         let mut groups = rows::Groups::new(below);
-        self.each_block(blocks, |keys, n| groups.row(keys, n, &mut f));
+        self.each_block(blocks, true, |keys, n| groups.row(keys, n, &mut f));
     }
 
     /// Every key, ascending.
@@ -443,6 +457,9 @@ pub(crate) struct Search<'a> {
     lo: u64,
     hi: u64,
     done: bool,
+    /// The search met bytes that no longer decode as checked: the table is
+    /// flagged damaged when the searches end (see [`search_all`]).
+    broken: bool,
 }
 
 impl Search<'_> {
@@ -460,14 +477,22 @@ impl Search<'_> {
         }
         if self.left > 0 {
             self.left -= 1;
-            // Checked blocks always decode; a corrupt one ends the search.
-            self.done = self.reader.next_key().is_none();
+            // Checked blocks always decode: one that does not comes from a
+            // file changed under its mapping, and ends the search. (No
+            // branch here: this is the inner loop of every probe.)
+            let undecodable = self.reader.next_key().is_none();
+            self.broken |= undecodable;
+            self.done = undecodable;
         } else {
             self.block += 1;
             self.done = self.block >= self.table.blocks();
             if !self.done {
                 self.reader = BlockReader::new(self.table.tail(self.block), &self.table.decoder);
                 self.left = self.table.count(self.block) - 1;
+                // The same for a block that no longer starts with its first key.
+                let changed = self.reader.current() != self.table.headers[self.block].first;
+                self.broken |= changed;
+                self.done = changed;
             }
         }
         !self.done
@@ -488,6 +513,9 @@ pub(crate) fn search_all(searches: &mut [Search<'_>], mut found: impl FnMut(usiz
                 active += 1;
             }
         }
+    }
+    for s in searches.iter().filter(|s| s.broken) {
+        s.table.data.mark_damaged();
     }
 }
 

@@ -32,7 +32,10 @@ where
         Some(0) => Err(Error::invalid("threads", "at least 1 (or None for all cores)", 0)),
         Some(n) => Ok(build(n)?.install(f)),
         // Parallel iterators called outside any pool run on the global one.
-        None if *GLOBAL_OWNER.get_or_init(|| pid) == pid => Ok(f()),
+        None if *GLOBAL_OWNER.get_or_init(|| pid) == pid => {
+            global_ready()?;
+            Ok(f())
+        }
         None => Ok(child_pool(pid)?.install(f)),
     }
 }
@@ -66,7 +69,40 @@ impl Pool {
     }
 }
 
+/// The most threads a pool may have: 4 per core, and at least 1024. More
+/// is a mistake (`threads=100000`), not a plan: each is an OS thread with
+/// its own stack, and the work cannot use them.
+pub fn max_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores.saturating_mul(4).max(1024)
+}
+
+/// Starts rayon's global pool now, if nothing has: rayon starts it on
+/// first use and panics when its threads cannot be started (a process at
+/// its memory or thread limit); here that is an error to report instead.
+fn global_ready() -> Result<()> {
+    static READY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if READY.load(std::sync::atomic::Ordering::Acquire) {
+        return Ok(());
+    }
+    match ThreadPoolBuilder::new().build_global() {
+        Ok(()) => {}
+        // Started already (by rayon itself, or another library): fine.
+        Err(e) if e.to_string().contains("already") => {}
+        Err(e) => return Err(Error::ThreadPool { threads: 0, reason: format!("{e} (out of memory, or at the process's thread limit)") }),
+    }
+    READY.store(true, std::sync::atomic::Ordering::Release);
+    Ok(())
+}
+
 fn build(threads: usize) -> Result<ThreadPool> {
+    if threads > max_threads() {
+        return Err(Error::InvalidParameter {
+            name: "threads",
+            expected: "at most 4 per core (at least 1024), or None for all cores",
+            found: format!("{threads} (the most here is {})", max_threads()),
+        });
+    }
     ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("rsimhash-{i}"))
@@ -96,5 +132,7 @@ mod tests {
         assert_eq!(install(Some(3), rayon::current_num_threads).unwrap(), 3);
         assert!(install(None, || 1 + 1).is_ok());
         assert!(matches!(install(Some(0), || ()), Err(Error::InvalidParameter { .. })));
+        assert!(matches!(install(Some(100_000), || ()), Err(Error::InvalidParameter { .. })), "no 100,000 threads");
+        assert!(matches!(Pool::new(Some(max_threads() + 1)), Err(Error::InvalidParameter { .. })));
     }
 }

@@ -74,7 +74,8 @@ def test_killed_then_resumed_gives_the_same_bytes(source, reference, tmp_path):
     work = tmp_path / "pairs.npy.work"  # the default work directory beside out
     proc = start(job_code(source, str(out)))
     try:
-        wait_for(lambda: (work / "t001.done").exists() or proc.poll() is not None)
+        # The job's state is in a directory of its own inside the work directory.
+        wait_for(lambda: any(work.glob("rsimhash-job-*/t001.done")) or proc.poll() is not None)
         assert proc.poll() is None, "the job ended before it could be killed"
         os.kill(proc.pid, signal.SIGKILL)
     finally:
@@ -83,7 +84,8 @@ def test_killed_then_resumed_gives_the_same_bytes(source, reference, tmp_path):
         proc.communicate()
     assert not out.exists(), "a killed job leaves no output"
     assert [p for p in os.listdir(tmp_path) if p != "pairs.npy.work"] == []
-    finished = sorted(p for p in os.listdir(work) if p.endswith(".done"))
+    [own] = work.iterdir()
+    finished = sorted(p for p in os.listdir(own) if p.endswith(".done"))
     assert finished[:2] == ["t000.done", "t001.done"]
 
     steps = []

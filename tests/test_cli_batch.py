@@ -116,9 +116,18 @@ def test_find_all_writes_the_same_pairs(corpus, tmp_path):
 def test_work_directories(corpus, tmp_path):
     d, _ = corpus
     work = tmp_path / "work"
+    work.mkdir()
+    # Files of the user's with the names the commands and the engine use.
+    mine = ["notes.tmp", "experiment.run", "t000.done", "t001-000.pairs", "job.txt", "fingerprints.npy"]
+    for name in mine:
+        (work / name).write_text("x")
     p = ok(run_cli("dedup", "-i", d / "c.jsonl", "-o", tmp_path / "k.jsonl", "--workdir", work, *TINY))
     assert str(work) in p.stderr.decode()
-    assert os.listdir(work) == [], "the command's files are removed from a --workdir it was given"
+    assert sorted(os.listdir(work)) == sorted(mine), "only the command's own files are removed, the user's stay"
+    assert all((work / name).read_text() == "x" for name in mine)
+    made = tmp_path / "made"
+    ok(run_cli("dedup", "-i", d / "c.jsonl", "-o", tmp_path / "k.jsonl", "--workdir", made, *TINY))
+    assert not made.exists(), "a --workdir the command made is removed again when empty"
     ok(run_cli("cluster", "-i", d / "c.jsonl", "-o", tmp_path / "c.tsv", *TINY))
     assert sorted(os.listdir(tmp_path)) == ["c.tsv", "k.jsonl", "work"], "a temporary work directory is removed"
     assert_one_error(run_cli("dedup", "-i", d / "c.jsonl", "-o", tmp_path / "x.jsonl", "--workdir",

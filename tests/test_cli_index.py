@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import zlib
 import sys
 
 import pytest
@@ -120,11 +121,14 @@ def test_damaged_index_and_foreign_ids_file(data, tmp_path):
     assert_one_error(run_cli("index", "verify", other), 1, "does not belong to")
     assert_one_error(run_cli("index", "add", other, "-i", directory / "probe.jsonl"), 1, "does not belong to")
     # an ids file with extra lines (left by an add that crashed before saving the index) is fine
-    (tmp_path / "a.rsh.ids").write_bytes(ids_a + b"123\textra\n")
+    from rsimhash.cli.index import ids_end
+
+    body = ids_a[:ids_a.rindex(b"# rsimhash index ids end")] + b"123\textra\n"
+    (tmp_path / "a.rsh.ids").write_bytes(body + ids_end(body.count(b"\n") - 1, zlib.crc32(body)))
     ok(run_cli("index", "verify", idx))
     # a short ids file is refused
     (tmp_path / "a.rsh.ids").write_bytes(b"".join(ids_a.splitlines(keepends=True)[:50]))
-    assert_one_error(run_cli("index", "verify", idx), 1, "a.rsh.ids", "holds 49 ids")
+    assert_one_error(run_cli("index", "verify", idx), 1, "a.rsh.ids", "cut short")
     (tmp_path / "a.rsh.ids").write_bytes(ids_a)
     # a flipped byte in the index file: every command refuses it, verify says so with exit 1
     raw = bytearray(idx.read_bytes())

@@ -35,7 +35,7 @@ import rsimhash.spark  # noqa: E402
 TOP = ["fnv1a64", "compute", "fingerprint", "fingerprints", "fingerprint_weighted", "hamming", "shingles",
        "similar_pairs", "dedup", "report", "Index", "SPEC_VERSION", "UNICODE_VERSION", "batch"]
 INDEX = ["add", "add_unique", "cluster", "compressed", "design", "find_all", "info", "k", "load", "nbytes", "query",
-         "query_batch", "remove", "save", "tables"]
+         "query_batch", "remove", "save", "tables", "verify"]
 BATCH = ["clusters", "dedup", "find_all", "parse_memory", "similar_clusters", "similar_dedup", "similar_pairs"]
 SPARK = ["to_signed", "to_unsigned", "fingerprint_column", "near_duplicate_pairs", "near_duplicates_of", "clusters",
          "dedup"]

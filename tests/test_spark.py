@@ -636,3 +636,44 @@ def test_design_arguments_refused_before_any_job(spark):
         rspark.near_duplicate_pairs(poisoned, "id", "simhash", 3, max_group=1)
     with pytest.raises(TypeError, match="tables"):
         rspark.near_duplicate_pairs(poisoned, "id", "simhash", 3, tables="10")
+
+
+WORKERS_WITHOUT_RSIMHASH = """
+import sys
+from pyspark.sql import SparkSession
+import rsimhash.spark as rspark
+
+spark = (SparkSession.builder.master("local[1]").appName("rsimhash-workers")
+         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
+spark.sparkContext.setLogLevel("OFF")
+df = spark.createDataFrame([("a b c",)], ["text"])
+try:
+    rspark.fingerprint_column(df, "text").collect()
+    print("ran")
+except ImportError as e:
+    print("ImportError:", e)
+spark.stop()
+"""
+
+
+def test_workers_that_cannot_import_rsimhash_are_one_clear_error(tmp_path):
+    """A session whose workers run a Python without rsimhash (here a fresh
+    virtual environment, as when PYSPARK_PYTHON is not set and python3 is
+    the system's): one ImportError before the first job, saying what to set,
+    not a Java stack trace from inside it."""
+    import subprocess
+    import venv
+
+    bare = tmp_path / "bare"
+    venv.create(bare, with_pip=False)
+    worker = bare / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
+    env["PYSPARK_PYTHON"] = str(worker)
+    proc = subprocess.run([sys.executable, "-c", WORKERS_WITHOUT_RSIMHASH], capture_output=True, text=True,
+                          timeout=300, env=env)
+    out = proc.stdout.strip().splitlines()
+    assert proc.returncode == 0 and out, proc.stderr[-2000:]
+    line = out[-1]
+    assert line.startswith("ImportError: Spark's Python workers cannot import rsimhash"), line
+    assert f"PYSPARK_PYTHON={sys.executable}" in line and str(worker) in line
+    assert "No module named" in line

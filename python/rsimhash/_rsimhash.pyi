@@ -28,6 +28,7 @@ __all__ = [
     "batch_dedup",
     "batch_clusters",
     "batch_design",
+    "batch_check_ids",
     "batch_candidates",
     "SimilarCorpus",
     "StreamVerifier",
@@ -172,6 +173,15 @@ def batch_clusters(
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint64]]:
     """``(members, starts)``: positions of each cluster's members, cluster ``c``
     being ``members[starts[c]:starts[c + 1]]`` (see ``rsimhash.batch.clusters``)."""
+
+def batch_check_ids(
+    ids: _U64,
+    *,
+    memory_limit: int,
+    workdir: Union[str, "os.PathLike[str]", None] = None,
+    temp_parent: Union[str, "os.PathLike[str]", None] = None,
+) -> None:
+    """Raises ``ValueError`` naming an id given twice (sorted beyond ``memory_limit`` on disk)."""
 
 def batch_design(n: int, *, k: int, blocks: Union[int, None] = None, tables: Union[int, None] = None) -> tuple[int, str]:
     """``(tables, description)`` of the design a batch job uses for ``n`` items."""
@@ -329,6 +339,16 @@ class Index:
         damaged, truncated or foreign file, and ``OSError`` when it cannot be read.
         A loaded index answers as the saved one did and can take more ``add`` calls.
 
+        A mapped file must not change while the index uses it. ``save`` (here
+        or in another process) replaces a file atomically, which is safe: the
+        index goes on reading the file it mapped. Another program writing
+        into the file in place, or truncating it, is not: the index then
+        raises ``ValueError("index file changed or damaged while in use: ...")``
+        from the first operation that reads the changed bytes (never a crash,
+        never an answer read from them once they are found), and
+        ``Index.verify()`` re-checks every checksum on demand. Load with
+        ``mmap=False`` to read the file into memory instead.
+
         >>> import os, tempfile
         >>> index = rsimhash.Index(k=3)
         >>> index.add([0, 0b111, 0xFF00]).tolist()
@@ -338,6 +358,34 @@ class Index:
         ...     loaded = rsimhash.Index.load(os.path.join(tmp, "corpus.rsh"), mmap=False)
         >>> len(loaded), loaded.k, loaded.query(0b1)
         (3, 3, [(0, 1), (1, 2)])
+        """
+    def verify(self) -> None:
+        """Checks again every checksum of the file the index was loaded from.
+
+        Reads the whole file (as long as the index still uses its tables;
+        an index built in memory has nothing to check) and compares it with
+        what ``load`` verified. Raises ``ValueError("index file changed or
+        damaged while in use: ...")`` naming what changed; every later
+        operation of the index then raises it too. Returns ``None``.
+
+        >>> import os, tempfile
+        >>> index = rsimhash.Index(k=3)
+        >>> index.add(np.arange(5000, dtype=np.uint64)).tolist()[:3]
+        [0, 1, 2]
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     path = os.path.join(tmp, "corpus.rsh")
+        ...     index.save(path)
+        ...     loaded = rsimhash.Index.load(path)
+        ...     loaded.verify()                      # as loaded: None
+        ...     with open(path, "r+b") as f:         # another program writes into it
+        ...         _ = f.seek(os.path.getsize(path) - 100)
+        ...         _ = f.write(b"something else")
+        ...     try:
+        ...         loaded.verify()
+        ...     except ValueError as e:
+        ...         print(str(e).split(":")[0])
+        ...     del loaded
+        index file changed or damaged while in use
         """
     def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
         """Writes the index atomically: a crash mid-save leaves the old file intact.
@@ -576,8 +624,9 @@ class JsonLines:
         mode: Union[str, None] = None,
         width: Union[int, None] = None,
         threads: Union[int, None] = None,
-        chunk_bytes: int = ...,
+        chunk_bytes: Union[int, None] = None,
         format: str = "json",
+        max_record_bytes: Union[int, None] = None,
     ) -> "JsonLines": ...
     @property
     def compression(self) -> str: ...

@@ -21,6 +21,7 @@ mod budget;
 mod control;
 mod dense;
 pub(crate) mod graph;
+mod ids;
 mod kernel;
 pub mod npy;
 pub(crate) mod runs;
@@ -36,6 +37,7 @@ use rayon::prelude::*;
 pub use budget::{choose_design, ITEM_BYTES};
 pub use control::{Control, Progress};
 pub use graph::Dedup;
+pub use ids::check_distinct;
 pub use source::{NpyFiles, Source};
 
 use crate::plan::Design;
@@ -212,11 +214,10 @@ pub fn find_all_to_file(source: &Source<'_>, ids: Option<&[u64]>, opts: &Options
         })?;
     } else {
         // Ids out of order, or the pairs of copies: sorted again, on disk.
-        let dir = match job.dirs.work.as_ref() {
-            Some(w) => w.path().to_path_buf(),
-            None => out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf(),
-        };
-        let mut sorter = ExternalSort::<[u64; 2]>::new(&dir, ".rsimhash-ids", budget::Budget::new(opts.memory_limit).pair_bytes);
+        let beside = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let temporary = if job.dirs.work.is_none() { Some(Workdir::temporary(Some(beside))?) } else { None };
+        let dir = job.dirs.work.as_ref().or(temporary.as_ref()).expect("one of them").path().to_path_buf();
+        let mut sorter = ExternalSort::<[u64; 2]>::new(&dir, "ids", budget::Budget::new(opts.memory_limit).pair_bytes);
         answer.each(&mut job, |batch| {
             control.check()?;
             let mapped: Vec<[u64; 2]> = batch.iter().map(|&p| map_pair(p, ids)).collect();
@@ -393,7 +394,7 @@ impl Groups {
 pub fn candidates_to_files(source: &Source<'_>, opts: &Options, control: &Control, pairs_out: &Path, last_out: &Path) -> Result<u64> {
     let mut job = pairs(source, opts, control, Job::Candidates)?;
     let count = job.count();
-    let mut last = vec![0u32; source.len() as usize];
+    let mut last: Vec<u32> = crate::mem::zeroed(source.len() as usize);
     let mut writer = npy::NpyWriter::create(pairs_out, "<u8", &[count], 8)?;
     control.step("writing the candidates".into(), count);
     runs::merge(std::mem::take(&mut job.runs), |batch| {
@@ -495,36 +496,7 @@ fn check_ids(source: &Source<'_>, ids: Option<&[u64]>, opts: &Options) -> Result
             found: format!("{} ids for {} fingerprints", ids.len(), source.len()),
         });
     }
-    if increasing(ids) {
-        return Ok(());
-    }
-    let budget = budget::Budget::new(opts.memory_limit).pair_bytes;
-    let dir = match &opts.workdir {
-        Some(dir) => {
-            std::fs::create_dir_all(dir).map_err(Error::io("create the work directory", dir))?;
-            Workdir::temporary(Some(dir))?
-        }
-        None => Workdir::temporary(opts.temp_parent.as_deref())?,
-    };
-    let mut sorter = ExternalSort::<u64>::new(dir.path(), "ids", budget);
-    for chunk in ids.chunks(1 << 20) {
-        sorter.push(chunk)?;
-    }
-    let mut last: Option<u64> = None;
-    let mut twice = None;
-    sorter.finish(|batch| {
-        for &id in batch {
-            if last == Some(id) && twice.is_none() {
-                twice = Some(id);
-            }
-            last = Some(id);
-        }
-        Ok(())
-    })?;
-    match twice {
-        Some(id) => Err(Error::invalid("ids", "distinct", format!("id {id} given twice"))),
-        None => Ok(()),
-    }
+    ids::check_distinct(ids, opts)
 }
 
 /// The pairs of a job, as sorted runs of packed pairs in its order, and the
@@ -686,6 +658,7 @@ fn run_tables(source: &Source<'_>, opts: &Options, control: &Control, job: Job, 
             }
             w.clear_table(t)?;
         }
+        let guard = workdir::TableGuard::new(dirs.work.as_ref(), t);
         let dense_groups = match (job, sink) {
             (Job::Dedup, _) => kernel::Dense::Leave,
             (Job::Clusters, Sink::Join(_)) => kernel::Dense::Join,
@@ -760,6 +733,7 @@ fn run_tables(source: &Source<'_>, opts: &Options, control: &Control, job: Job, 
                 .collect();
             w.mark_done(t, &files)?;
         }
+        guard.done();
         if !matches!(sink, Sink::Join(_)) {
             runs.extend(table_runs);
             links.extend(table_links.into_iter().filter(|r| r.len() > 0));

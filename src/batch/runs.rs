@@ -45,14 +45,23 @@ impl<T> Run<T> {
     }
 }
 
-/// Writes sorted `records` to `path`, flushed to disk.
+/// Writes sorted `records` to `path` (a new file: whatever a killed run
+/// left there is replaced, a symlink never followed), flushed to disk. On
+/// an error (a full disk) the partial file is removed.
 pub(crate) fn write_run<T: Pod>(path: &Path, records: &[T]) -> Result<RunFile> {
     let bytes: &[u8] = bytemuck::cast_slice(records);
-    let file = File::create(path).map_err(Error::io("create", path))?;
-    let mut out = BufWriter::with_capacity(1 << 20, &file);
-    out.write_all(bytes).and_then(|_| out.flush()).map_err(Error::io("write", path))?;
-    drop(out);
-    file.sync_all().map_err(Error::io("flush to disk", path))?;
+    let file = crate::files::create_fresh(path).map_err(Error::io("create", path))?;
+    let written = (|| {
+        let mut out = BufWriter::with_capacity(1 << 20, &file);
+        out.write_all(bytes).and_then(|_| out.flush()).map_err(Error::io("write", path))?;
+        drop(out);
+        file.sync_all().map_err(Error::io("flush to disk", path))
+    })();
+    if let Err(e) = written {
+        drop(file);
+        let _ = std::fs::remove_file(path);
+        return Err(e);
+    }
     Ok(RunFile { path: path.to_path_buf(), len: records.len() as u64, crc: crc32c::crc32c(bytes) })
 }
 
@@ -122,7 +131,7 @@ pub(crate) fn sorted_in_memory<T: Pod + Ord + Send + Sync>(runs: Vec<Run<T>>) ->
     if !runs.iter().all(|r| matches!(r, Run::Memory(_))) {
         return runs;
     }
-    let mut all: Vec<T> = Vec::with_capacity(runs.iter().map(|r| r.len() as usize).sum());
+    let mut all: Vec<T> = crate::mem::vec_with_capacity(runs.iter().map(|r| r.len() as usize).sum());
     for run in runs {
         if let Run::Memory(v) = run {
             all.extend(v);
@@ -214,18 +223,25 @@ impl<T: Pod + Ord + Send + Sync> ExternalSort<T> {
         Ok(())
     }
 
-    /// The records, ascending; the run files are removed after.
+    /// The records, ascending; the run files are removed after (or when
+    /// the sort is dropped unfinished, after an error).
     pub fn finish(mut self, out: impl FnMut(&[T]) -> Result<()>) -> Result<()> {
         let mut runs = std::mem::take(&mut self.runs);
-        let files: Vec<PathBuf> = runs.iter().filter_map(|r| if let Run::File(f) = r { Some(f.path.clone()) } else { None }).collect();
+        self.runs = runs.iter().filter_map(|r| if let Run::File(f) = r { Some(Run::File(f.clone())) } else { None }).collect();
         let mut last = std::mem::take(&mut self.buffer);
         last.par_sort_unstable();
         runs.push(Run::Memory(last));
-        let result = merge(runs, out);
-        for f in files {
-            let _ = std::fs::remove_file(f);
+        merge(runs, out)
+    }
+}
+
+impl<T> Drop for ExternalSort<T> {
+    fn drop(&mut self) {
+        for run in &self.runs {
+            if let Run::File(f) = run {
+                let _ = std::fs::remove_file(&f.path);
+            }
         }
-        result
     }
 }
 

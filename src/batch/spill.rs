@@ -49,7 +49,7 @@ pub(crate) fn write(
     let mut writers = Vec::with_capacity(parts.len());
     for p in first..first + parts.len() {
         let path = dir.file(&format!("t{t:03}-{p:04}.spill"));
-        let file = File::create(&path).map_err(Error::io("create", &path))?;
+        let file = crate::files::create_fresh(&path).map_err(Error::io("create", &path))?;
         writers.push(Mutex::new(BufWriter::with_capacity(buffer_bytes, file)));
         files.push(path);
     }

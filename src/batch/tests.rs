@@ -207,7 +207,10 @@ fn files_out_and_resume() {
         job.join().unwrap()
     });
     assert!(matches!(result, Err(Error::Interrupted)), "{result:?}");
-    let done: Vec<String> = std::fs::read_dir(&work).unwrap().flatten().map(|e| e.file_name().into_string().unwrap()).filter(|n| n.ends_with(".done")).collect();
+    // The job's state is in a directory of its own inside the one given.
+    let own: Vec<_> = std::fs::read_dir(&work).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(own.len() == 1 && own[0].file_name().unwrap().to_str().unwrap().starts_with("rsimhash-job-"), "{own:?}");
+    let done: Vec<String> = std::fs::read_dir(&own[0]).unwrap().flatten().map(|e| e.file_name().into_string().unwrap()).filter(|n| n.ends_with(".done")).collect();
     // Tables 1 to 3 at least are kept (more if the job outran the cancel).
     assert!((3..10).contains(&done.len()), "{done:?}");
     let out = dir.path().join("pairs.npy");
@@ -262,7 +265,9 @@ fn dense_jobs_resume() {
             job.join().unwrap()
         });
         assert!(matches!(result, Err(Error::Interrupted)), "{job}: {result:?}");
-        let names: Vec<String> = std::fs::read_dir(&work).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        // The job's state is in a directory of its own inside `work`.
+        let [own]: [std::fs::DirEntry; 1] = std::fs::read_dir(&work).unwrap().flatten().collect::<Vec<_>>().try_into().unwrap();
+        let names: Vec<String> = std::fs::read_dir(own.path()).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
         assert!(names.iter().any(|n| n.ends_with(".done")), "{job}: tables kept: {names:?}");
         if job == "dedup" {
             assert!(names.iter().any(|n| n.contains("-d")) && names.iter().any(|n| n.contains("-l")), "dense items and links kept: {names:?}");

@@ -1,31 +1,60 @@
 //! The work directory of a batch job: spill files, and the finished tables'
 //! pairs that let a killed job resume where it stopped.
 //!
-//! Files (all of them the job's own; anything else there is left alone):
-//! - `job.txt`: what the job is (kind, k, design, items, a digest of the
-//!   data). A job started again with the same directory resumes only when
-//!   this matches; otherwise the old state is removed and it starts over.
+//! A job never works in the directory the user gives (`workdir=`): it makes
+//! a directory of its own inside it, `rsimhash-job-HHHHHHHHHHHHHHHH` (a hash
+//! of what the job is), and keeps everything there. So nothing of the user's
+//! is ever removed or overwritten, whatever its name, and several jobs can
+//! share one `workdir`. A directory of that name is the job's only when its
+//! `job.txt` names this very job: a restarted job finds its own state there
+//! and resumes; a directory of that name with anything else in `job.txt` (or
+//! none) is not ours and is never touched (the job takes the next name,
+//! `...-1`, `...-2`). At the end the job removes its own files and its
+//! directory, and the user's directory only if the job made it (it did not
+//! exist) and it is empty.
+//!
+//! Files in the job's directory (all created new, never through a symlink:
+//! see [`crate::files`]):
+//! - `job.txt`: what the job is (kind, k, design, items, a digest of the data).
 //! - `tNNN-RRR.pairs`: table NNN's pairs, one sorted run per file.
-//! - `tNNN.done`: written (to a temporary name, then renamed) after the
+//! - `tNNN.done`: written (to `tNNN.done.tmp`, then renamed) after the
 //!   table's runs are flushed to disk: one line per run, `name length crc`.
 //!   A table without it is done again from the start.
 //! - `tNNN-PPPP.spill`: a part of table NNN's items, removed once used.
-//! - `job.lock`: held (flock) while a job runs, so that two jobs never share
-//!   a directory.
+//! - `job.lock`: held (flock) while a job runs, so that two runs of one job
+//!   never share the directory.
+//!
+//! A job that fails (an error, a full disk, Ctrl-C) removes the files of
+//! the table it was working on, spills included; the finished tables stay
+//! for a resume. Jobs without a work directory spill into a temporary one,
+//! `rsimhash-batch-PID-N`, removed whole at the end; those that dead
+//! processes left are removed by the next job that makes one beside them.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::runs::RunFile;
+use crate::files;
 use crate::{Error, Result};
 
 const JOB: &str = "job.txt";
+const LOCK: &str = "job.lock";
+/// In the job's directory when the job made the user's directory too (it
+/// did not exist): a resumed run removes that as well at the end, if empty.
+const MADE: &str = "made-workdir";
+/// The file that marks a temporary work directory as rsimhash's own.
+const TEMPORARY: &str = "rsimhash-temporary";
+/// Names tried for a job's directory before giving up.
+const NAMES: u32 = 100;
 
 #[derive(Debug)]
 pub(crate) struct Workdir {
+    /// The job's own directory.
     path: PathBuf,
-    /// Created by the job in the system's temporary directory: removed whole at the end.
+    /// The directory the user gave, when the job made it (it did not exist).
+    made_parent: Option<PathBuf>,
+    /// Created by the job for spills: removed whole at the end.
     temporary: bool,
     /// Keeps finished tables for a restart.
     pub restartable: bool,
@@ -33,36 +62,75 @@ pub(crate) struct Workdir {
 }
 
 impl Workdir {
-    /// The directory `path` (created if missing) for a job described by
-    /// `identity`, locked; state of another job found there is removed.
+    /// The job's own directory inside `parent` (created if missing) for a
+    /// job described by `identity`, locked: the one a run of the same job
+    /// left (to resume), else a new one.
     ///
     /// # Errors
-    /// [`Error::Io`] when it cannot be created or written, or another job
-    /// holds it.
-    pub fn open(path: &Path, identity: &str) -> Result<Workdir> {
-        fs::create_dir_all(path).map_err(Error::io("create the work directory", path))?;
-        let lock = lock(path)?;
-        let dir = Workdir { path: path.to_path_buf(), temporary: false, restartable: true, _lock: Some(lock) };
-        let job = path.join(JOB);
-        match fs::read_to_string(&job) {
-            Ok(found) if found == identity => return Ok(dir),
-            Ok(_) => dir.clear()?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => dir.clear()?,
-            Err(e) => return Err(Error::io("read", &job)(e)),
+    /// [`Error::Io`] when it cannot be created or written, or another run of
+    /// the job holds it.
+    pub fn open(parent: &Path, identity: &str) -> Result<Workdir> {
+        let made_parent = match fs::metadata(parent) {
+            Ok(meta) if meta.is_dir() => None,
+            Ok(_) => {
+                let source = std::io::Error::new(std::io::ErrorKind::NotADirectory, "it is not a directory");
+                return Err(Error::Io { path: parent.display().to_string(), action: "use as the work directory", source });
+            }
+            Err(_) => {
+                fs::create_dir_all(parent).map_err(Error::io("create the work directory", parent))?;
+                Some(parent.to_path_buf())
+            }
+        };
+        let base = format!("rsimhash-job-{:016x}", crate::fnv1a64(identity.as_bytes()));
+        for n in 0..NAMES {
+            let path = parent.join(if n == 0 { base.clone() } else { format!("{base}-{n}") });
+            let dir = |lock| Workdir { path: path.clone(), made_parent: made_parent.clone(), temporary: false, restartable: true, _lock: Some(lock) };
+            match fs::symlink_metadata(&path) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => match fs::create_dir(&path) {
+                    Ok(()) => {
+                        let made = dir(lock(&path)?);
+                        made.write_atomic(JOB, identity.as_bytes())?;
+                        if made.made_parent.is_some() {
+                            made.write_atomic(MADE, b"")?;
+                        }
+                        return Ok(made);
+                    }
+                    // Made by another run meanwhile: look at it again.
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                    Err(e) => return Err(Error::io("create the work directory", &path)(e)),
+                },
+                Err(e) => return Err(Error::io("read the work directory", &path)(e)),
+                Ok(meta) if meta.is_dir() && files::read_own(&path.join(JOB)).is_ok_and(|found| found == identity) => {
+                    let mut found = dir(lock(&path)?);
+                    if files::read_own(&found.file(MADE)).is_ok() {
+                        found.made_parent = Some(parent.to_path_buf());
+                    }
+                    return Ok(found);
+                }
+                // Not this job's: never touched.
+                Ok(_) => continue,
+            }
         }
-        dir.write_atomic(JOB, identity.as_bytes())?;
-        Ok(dir)
+        let source = std::io::Error::new(std::io::ErrorKind::AlreadyExists, format!("{NAMES} directories named {base}* that are not this job's are in the way"));
+        Err(Error::Io { path: parent.display().to_string(), action: "make the job's directory in", source })
     }
 
     /// A new directory under `parent` (the system's temporary directory by
     /// default) for spills of a job that is not restartable; removed with
-    /// everything in it when dropped.
+    /// everything in it when dropped. Those that dead processes left there
+    /// are removed first.
     pub fn temporary(parent: Option<&Path>) -> Result<Workdir> {
         let parent = parent.map_or_else(std::env::temp_dir, Path::to_path_buf);
+        files::remove_stale(&parent, Some(TEMPORARY), |name| files::pid_in(name, "rsimhash-batch-", '-', ""));
         for n in 0u32.. {
             let path = parent.join(format!("rsimhash-batch-{}-{n}", std::process::id()));
             match fs::create_dir(&path) {
-                Ok(()) => return Ok(Workdir { path, temporary: true, restartable: false, _lock: None }),
+                Ok(()) => {
+                    let dir = Workdir { path, made_parent: None, temporary: true, restartable: false, _lock: None };
+                    let marker = dir.file(TEMPORARY);
+                    files::create_new(&marker).map_err(Error::io("create", &marker))?;
+                    return Ok(dir);
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(Error::io("create a work directory in", &parent)(e)),
             }
@@ -88,13 +156,12 @@ impl Workdir {
         if free >= bytes {
             return Ok(());
         }
-        let gb = |b: u64| b as f64 / 1e9;
         let source = std::io::Error::new(
             std::io::ErrorKind::StorageFull,
             format!(
-                "the job needs {:.2} GB there and {:.2} GB are free; free some, or pass another workdir (or a larger memory_limit)",
-                gb(bytes),
-                gb(free)
+                "the job needs {} there and {} are free; free some, or pass another workdir (or a larger memory_limit)",
+                show_bytes(bytes, free),
+                show_bytes(free, bytes)
             ),
         );
         Err(Error::Io { path: self.path.display().to_string(), action: "spill to", source })
@@ -103,7 +170,7 @@ impl Workdir {
     /// The runs of table `t`, if a run before finished it and its files are there.
     pub fn done(&self, t: usize) -> Result<Option<Vec<RunFile>>> {
         let marker = self.file(&format!("t{t:03}.done"));
-        let text = match fs::read_to_string(&marker) {
+        let text = match files::read_own(&marker) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::io("read", &marker)(e)),
@@ -112,11 +179,14 @@ impl Workdir {
         for line in text.lines() {
             let parts: Vec<&str> = line.split(' ').collect();
             let parsed = match parts.as_slice() {
-                [name, len, crc] => len.parse().ok().zip(crc.parse().ok()).map(|(len, crc)| RunFile { path: self.file(name), len, crc }),
+                // Only names of this table's runs, in this directory.
+                [name, len, crc] if name.starts_with(&format!("t{t:03}-")) && !name.contains(['/', '\\']) => {
+                    len.parse().ok().zip(crc.parse().ok()).map(|(len, crc)| RunFile { path: self.file(name), len, crc })
+                }
                 _ => None,
             };
             match parsed {
-                Some(run) if run.path.exists() => runs.push(run),
+                Some(run) if fs::symlink_metadata(&run.path).is_ok_and(|m| m.is_file()) => runs.push(run),
                 // A marker that does not parse, or names a missing file: do the table again.
                 _ => return Ok(None),
             }
@@ -136,11 +206,11 @@ impl Workdir {
 
     /// Removes what an unfinished run left of table `t`.
     pub fn clear_table(&self, t: usize) -> Result<()> {
-        self.remove_where(|name| name.starts_with(&format!("t{t:03}-")) || name == format!("t{t:03}.done"))
+        self.remove_where(|name| name.starts_with(&format!("t{t:03}-")) || name.starts_with(&format!("t{t:03}.done")))
     }
 
     /// Removes every file of the job's own.
-    pub fn clear(&self) -> Result<()> {
+    fn clear(&self) -> Result<()> {
         self.remove_where(is_ours)
     }
 
@@ -149,9 +219,12 @@ impl Workdir {
         for entry in entries.flatten() {
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
-            if pick(name) && name != "job.lock" {
+            if pick(name) && name != LOCK {
                 let path = entry.path();
-                fs::remove_file(&path).map_err(Error::io("remove", &path))?;
+                match fs::remove_file(&path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io("remove", &path)(e)),
+                    _ => {}
+                }
             }
         }
         Ok(())
@@ -161,7 +234,7 @@ impl Workdir {
     fn write_atomic(&self, name: &str, bytes: &[u8]) -> Result<()> {
         let target = self.file(name);
         let tmp = self.file(&format!("{name}.tmp"));
-        let mut file = File::create(&tmp).map_err(Error::io("create", &tmp))?;
+        let mut file = files::create_fresh(&tmp).map_err(Error::io("create", &tmp))?;
         file.write_all(bytes).and_then(|_| file.sync_all()).map_err(Error::io("write", &tmp))?;
         fs::rename(&tmp, &target).map_err(Error::io("replace", &target))
     }
@@ -170,9 +243,12 @@ impl Workdir {
     pub fn finish(self) -> Result<()> {
         if !self.temporary {
             self.clear()?;
-            let _ = fs::remove_file(self.file("job.lock"));
-            // Removed when the job made it and nothing else is in it.
+            let _ = fs::remove_file(self.file(LOCK));
+            // Only when empty: whatever someone else put there stays.
             let _ = fs::remove_dir(&self.path);
+            if let Some(parent) = &self.made_parent {
+                let _ = fs::remove_dir(parent);
+            }
         }
         Ok(())
     }
@@ -184,6 +260,44 @@ impl Drop for Workdir {
             let _ = fs::remove_dir_all(&self.path);
         }
     }
+}
+
+/// Removes table `t`'s files from the job's directory when dropped before
+/// [`TableGuard::done`]: a table that failed midway (an error, a full disk,
+/// Ctrl-C) leaves neither spills nor partial runs behind.
+pub(crate) struct TableGuard<'w> {
+    dir: Option<&'w Workdir>,
+    t: usize,
+}
+
+impl<'w> TableGuard<'w> {
+    pub fn new(dir: Option<&'w Workdir>, t: usize) -> TableGuard<'w> {
+        TableGuard { dir: dir.filter(|d| !d.temporary), t }
+    }
+
+    /// The table is finished: its files stay.
+    pub fn done(mut self) {
+        self.dir = None;
+    }
+}
+
+impl Drop for TableGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(dir) = self.dir {
+            let _ = dir.clear_table(self.t);
+        }
+    }
+}
+
+/// `bytes` in GB, with as many decimals as it takes to tell it from `other`.
+fn show_bytes(bytes: u64, other: u64) -> String {
+    let gb = |b: u64, d: usize| format!("{:.d$} GB", b as f64 / 1e9);
+    for d in 2..=9 {
+        if gb(bytes, d) != gb(other, d) {
+            return gb(bytes, d);
+        }
+    }
+    format!("{bytes} bytes")
 }
 
 /// Bytes free for this user on the filesystem of `dir`, where known.
@@ -208,17 +322,19 @@ fn free_bytes(_dir: &Path) -> Option<u64> {
     None
 }
 
+/// The names of the files a job writes in its own directory.
 fn is_ours(name: &str) -> bool {
     name == JOB
-        || name.ends_with(".tmp")
-        || (name.starts_with('t') && (name.ends_with(".pairs") || name.ends_with(".done") || name.ends_with(".spill")))
+        || name == MADE
+        || name.strip_suffix(".tmp").is_some_and(|n| n == JOB || n == MADE)
+        || (name.starts_with('t') && [".pairs", ".done", ".done.tmp", ".spill"].iter().any(|s| name.ends_with(s)))
         || name.ends_with(".run")
 }
 
 /// Locks the directory for this process.
 fn lock(dir: &Path) -> Result<File> {
-    let path = dir.join("job.lock");
-    let file = OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(Error::io("create", &path))?;
+    let path = dir.join(LOCK);
+    let file = files::open_own(&path).map_err(Error::io("create", &path))?;
     #[cfg(unix)]
     {
         use std::os::unix::io::AsRawFd;
@@ -239,21 +355,98 @@ mod tests {
     fn resumes_only_the_same_job() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("w");
-        {
+        let own = {
             let w = Workdir::open(&path, "job A").unwrap();
             let run = super::super::runs::write_run(&w.file("t000-000.pairs"), &[1u64, 2, 3]).unwrap();
             w.mark_done(0, std::slice::from_ref(&run)).unwrap();
             assert_eq!(w.done(0).unwrap(), Some(vec![run]));
             assert_eq!(w.done(1).unwrap(), None);
             assert!(Workdir::open(&path, "job A").is_err(), "locked while in use");
-        }
+            assert_ne!(w.path(), path, "a directory of the job's own");
+            w.path().to_path_buf()
+        };
         let w = Workdir::open(&path, "job A").unwrap();
+        assert_eq!(w.path(), own);
         assert!(w.done(0).unwrap().is_some());
         drop(w);
-        fs::write(path.join("mine.txt"), "keep").unwrap();
-        let w = Workdir::open(&path, "job B").unwrap();
-        assert_eq!(w.done(0).unwrap(), None, "another job's state is cleared");
+        let b = Workdir::open(&path, "job B").unwrap();
+        assert_eq!(b.done(0).unwrap(), None, "another job has its own state");
+        b.finish().unwrap();
+        let a = Workdir::open(&path, "job A").unwrap();
+        assert!(a.done(0).unwrap().is_some(), "and leaves the first job's alone");
+        a.finish().unwrap();
+        assert!(!path.exists(), "the job made the directory, and it is empty: removed");
+    }
+
+    /// The reproduction: files of the user's with the names a job
+    /// uses, and an empty directory of theirs, all stay.
+    #[test]
+    fn never_touches_what_it_did_not_make() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = ["notes.tmp", "experiment.run", "thesis.done", "t000.done", "t001-000.pairs", "t002.spill", "job.txt", "job.lock", "keep.txt"];
+        for name in names {
+            fs::write(dir.path().join(name), "x").unwrap();
+        }
+        let empty = tempfile::tempdir().unwrap();
+        for parent in [dir.path(), empty.path()] {
+            let w = Workdir::open(parent, "job A").unwrap();
+            let run = super::super::runs::write_run(&w.file("t000-000.pairs"), &[1u64]).unwrap();
+            w.mark_done(0, &[run]).unwrap();
+            w.clear_table(1).unwrap();
+            w.finish().unwrap();
+        }
+        for name in names {
+            assert_eq!(fs::read_to_string(dir.path().join(name)).unwrap(), "x", "{name}");
+        }
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), names.len());
+        assert!(empty.path().is_dir(), "the directory the user made stays");
+        assert_eq!(fs::read_dir(empty.path()).unwrap().count(), 0);
+    }
+
+    /// A directory with the job's name that is not the job's (no marker, or
+    /// another job's) is passed over, untouched.
+    #[test]
+    fn a_foreign_directory_is_passed_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = Workdir::open(dir.path(), "job A").unwrap();
+        let name = w.path().file_name().unwrap().to_owned();
         w.finish().unwrap();
-        assert!(path.join("mine.txt").exists(), "a user's file is left alone");
+        let foreign = dir.path().join(&name);
+        fs::create_dir(&foreign).unwrap();
+        fs::write(foreign.join("t000.done"), "t000-000.pairs 1 0\n").unwrap();
+        let w = Workdir::open(dir.path(), "job A").unwrap();
+        assert_ne!(w.path(), foreign);
+        assert_eq!(w.done(0).unwrap(), None);
+        w.finish().unwrap();
+        assert_eq!(fs::read_to_string(foreign.join("t000.done")).unwrap(), "t000-000.pairs 1 0\n");
+    }
+
+    /// A symlink planted in a killed job's directory under the name of a
+    /// temporary file is replaced, never written through.
+    #[cfg(unix)]
+    #[test]
+    fn a_planted_symlink_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.txt");
+        fs::write(&outside, "precious").unwrap();
+        let work = dir.path().join("w");
+        let own = Workdir::open(&work, "job A").unwrap().path().to_path_buf();
+        for name in ["t000.done.tmp", "t000-000.pairs", "t000-0000.spill"] {
+            std::os::unix::fs::symlink(&outside, own.join(name)).unwrap();
+        }
+        let w = Workdir::open(&work, "job A").unwrap();
+        let run = super::super::runs::write_run(&w.file("t000-000.pairs"), &[1u64, 2]).unwrap();
+        w.mark_done(0, &[run]).unwrap();
+        assert!(w.done(0).unwrap().is_some());
+        assert_eq!(fs::read_to_string(&outside).unwrap(), "precious");
+        w.finish().unwrap();
+        assert_eq!(fs::read_to_string(&outside).unwrap(), "precious");
+    }
+
+    #[test]
+    fn space_messages_tell_the_amounts_apart() {
+        assert_eq!(show_bytes(210_000_000, 209_999_000), "0.210000 GB");
+        assert_eq!(show_bytes(209_999_000, 210_000_000), "0.209999 GB");
+        assert_eq!(show_bytes(5_000_000_000, 1_000_000_000), "5.00 GB");
     }
 }

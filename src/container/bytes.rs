@@ -3,11 +3,13 @@
 use std::fmt;
 use std::ops::{Deref, Range};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use memmap2::Mmap;
 
 use super::bad_file;
+use super::guard::{Watch, ANY_DAMAGE};
 use crate::Result;
 
 /// What a loaded file lives in.
@@ -24,9 +26,35 @@ pub(super) enum Storage {
 pub(super) struct Buffer {
     pub storage: Storage,
     pub path: PathBuf,
+    /// The mapping's registration with the SIGBUS handler (see `guard`).
+    pub watch: Option<Watch>,
+    /// Set when a decoder found bytes that changed since they were checked,
+    /// or (when the buffer is dropped) the mapping was hit: shared with the
+    /// index that was loaded from it, which outlives its views.
+    pub damaged: Arc<AtomicBool>,
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // Unregistered before the fields drop and the mapping is unmapped.
+        if let Some(watch) = self.watch.take() {
+            if watch.hit() {
+                self.damaged.store(true, Ordering::Release);
+            }
+        }
+    }
 }
 
 impl Buffer {
+    pub fn new(storage: Storage, path: PathBuf) -> Buffer {
+        Buffer { storage, path, watch: None, damaged: Arc::new(AtomicBool::new(false)) }
+    }
+
+    /// Whether the bytes were found changed while in use.
+    pub fn is_damaged(&self) -> bool {
+        self.damaged.load(Ordering::Acquire) || self.watch.as_ref().is_some_and(Watch::hit)
+    }
+
     pub fn bytes(&self) -> &[u8] {
         match &self.storage {
             Storage::Mapped(map) => map,
@@ -66,8 +94,17 @@ impl Bytes {
             bytemuck::cast_slice_mut(&mut words)[..len].copy_from_slice(&v);
             Storage::Words(words, len)
         };
-        let buf = Arc::new(Buffer { storage, path: PathBuf::from("(bytes in memory)") });
+        let buf = Arc::new(Buffer::new(storage, PathBuf::from("(bytes in memory)")));
         Bytes { buf, range: 0..len }
+    }
+
+    /// Records that these bytes no longer decode as they did when checked:
+    /// the file changed under its mapping. The index reading them then
+    /// refuses to answer (see [`super::Origin::intact`]).
+    #[cold]
+    pub(crate) fn mark_damaged(&self) {
+        self.buf.damaged.store(true, Ordering::Release);
+        ANY_DAMAGE.store(true, Ordering::Release);
     }
 
     pub fn as_slice(&self) -> &[u8] {

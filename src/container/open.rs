@@ -9,6 +9,7 @@ use std::sync::Arc;
 use memmap2::Mmap;
 
 use super::bytes::{Buffer, Storage};
+use super::guard::Watch;
 use super::{
     bad_file, checksums, io_error, tag_name, u32_at, u64_at, valid_tag, Container, Tag, ALIGN, AT_COUNT, AT_FILE_LEN,
     AT_FLAGS, AT_HEADER_CRC, AT_SPEC, AT_TABLE_CRC, AT_VERSION, ENTRY_LEN, FORMAT_VERSION, HEADER_LEN, MAGIC, RESERVED,
@@ -37,8 +38,12 @@ impl Container {
     /// than `expect_spec`.
     pub fn open(path: &Path, mmap: bool, expect_spec: u32) -> Result<Container> {
         let buf = Arc::new(load(path, mmap)?);
-        let sections = check(buf.bytes(), expect_spec).map_err(|problem| bad_file(path, problem))?;
-        Ok(Container { buf, sections })
+        let (sections, crcs) = check(buf.bytes(), expect_spec).map_err(|problem| bad_file(path, problem))?;
+        if buf.is_damaged() {
+            // Cut short while it was being checked: the zeros failed, or passed a check by chance.
+            return Err(bad_file(path, "it changed while it was being loaded (another program is writing to it)"));
+        }
+        Ok(Container { buf, sections, crcs, expect_spec })
     }
 }
 
@@ -63,21 +68,29 @@ fn load(path: &Path, mmap: bool) -> Result<Buffer> {
     let storage = if mmap {
         // SAFETY: the mapping is read-only and private to this Buffer. The
         // hazard is the file changing under it: rsimhash never writes an
-        // existing file in place (write_atomic renames a new one over it),
-        // and other programs doing so is documented on `Container::open`.
+        // existing file in place (write_atomic renames a new one over it).
+        // Another program doing so changes bytes under our views (every
+        // decoder is bounds-checked and flags what no longer decodes) or
+        // cuts the file short (the SIGBUS guard maps zeros there; see
+        // `guard`), and the index then refuses to answer.
         let map = unsafe { Mmap::map(&file) }.map_err(io_error("map", path))?;
-        Storage::Mapped(map)
+        // Guarded before the first byte is read: a file cut short even
+        // while it is checked reads as zeros and fails its checksums.
+        let watch = Watch::new(&map);
+        let mut buf = Buffer::new(Storage::Mapped(map), path.to_owned());
+        buf.watch = Some(watch);
+        return Ok(buf);
     } else {
-        let mut words = vec![0u64; len.div_ceil(8)];
+        let mut words: Vec<u64> = crate::mem::zeroed(len.div_ceil(8));
         let bytes = &mut bytemuck::cast_slice_mut(&mut words)[..len];
         (&file).read_exact(bytes).map_err(io_error("read", path))?;
         Storage::Words(words, len)
     };
-    Ok(Buffer { storage, path: path.to_owned() })
+    Ok(Buffer::new(storage, path.to_owned()))
 }
 
-/// The sections of `data`, or what is wrong with it.
-fn check(data: &[u8], expect_spec: u32) -> std::result::Result<Vec<(Tag, Range<usize>)>, String> {
+/// The sections of `data` and their checksums, or what is wrong with it.
+pub(super) fn check(data: &[u8], expect_spec: u32) -> std::result::Result<(Vec<(Tag, Range<usize>)>, Vec<u32>), String> {
     let n = data.len();
     if n < MAGIC.len() && MAGIC.starts_with(data) || n < HEADER_LEN && data.starts_with(&MAGIC) {
         return Err(format!("truncated: the file has {n} bytes, fewer than the {HEADER_LEN}-byte header"));
@@ -185,5 +198,5 @@ fn check(data: &[u8], expect_spec: u32) -> std::result::Result<Vec<(Tag, Range<u
             ));
         }
     }
-    Ok(sections)
+    Ok((sections, crcs))
 }

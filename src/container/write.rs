@@ -2,7 +2,7 @@
 //! never a part of either, even across a crash or power loss.
 
 use std::ffi::OsString;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,8 +24,9 @@ const WRITE_BUFFER: usize = 1 << 20;
 /// renamed over `path`; then the directory itself is flushed, so that the
 /// rename survives a power loss. Checksums are computed first, on rayon
 /// threads. A process killed midway can leave the hidden temporary file
-/// behind, never a damaged `path`. A symlink at `path` is replaced, not
-/// followed.
+/// behind, never a damaged `path`; the next save to `path` removes such
+/// leftovers of processes that are gone. A symlink at `path` is replaced,
+/// not followed.
 ///
 /// # Errors
 /// [`Error::InvalidParameter`] for a tag that is not 1 to 8 printable ASCII
@@ -35,6 +36,14 @@ const WRITE_BUFFER: usize = 1 << 20;
 /// Only when flushing the directory fails, after the rename, is the new file
 /// already in place (but possibly not yet durable).
 pub fn write_atomic(path: &Path, spec_version: u32, sections: &[(Tag, &[u8])]) -> Result<()> {
+    write_atomic_then(path, spec_version, sections, &|| Ok(()))
+}
+
+/// [`write_atomic`], with `before_commit` called once the new file is
+/// written and flushed, before it replaces `path`: an error from it drops
+/// the new file and leaves `path` as it was (an index checks there that
+/// the mapped file it copied its tables from did not change meanwhile).
+pub(crate) fn write_atomic_then(path: &Path, spec_version: u32, sections: &[(Tag, &[u8])], before_commit: &dyn Fn() -> Result<()>) -> Result<()> {
     if let Some((tag, _)) = sections.iter().find(|(tag, _)| !valid_tag(tag)) {
         return Err(Error::invalid("section tag", "1 to 8 printable ASCII bytes, zero padded", tag_name(tag)));
     }
@@ -58,6 +67,7 @@ pub fn write_atomic(path: &Path, spec_version: u32, sections: &[(Tag, &[u8])]) -
     };
     write(tmp.file()).map_err(io_error("write", &tmp.path))?;
     tmp.file().sync_all().map_err(io_error("flush to disk", &tmp.path))?;
+    before_commit()?;
     tmp.rename_to(path)?;
     sync_dir(path)
 }
@@ -100,7 +110,9 @@ pub(crate) struct TempFile {
 impl TempFile {
     /// A new file beside `target`: same directory, so that the rename is
     /// atomic (no copy across filesystems). `action` names what the file is
-    /// for in the error of a target that is a directory.
+    /// for in the error of a target that is a directory. Created with
+    /// `O_EXCL | O_NOFOLLOW` (see [`crate::files`]); the temporary files of
+    /// `target` that dead processes left (`.NAME.PID.N.tmp`) are removed.
     pub fn create(target: &Path, action: &'static str) -> Result<TempFile> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let Some(name) = target.file_name() else {
@@ -108,12 +120,20 @@ impl TempFile {
             let source = std::io::Error::new(std::io::ErrorKind::IsADirectory, "the path names a directory, not a file");
             return Err(Error::Io { path: target.display().to_string(), action, source });
         };
+        if let Some(name) = name.to_str() {
+            let dir = match target.parent() {
+                Some(dir) if !dir.as_os_str().is_empty() => dir,
+                _ => Path::new("."),
+            };
+            let prefix = format!(".{name}.");
+            crate::files::remove_stale(dir, None, |n| crate::files::pid_in(n, &prefix, '.', ".tmp"));
+        }
         loop {
             let mut tmp_name = OsString::from(".");
             tmp_name.push(name);
             tmp_name.push(format!(".{}.{}.tmp", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed)));
             let path = target.with_file_name(tmp_name);
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
+            match crate::files::create_new(&path) {
                 Ok(file) => return Ok(TempFile { path, file: Some(file) }),
                 // Left by a crashed process that had our pid: take the next number.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,

@@ -21,7 +21,7 @@ use rayon::prelude::*;
 
 use super::Index;
 use crate::codec::SYMBOLS;
-use crate::container::{write_atomic, Container, Tag};
+use crate::container::{write_atomic_then, Container, Tag};
 use crate::packed::PackedTable;
 use crate::plan::{self, Design};
 use crate::run::Run;
@@ -142,7 +142,43 @@ impl Index {
                 sections.push((RANKS, bytemuck::cast_slice(parts.ranks)));
             }
         }
-        write_atomic(path, SPEC_VERSION, &sections)
+        // Tables copied from a mapped file are written as they are: the file
+        // must not have changed before, nor while they were copied.
+        self.intact(())?;
+        let unchanged = || match &self.origin {
+            Some(origin) if origin.mapped_in_use() => origin.verify(),
+            _ => Ok(()),
+        };
+        write_atomic_then(path, SPEC_VERSION, &sections, &unchanged)
+    }
+
+    /// `value`, unless the file the index was loaded from was found changed
+    /// while in use (rewritten or cut short in place under its mapping):
+    /// every operation's answer goes through this, so an answer read from
+    /// changed bytes is never returned. One atomic load while no file was.
+    ///
+    /// # Errors
+    /// [`Error::Changed`] naming the file.
+    #[inline]
+    pub fn intact<T>(&self, value: T) -> Result<T> {
+        match &self.origin {
+            Some(origin) => origin.intact().map(|()| value),
+            None => Ok(value),
+        }
+    }
+
+    /// Checks again every checksum of the file the index was loaded from,
+    /// as far as the index still reads it (while any of its tables is in
+    /// use); an index built in memory has nothing to check.
+    ///
+    /// # Errors
+    /// [`Error::Changed`] naming what changed; the index then refuses to
+    /// answer.
+    pub fn verify(&self) -> Result<()> {
+        match &self.origin {
+            Some(origin) => origin.verify(),
+            None => Ok(()),
+        }
     }
 
     /// Reads an index saved by [`Index::save`]. With `mmap`, tables are used
@@ -276,6 +312,9 @@ impl Index {
         // Tables come packed from the file; an index that keeps raw tables
         // gets them back raw.
         index.set_layout(layout).map_err(|e| bad(format!("its layout: {e}")))?;
+        index.origin = Some(file.origin());
+        // Cut short or rewritten while it was read and checked.
+        index.intact(())?;
         Ok(index)
     }
 }
@@ -388,6 +427,72 @@ mod tests {
         let loaded = Index::load(&path, true).unwrap();
         assert_eq!(loaded.query(42, Some(0)).unwrap(), vec![(5, 0)]);
         assert_eq!(loaded.len(), 5000);
+    }
+
+    /// What a file changed under a mapped index does: every operation
+    /// answers or refuses with `Error::Changed`, never panics, and `verify`
+    /// finds the change (cut short, zeroed or overwritten anywhere).
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
+    #[test]
+    fn a_file_changed_in_place_is_refused_never_a_panic() {
+        let fps: Vec<u64> = (0..30_000u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (i % 7)).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("changed.rsh");
+        let mut index = Index::new(3, None, None).unwrap();
+        for part in fps.chunks(11_000) {
+            index.add(part, None).unwrap();
+        }
+        index.save(&path).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let n = bytes.len();
+        let mut x = 7u64;
+        let mut next = |m: usize| {
+            x = fingerprint_digest(x.wrapping_add(0x9e37_79b9_7f4a_7c15));
+            (x % m as u64) as usize
+        };
+        for round in 0..24 {
+            std::fs::write(&path, &bytes).unwrap();
+            let mut loaded = Index::load(&path, true).unwrap();
+            let changed = match round % 3 {
+                0 => bytes[..next(n)].to_vec(),
+                1 => {
+                    let mut b = bytes.clone();
+                    let at = next(n);
+                    let len = 1 + next(n - at);
+                    b[at..at + len].fill(0);
+                    b
+                }
+                _ => {
+                    let mut b = bytes.clone();
+                    for _ in 0..16 {
+                        let at = next(n);
+                        b[at] ^= 0x5a;
+                    }
+                    b
+                }
+            };
+            // In place: the same inode, rewritten and resized.
+            use std::io::{Seek, Write};
+            let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            f.set_len(changed.len() as u64).unwrap();
+            f.seek(std::io::SeekFrom::Start(0)).unwrap();
+            f.write_all(&changed).unwrap();
+            drop(f);
+            let refused = |r: Result<()>| match r {
+                Ok(()) => false,
+                Err(Error::Changed { .. }) => true,
+                Err(e) => panic!("round {round}: {e}"),
+            };
+            let mut any = false;
+            any |= refused(loaded.query(fps[3], None).map(drop));
+            any |= refused(loaded.query_batch(&fps[..500], None).map(drop));
+            any |= refused(loaded.find_all(None, crate::batch::Copies::All).map(drop));
+            any |= refused(loaded.cluster(None, 2, ClusterMethod::Connected).map(drop));
+            any |= refused(loaded.add_unique(&fps[..100], None, None).map(drop));
+            any |= refused(loaded.save(&dir.path().join("copy.rsh")));
+            any |= refused(loaded.verify());
+            assert!(any || changed == bytes, "round {round}: verify missed a change");
+        }
     }
 
     #[test]

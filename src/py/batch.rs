@@ -17,7 +17,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::convert::{pairs_array, u64_array};
+use super::convert::{pairs_array, threads_arg, u64_array, Int};
 use crate::batch::{self, Control, NpyFiles, Options, Source};
 use crate::ClusterMethod;
 
@@ -41,8 +41,12 @@ enum Values<'py> {
 
 impl<'py> Values<'py> {
     fn extract(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Values<'py>> {
-        if let Ok(paths) = obj.extract::<Vec<PathBuf>>() {
-            return Ok(Values::Files(paths));
+        // An array is never taken for paths: pyo3 would first reserve a
+        // PathBuf (24 bytes) per item of it.
+        if !super::convert::is_ndarray(obj) {
+            if let Ok(paths) = obj.extract::<Vec<PathBuf>>() {
+                return Ok(Values::Files(paths));
+            }
         }
         let arr = u64_array(obj, name)?.readonly();
         if arr.as_slice().is_err() {
@@ -86,27 +90,14 @@ impl Settings {
             }
         }
         let required = |key: &str| get(key)?.ok_or_else(|| PyTypeError::new_err(format!("missing keyword argument {key}")));
-        let k: i64 = required("k")?.extract()?;
-        let memory_limit: i64 = required("memory_limit")?.extract()?;
-        let int = |key: &str| -> PyResult<Option<i64>> { get(key)?.map(|v| v.extract()).transpose() };
+        // Ints of any size: a huge one is a ValueError naming the range.
+        let int = |key: &str| -> PyResult<Option<Int>> { get(key)?.map(|v| v.extract()).transpose() };
         let path = |key: &str| -> PyResult<Option<PathBuf>> { get(key)?.map(|v| v.extract()).transpose() };
-        let k = u32::try_from(k).ok().filter(|&k| k <= crate::plan::MAX_K).ok_or_else(|| {
-            PyValueError::new_err(format!("k must be from 0 to {}, got {k}", crate::plan::MAX_K))
-        })?;
-        if memory_limit <= 0 {
-            return Err(PyValueError::new_err(format!("memory_limit must be a positive number of bytes, got {memory_limit}")));
-        }
-        let threads = match int("threads")? {
-            None => None,
-            Some(n) if n >= 1 => Some(n as usize),
-            Some(n) => return Err(PyValueError::new_err(format!("threads must be at least 1 (or None for all cores), got {n}"))),
-        };
-        let count = |name: &str| -> PyResult<Option<u32>> {
-            int(name)?
-                .map(|v| u32::try_from(v).map_err(|_| PyValueError::new_err(format!("{name} must be a positive integer, got {v}"))))
-                .transpose()
-        };
-        let design = match (count("blocks")?, count("tables")?) {
+        let k = required("k")?.extract::<Int>()?.range("k", 0, i64::from(crate::plan::MAX_K))? as u32;
+        let memory_limit = required("memory_limit")?.extract::<Int>()?.range("memory_limit", 1, i64::MAX)?;
+        let threads = threads_arg(int("threads")?.as_ref())?;
+        let count = |name: &str, hi: i64| -> PyResult<Option<u32>> { Ok(Int::range_opt(int(name)?.as_ref(), name, 1, hi)?.map(|v| v as u32)) };
+        let design = match (count("blocks", 64)?, count("tables", 1 << 20)?) {
             (None, None) => None,
             (Some(b), None) => Some(crate::plan::with_blocks(k, b)?),
             (None, Some(t)) => Some(crate::plan::with_tables(k, t as usize)?),
@@ -282,18 +273,16 @@ type Clusters<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u64>>);
 
 /// Clusters as `(members, starts)`: positions, cluster by cluster.
 #[pyfunction]
-#[pyo3(signature = (source, *, method = "connected", min_size = 2, **job))]
+#[pyo3(signature = (source, *, method = "connected", min_size = Int::Fits(2), **job), text_signature = "(source, *, method='connected', min_size=2, **job)")]
 fn batch_clusters<'py>(
     py: Python<'py>,
     source: &Bound<'py, PyAny>,
     method: &str,
-    min_size: i64,
+    min_size: Int,
     job: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Clusters<'py>> {
     let method: ClusterMethod = method.parse()?;
-    if min_size < 1 {
-        return Err(PyValueError::new_err(format!("min_size must be at least 1, got {min_size}")));
-    }
+    let min_size = min_size.range("min_size", 1, i64::MAX)?;
     let held = Values::extract(source, "source")?;
     let values = held.plain();
     let s = Settings::extract(job)?;
@@ -305,7 +294,7 @@ fn batch_clusters<'py>(
 /// The design a job would use for `n` items: `(tables, description)`.
 #[pyfunction]
 #[pyo3(signature = (n, *, k, blocks = None, tables = None))]
-fn batch_design(py: Python<'_>, n: u64, k: i64, blocks: Option<i64>, tables: Option<i64>) -> PyResult<(usize, String)> {
+fn batch_design(py: Python<'_>, n: u64, k: &Bound<'_, PyAny>, blocks: Option<&Bound<'_, PyAny>>, tables: Option<&Bound<'_, PyAny>>) -> PyResult<(usize, String)> {
     let job = PyDict::new(py);
     job.set_item("k", k)?;
     job.set_item("memory_limit", 1)?;

@@ -165,3 +165,69 @@ pub(crate) fn pairs_array<T: numpy::Element + bytemuck::Pod>(py: Python<'_>, pai
         .reshape([n, 2])
         .map_err(|e| PyRuntimeError::new_err(format!("internal error in rsimhash: {e}")))
 }
+
+/// An int argument of any size (a Python int, or an object with
+/// `__index__` such as a numpy integer). pyo3's `i64` conversion raises
+/// `OverflowError` for `2**70`, where a user needs a `ValueError` naming the
+/// parameter and its range: [`Int::range`] gives it.
+#[derive(Clone, Debug)]
+pub(crate) enum Int {
+    Fits(i64),
+    /// Beyond `i64`: its repr, for the message.
+    Huge(String),
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Int {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        match obj.extract::<i64>() {
+            Ok(v) => Ok(Int::Fits(v)),
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(obj.py()) => {
+                let shown = obj.repr().map_or_else(|_| "a huge integer".into(), |r| r.to_string());
+                Ok(Int::Huge(shown))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Int {
+    /// The value if it lies in `lo..=hi`, else a `ValueError` naming `name`
+    /// and the range (`hi_text` says what `hi` is, when it is a bound of
+    /// the machine's, such as the thread limit).
+    pub(crate) fn range(&self, name: &str, lo: i64, hi: i64) -> PyResult<i64> {
+        match self {
+            Int::Fits(v) if (lo..=hi).contains(v) => Ok(*v),
+            Int::Fits(v) => Err(out_of_range(name, lo, hi, &v.to_string())),
+            Int::Huge(shown) => Err(out_of_range(name, lo, hi, shown)),
+        }
+    }
+
+    /// [`Self::range`] for an optional argument.
+    pub(crate) fn range_opt(value: Option<&Int>, name: &str, lo: i64, hi: i64) -> PyResult<Option<i64>> {
+        value.map(|v| v.range(name, lo, hi)).transpose()
+    }
+}
+
+/// The `ValueError` of an int argument outside its range.
+pub(crate) fn out_of_range(name: &str, lo: i64, hi: i64, shown: &str) -> PyErr {
+    let hi_text = if hi == i64::MAX { "2**63-1".to_string() } else { hi.to_string() };
+    PyValueError::new_err(format!("{name} must be an integer from {lo} to {hi_text}, got {shown}"))
+}
+
+/// A `threads=` argument: `None` for the default pool, else 1 up to
+/// [`crate::parallel::max_threads`] (asking for 100,000 threads is a
+/// mistake, not a plan: each is an OS thread with its own stack).
+pub(crate) fn threads_arg(value: Option<&Int>) -> PyResult<Option<usize>> {
+    let max = crate::parallel::max_threads() as i64;
+    let shown = match value {
+        None => return Ok(None),
+        Some(Int::Fits(v)) if (1..=max).contains(v) => return Ok(Some(*v as usize)),
+        Some(Int::Fits(v)) => v.to_string(),
+        Some(Int::Huge(shown)) => shown.clone(),
+    };
+    Err(PyValueError::new_err(format!(
+        "threads must be from 1 to {max} (4 per core, at least 1024), or None for all cores; got {shown}"
+    )))
+}

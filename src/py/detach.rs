@@ -26,8 +26,28 @@ where
     }
 }
 
-/// A panic as the `RuntimeError` users see (see [`run`]).
+/// The payload of [`incomplete`].
+struct Incomplete;
+
+/// Unwinds from an operation on an object that an earlier operation left
+/// incomplete (it unwound midway with the object's lock held); [`run`]
+/// reports a `ValueError` saying so.
+pub(crate) fn incomplete() -> ! {
+    std::panic::resume_unwind(Box::new(Incomplete))
+}
+
+/// A panic as the `RuntimeError` users see (see [`run`]); a large buffer
+/// refused (`crate::mem::OutOfMemory`) as the `MemoryError` it is.
 pub(crate) fn panic_error(panic: Box<dyn std::any::Any + Send>) -> PyErr {
+    if let Some(oom) = panic.downcast_ref::<crate::mem::OutOfMemory>() {
+        return oom.error().into();
+    }
+    if panic.is::<Incomplete>() {
+        return pyo3::exceptions::PyValueError::new_err(
+            "this Index is incomplete: an earlier change to it stopped midway (out of memory, or an internal \
+             error), so it may lack items; build or load it again",
+        );
+    }
     let what = panic
         .downcast_ref::<&str>()
         .map(|s| s.to_string())

@@ -25,8 +25,8 @@ impl From<Error> for PyErr {
                 ErrorKind::NotADirectory => PyNotADirectoryError::new_err(err.to_string()),
                 _ => PyOSError::new_err(err.to_string()),
             },
-            Error::BadFile { .. } | Error::BadInput { .. } => PyValueError::new_err(err.to_string()),
-            Error::TooLarge { .. } => PyMemoryError::new_err(err.to_string()),
+            Error::BadFile { .. } | Error::BadInput { .. } | Error::Changed { .. } => PyValueError::new_err(err.to_string()),
+            Error::TooLarge { .. } | Error::OutOfMemory { .. } => PyMemoryError::new_err(err.to_string()),
             Error::Interrupted => PyKeyboardInterrupt::new_err("interrupted"),
         }
     }

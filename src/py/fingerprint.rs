@@ -5,7 +5,7 @@ use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
-use super::convert::{feature_bytes, iterate, reject_text, to_u64, type_name, u64_array, u64_values};
+use super::convert::{feature_bytes, iterate, reject_text, threads_arg, to_u64, type_name, u64_array, u64_values, Int};
 use super::detach;
 use super::text::Utf8Texts;
 use crate::{Mode, Shingling};
@@ -25,22 +25,17 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-pub(crate) fn shingling(mode: &str, width: Option<i64>) -> PyResult<Shingling> {
+/// The most a `width=` may be: a shingle wider than any text is no feature.
+const MAX_WIDTH: i64 = i32::MAX as i64;
+
+pub(crate) fn shingling(mode: &str, width: Option<Int>) -> PyResult<Shingling> {
     let mode: Mode = mode.parse()?;
-    let width = match width {
-        None => None,
-        Some(w) if w >= 1 => Some(usize::try_from(w).unwrap_or(usize::MAX)),
-        Some(w) => return Err(PyValueError::new_err(format!("width must be at least 1, got {w}"))),
-    };
+    let width = Int::range_opt(width.as_ref(), "width", 1, MAX_WIDTH)?.map(|w| w as usize);
     Ok(Shingling::new(mode, width)?)
 }
 
-pub(crate) fn threads(threads: Option<i64>) -> PyResult<Option<usize>> {
-    match threads {
-        None => Ok(None),
-        Some(n) if n >= 1 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
-        Some(n) => Err(PyValueError::new_err(format!("threads must be at least 1 (or None for all cores), got {n}"))),
-    }
+pub(crate) fn threads(threads: Option<Int>) -> PyResult<Option<usize>> {
+    threads_arg(threads.as_ref())
 }
 
 
@@ -60,7 +55,7 @@ fn compute(py: Python<'_>, hashes: &Bound<'_, PyAny>) -> PyResult<u64> {
 
 #[pyfunction]
 #[pyo3(signature = (text, *, mode = "words", width = None))]
-fn fingerprint(py: Python<'_>, text: &Bound<'_, PyAny>, mode: &str, width: Option<i64>) -> PyResult<u64> {
+fn fingerprint(py: Python<'_>, text: &Bound<'_, PyAny>, mode: &str, width: Option<Int>) -> PyResult<u64> {
     let shingling = shingling(mode, width)?;
     let mut texts = Utf8Texts::with_capacity(1);
     texts.push(text.clone(), || "text".into())?;
@@ -82,8 +77,8 @@ fn fingerprints<'py>(
     py: Python<'py>,
     texts: &Bound<'py, PyAny>,
     mode: &str,
-    width: Option<i64>,
-    threads: Option<i64>,
+    width: Option<Int>,
+    threads: Option<Int>,
 ) -> PyResult<Bound<'py, PyArray1<u64>>> {
     let options = (shingling(mode, width)?, self::threads(threads)?);
     fingerprint_slices(py, &collect_texts(texts)?.slices(), options)
@@ -119,8 +114,8 @@ fn fingerprints_arrow<'py>(
     offsets: PyReadonlyArray1<'py, i64>,
     data: PyReadonlyArray1<'py, u8>,
     mode: &str,
-    width: Option<i64>,
-    threads: Option<i64>,
+    width: Option<Int>,
+    threads: Option<Int>,
 ) -> PyResult<Bound<'py, PyArray1<u64>>> {
     let options = (shingling(mode, width)?, self::threads(threads)?);
     fingerprint_slices(py, &arrow_slices(offsets.as_slice()?, data.as_slice()?)?, options)
@@ -176,7 +171,7 @@ fn fingerprint_weighted(py: Python<'_>, features: &Bound<'_, PyAny>) -> PyResult
 /// against (the same texts, collected the same way, on the same cores).
 #[pyfunction]
 #[pyo3(name = "_fnv1a64_texts", signature = (texts, *, threads = None))]
-fn fnv1a64_texts<'py>(py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<i64>) -> PyResult<Bound<'py, PyArray1<u64>>> {
+fn fnv1a64_texts<'py>(py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<Int>) -> PyResult<Bound<'py, PyArray1<u64>>> {
     use rayon::prelude::*;
 
     let threads = self::threads(threads)?;

@@ -6,12 +6,11 @@
 use std::sync::RwLock;
 
 use numpy::{PyArray1, PyArray2};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 use std::path::PathBuf;
 
-use super::convert::{pairs_array, to_u64, U64s};
+use super::convert::{pairs_array, to_u64, Int, U64s};
 use super::detach;
 use crate::batch::{Copies, COPIES_NOTICE};
 use crate::index::{ClusterMethod, Index};
@@ -24,34 +23,53 @@ pub(crate) struct PyIndex {
     inner: RwLock<Index>,
 }
 
+// A write that unwound midway (a large buffer refused: MemoryError, or a
+// bug: RuntimeError) may have left the index without some of its items: the
+// lock is then poisoned, and the operations below refuse it (an unwind that
+// `detach::run` turns into a ValueError) rather than answer from it. The
+// figures of `len`, `info` and the like still read it (`peek`).
 fn read(index: &RwLock<Index>) -> std::sync::RwLockReadGuard<'_, Index> {
-    // A panic while writing is a bug already reported as RuntimeError; the
-    // index it left is still consistent enough to read, so go on.
-    index.read().unwrap_or_else(|e| e.into_inner())
+    index.read().unwrap_or_else(|_| detach::incomplete())
 }
 
 fn write(index: &RwLock<Index>) -> std::sync::RwLockWriteGuard<'_, Index> {
-    index.write().unwrap_or_else(|e| e.into_inner())
+    index.write().unwrap_or_else(|_| detach::incomplete())
 }
 
-/// An optional non-negative small integer argument.
-fn small(name: &str, value: Option<i64>) -> PyResult<Option<u32>> {
+fn peek(index: &RwLock<Index>) -> std::sync::RwLockReadGuard<'_, Index> {
+    index.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// An optional int argument in `0..=hi` (any Python int: a huge one is a
+/// `ValueError` naming the range, not an `OverflowError`).
+fn small(name: &str, value: Option<Int>, hi: i64) -> PyResult<Option<u32>> {
+    Ok(Int::range_opt(value.as_ref(), name, 0, hi)?.map(|v| v as u32))
+}
+
+/// An operation's `k`: any value up to `u32::MAX` goes to the core, which
+/// says it must be at most the index's own; beyond, the range of any index.
+fn op_k(value: Option<Int>) -> PyResult<Option<u32>> {
     match value {
-        None => Ok(None),
-        Some(v) if (0..=i64::from(u32::MAX)).contains(&v) => Ok(Some(v as u32)),
-        Some(v) => Err(PyValueError::new_err(format!("{name} must be a non-negative integer, got {v}"))),
+        Some(Int::Fits(v)) if (0..=i64::from(u32::MAX)).contains(&v) => Ok(Some(v as u32)),
+        other => small("k", other, K_MAX),
     }
 }
+
+/// The largest `k` and block count of a design; table counts are checked
+/// further by the planner.
+const K_MAX: i64 = crate::plan::MAX_K as i64;
+const BLOCKS_MAX: i64 = 64;
+const TABLES_MAX: i64 = 1 << 20;
 
 #[pymethods]
 impl PyIndex {
     #[new]
-    #[pyo3(signature = (k = 3, *, blocks = None, tables = None, compress = true, block_bytes = 1024))]
-    fn new(k: i64, blocks: Option<i64>, tables: Option<i64>, compress: bool, block_bytes: i64) -> PyResult<Self> {
-        let k = small("k", Some(k))?.unwrap_or(3);
-        let blocks = small("blocks", blocks)?;
-        let tables = small("tables", tables)?.map(|t| t as usize);
-        let block_bytes = small("block_bytes", Some(block_bytes))?.unwrap_or(1024) as usize;
+    #[pyo3(signature = (k = Int::Fits(3), *, blocks = None, tables = None, compress = true, block_bytes = Int::Fits(1024)), text_signature = "(k=3, *, blocks=None, tables=None, compress=True, block_bytes=1024)")]
+    fn new(k: Int, blocks: Option<Int>, tables: Option<Int>, compress: bool, block_bytes: Int) -> PyResult<Self> {
+        let k = small("k", Some(k), K_MAX)?.unwrap_or(3);
+        let blocks = small("blocks", blocks, BLOCKS_MAX)?;
+        let tables = small("tables", tables, TABLES_MAX)?.map(|t| t as usize);
+        let block_bytes = block_bytes.range("block_bytes", crate::codec::MIN_BLOCK_BYTES as i64, crate::codec::MAX_BLOCK_BYTES as i64)? as usize;
         let mut index = Index::new(k, blocks, tables)?;
         index.set_layout(if compress { Layout::Packed(block_bytes) } else { Layout::Raw })?;
         Ok(PyIndex { inner: RwLock::new(index) })
@@ -74,12 +92,12 @@ impl PyIndex {
     /// Whether tables are stored compressed.
     #[getter]
     fn compressed(&self) -> bool {
-        matches!(read(&self.inner).layout(), Layout::Packed(_))
+        matches!(peek(&self.inner).layout(), Layout::Packed(_))
     }
 
     /// What the index holds and how: a dict of counts, sizes and versions.
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let index = read(&self.inner);
+        let index = peek(&self.inner);
         let (runs, buffered) = index.shape();
         let table_bytes = index.table_bytes();
         let tables = index.design().tables().len();
@@ -107,33 +125,33 @@ impl PyIndex {
     /// The largest distance answered completely.
     #[getter]
     fn k(&self) -> u32 {
-        read(&self.inner).k()
+        peek(&self.inner).k()
     }
 
     /// Permuted tables held per item (of the largest run).
     #[getter]
     fn tables(&self) -> usize {
-        read(&self.inner).design().tables().len()
+        peek(&self.inner).design().tables().len()
     }
 
     /// The table design, in words.
     #[getter]
     fn design(&self) -> String {
-        read(&self.inner).design().to_string()
+        peek(&self.inner).design().to_string()
     }
 
     /// Bytes of memory held by the tables and ids.
     #[getter]
     fn nbytes(&self) -> usize {
-        read(&self.inner).bytes()
+        peek(&self.inner).bytes()
     }
 
     fn __len__(&self) -> usize {
-        read(&self.inner).len()
+        peek(&self.inner).len()
     }
 
     fn __repr__(&self) -> String {
-        let index = read(&self.inner);
+        let index = peek(&self.inner);
         let (runs, buffered) = index.shape();
         format!(
             "Index(k={}, items={}, design=\"{}\", compressed={}, runs={runs}, buffered={buffered})",
@@ -161,9 +179,9 @@ impl PyIndex {
 
     /// `(id, distance)` of every stored item within `k`, by distance then id.
     #[pyo3(signature = (fp, k = None))]
-    fn query(&self, py: Python<'_>, fp: &Bound<'_, PyAny>, k: Option<i64>) -> PyResult<Vec<(u64, u32)>> {
+    fn query(&self, py: Python<'_>, fp: &Bound<'_, PyAny>, k: Option<Int>) -> PyResult<Vec<(u64, u32)>> {
         let fp = to_u64(fp, || "fp".into())?;
-        let k = small("k", k)?;
+        let k = op_k(k)?;
         // The common case, an uncontended lock, answers in well under a
         // microsecond: cheaper to keep the GIL than to hand it over.
         if let Ok(index) = self.inner.try_read() {
@@ -179,10 +197,10 @@ impl PyIndex {
         &self,
         py: Python<'py>,
         fps: &Bound<'py, PyAny>,
-        k: Option<i64>,
+        k: Option<Int>,
     ) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u8>>)> {
         let fps = U64s::extract(fps, "fps")?;
-        let (fps, k) = (fps.as_slice(), small("k", k)?);
+        let (fps, k) = (fps.as_slice(), op_k(k)?);
         let m = detach::run(py, None, || read(&self.inner).query_batch(fps, k))?;
         let qi: Vec<i64> = m.positions.iter().map(|&p| i64::from(p)).collect();
         Ok((PyArray1::from_vec(py, qi), PyArray1::from_vec(py, m.ids), PyArray1::from_vec(py, m.distances)))
@@ -190,8 +208,8 @@ impl PyIndex {
 
     /// Every pair of distinct stored ids within `k`: a `(P, 2)` uint64 array.
     #[pyo3(signature = (k = None, *, copies = None))]
-    fn find_all<'py>(&self, py: Python<'py>, k: Option<i64>, copies: Option<&str>) -> PyResult<Bound<'py, PyArray2<u64>>> {
-        let k = small("k", k)?;
+    fn find_all<'py>(&self, py: Python<'py>, k: Option<Int>, copies: Option<&str>) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let k = op_k(k)?;
         let chosen = copies.map(str::parse::<Copies>).transpose()?;
         if chosen.is_none() {
             let of_copies = detach::run(py, None, || Ok(read(&self.inner).copy_pairs()))?;
@@ -210,20 +228,17 @@ impl PyIndex {
     }
 
     /// Clusters of ids, each a sorted uint64 array.
-    #[pyo3(signature = (k = None, min_size = 2, method = "connected"))]
+    #[pyo3(signature = (k = None, min_size = Int::Fits(2), method = "connected"), text_signature = "($self, k=None, min_size=2, method='connected')")]
     fn cluster<'py>(
         &self,
         py: Python<'py>,
-        k: Option<i64>,
-        min_size: i64,
+        k: Option<Int>,
+        min_size: Int,
         method: &str,
     ) -> PyResult<Vec<Bound<'py, PyArray1<u64>>>> {
-        let k = small("k", k)?;
+        let k = op_k(k)?;
         let method: ClusterMethod = method.parse()?;
-        if min_size < 1 {
-            return Err(PyValueError::new_err(format!("min_size must be at least 1, got {min_size}")));
-        }
-        let min_size = min_size as usize;
+        let min_size = min_size.range("min_size", 1, i64::MAX)? as usize;
         let groups = detach::run(py, None, || read(&self.inner).cluster(k, min_size, method))?;
         Ok(groups.into_iter().map(|g| PyArray1::from_vec(py, g)).collect())
     }
@@ -232,7 +247,17 @@ impl PyIndex {
     fn remove(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<usize> {
         let ids = U64s::extract(ids, "ids")?;
         let ids = ids.as_slice();
-        detach::run(py, None, || Ok(write(&self.inner).remove(ids)))
+        detach::run(py, None, || {
+            let mut index = write(&self.inner);
+            let removed = index.remove(ids);
+            index.intact(removed)
+        })
+    }
+
+    /// Checks again every checksum of the file the index was loaded from
+    /// (as far as its tables still read it); `ValueError` if it changed.
+    fn verify(&self, py: Python<'_>) -> PyResult<()> {
+        detach::run(py, None, || read(&self.inner).verify())
     }
 
     /// Stores the fingerprints that have nothing within `k` yet: `(is_new, matched)`.
@@ -242,11 +267,11 @@ impl PyIndex {
         py: Python<'py>,
         fps: &Bound<'py, PyAny>,
         ids: Option<&Bound<'py, PyAny>>,
-        k: Option<i64>,
+        k: Option<Int>,
     ) -> PyResult<NewAndMatched<'py>> {
         let fps = U64s::extract(fps, "fps")?;
         let ids = ids.map(|i| U64s::extract(i, "ids")).transpose()?;
-        let (fps, ids, k) = (fps.as_slice(), ids.as_ref().map(U64s::as_slice), small("k", k)?);
+        let (fps, ids, k) = (fps.as_slice(), ids.as_ref().map(U64s::as_slice), op_k(k)?);
         let (is_new, matched) = detach::run(py, None, || write(&self.inner).add_unique(fps, ids, k))?;
         Ok((PyArray1::from_vec(py, is_new), PyArray1::from_vec(py, matched)))
     }

@@ -4,6 +4,7 @@
 //! ([`detach::run`]), convert the results.
 
 mod batch;
+mod batch_ids;
 mod convert;
 mod detach;
 mod distributed;
@@ -25,6 +26,7 @@ fn _rsimhash(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(portable_paths, m)?)?;
     fingerprint::register(m)?;
     batch::register(m)?;
+    batch_ids::register(m)?;
     similar::register(m)?;
     distributed::register(m)?;
     records::register(m)?;

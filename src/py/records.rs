@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 
 use super::detach;
+use super::convert::Int;
 use super::fingerprint::{shingling, threads};
 use crate::records::{Fields, HashFormat, Id, Item, JsonLinesReader, ReaderOptions, RecordChunk};
 
@@ -47,20 +48,26 @@ impl PyJsonLines {
     /// reads a fingerprint file instead (`RecordChunk.fingerprints` are the
     /// hashes read; a TSV's ids are its `id_field` column, default `id`).
     #[new]
-    #[pyo3(signature = (source, *, text_field, id_field=None, mode=None, width=None, threads=None, chunk_bytes=8 << 20, format="json"))]
+    #[pyo3(signature = (source, *, text_field, id_field=None, mode=None, width=None, threads=None, chunk_bytes=None, format="json", max_record_bytes=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         source: &Bound<'_, PyAny>,
         text_field: String,
         id_field: Option<String>,
         mode: Option<&str>,
-        width: Option<i64>,
-        threads: Option<i64>,
-        chunk_bytes: usize,
+        width: Option<Int>,
+        threads: Option<Int>,
+        chunk_bytes: Option<Int>,
         format: &str,
+        max_record_bytes: Option<Int>,
     ) -> PyResult<Self> {
         let shingling = mode.map(|m| shingling(m, width)).transpose()?;
         let fields = Fields { text: text_field, id: id_field };
+        // At most 1 TiB each: a buffer of either size is held at once.
+        let chunk_bytes = Int::range_opt(chunk_bytes.as_ref(), "chunk_bytes", 1, 1 << 40)?.map_or(8 << 20, |b| b as usize);
+        let max_line_bytes = Int::range_opt(max_record_bytes.as_ref(), "max_record_bytes", 1, 1 << 40)?
+            .map_or(crate::records::input::MAX_LINE_BYTES, |b| b as usize);
+        let threads = self::threads(threads)?;
         let (file, name) = open(source)?;
         let hashes = match format {
             "json" => None,
@@ -69,7 +76,7 @@ impl PyJsonLines {
             other => return Err(PyValueError::new_err(format!("format must be \"json\", \"hash\" or \"lines\", got {other:?}"))),
         };
         let texts = hashes.is_none();
-        let options = ReaderOptions { fields: fields.clone(), shingling, threads: self::threads(threads)?, block_bytes: chunk_bytes, hashes };
+        let options = ReaderOptions { fields: fields.clone(), shingling, threads, block_bytes: chunk_bytes, hashes, max_line_bytes };
         let reader = JsonLinesReader::new(file, &name, options)?;
         Ok(PyJsonLines {
             compression: reader.compression.name(),

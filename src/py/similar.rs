@@ -9,7 +9,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 use super::batch::run;
-use super::convert::{pairs_array, u64_array};
+use super::convert::{pairs_array, u64_array, Int};
 use super::detach;
 use super::fingerprint::{arrow_slices, collect_texts, shingling, threads};
 use super::text::Utf8Texts;
@@ -45,7 +45,7 @@ fn u64s<'a>(array: &'a numpy::PyReadonlyArray1<'_, u64>, owned: &'a mut Vec<u64>
 /// The 128-bit keys of texts' bytes (see `similar::copies`): an `(n, 2)` uint64 array.
 #[pyfunction]
 #[pyo3(signature = (texts, *, threads = None))]
-fn content_keys<'py>(py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<i64>) -> PyResult<Bound<'py, PyArray2<u64>>> {
+fn content_keys<'py>(py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<Int>) -> PyResult<Bound<'py, PyArray2<u64>>> {
     let threads = self::threads(threads)?;
     let (mut held, mut arrow) = (None, None);
     let slices = text_slices(texts, &mut held, &mut arrow)?;
@@ -96,15 +96,13 @@ type Pairs<'py> = (Bound<'py, PyArray2<u64>>, Bound<'py, PyArray1<f32>>);
 
 /// The settings of verified near-duplicates from the Python arguments;
 /// `candidates` is `(mode, width, k)`, or `None` for the automatic choice.
-fn settings(threshold: f64, measure: &str, shingles: &str, width: Option<i64>, candidates: Option<(String, Option<i64>, i64)>) -> PyResult<Similar> {
+fn settings(threshold: f64, measure: &str, shingles: &str, width: Option<Int>, candidates: Option<(String, Option<Int>, Int)>) -> PyResult<Similar> {
     let measure: Measure = measure.parse()?;
     let sets = shingling(shingles, width)?;
     let candidates = match candidates {
         None => Candidates::auto(threshold)?,
         Some((mode, width, k)) => {
-            let k = u32::try_from(k).ok().filter(|&k| k <= crate::plan::MAX_K).ok_or_else(|| {
-                PyValueError::new_err(format!("the candidates' k must be from 0 to {}, got {k}", crate::plan::MAX_K))
-            })?;
+            let k = k.range("the candidates' k", 0, i64::from(crate::plan::MAX_K))? as u32;
             Candidates { shingling: shingling(&mode, width)?, k }
         }
     };
@@ -143,13 +141,13 @@ fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 impl PySimilarCorpus {
     #[new]
     #[pyo3(signature = (threshold, *, measure = "jaccard", shingles = "words", width = None, candidates = None))]
-    fn new(threshold: f64, measure: &str, shingles: &str, width: Option<i64>, candidates: Option<(String, Option<i64>, i64)>) -> PyResult<Self> {
+    fn new(threshold: f64, measure: &str, shingles: &str, width: Option<Int>, candidates: Option<(String, Option<Int>, Int)>) -> PyResult<Self> {
         Ok(PySimilarCorpus { inner: RwLock::new(Corpus::new(settings(threshold, measure, shingles, width, candidates)?)) })
     }
 
     /// Adds texts: a sequence of str, or `(offsets, data)` of an Arrow column.
     #[pyo3(signature = (texts, *, threads = None))]
-    fn add(&self, py: Python<'_>, texts: &Bound<'_, PyAny>, threads: Option<i64>) -> PyResult<()> {
+    fn add(&self, py: Python<'_>, texts: &Bound<'_, PyAny>, threads: Option<Int>) -> PyResult<()> {
         let threads = self::threads(threads)?;
         let (mut held, mut arrow) = (None, None);
         let slices = text_slices(texts, &mut held, &mut arrow)?;
@@ -159,7 +157,7 @@ impl PySimilarCorpus {
 
     /// Every verified pair: `(pairs, similarity)`, positions in the order added.
     #[pyo3(signature = (*, threads = None, progress = None, copies = "all"))]
-    fn pairs<'py>(&self, py: Python<'py>, threads: Option<i64>, progress: Option<Py<PyAny>>, copies: &str) -> PyResult<Pairs<'py>> {
+    fn pairs<'py>(&self, py: Python<'py>, threads: Option<Int>, progress: Option<Py<PyAny>>, copies: &str) -> PyResult<Pairs<'py>> {
         let inner = &self.inner;
         let copies: crate::Copies = copies.parse()?;
         let found = run(py, self::threads(threads)?, progress, |c| read(inner).pairs(copies, c))?;
@@ -172,7 +170,7 @@ impl PySimilarCorpus {
     fn dedup<'py>(
         &self,
         py: Python<'py>,
-        threads: Option<i64>,
+        threads: Option<Int>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<(Bound<'py, PyArray1<bool>>, Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<f32>>)> {
         let inner = &self.inner;
@@ -181,10 +179,10 @@ impl PySimilarCorpus {
     }
 
     /// Clusters of the verified pairs: `(members, starts)`.
-    #[pyo3(signature = (*, method = "connected", min_size = 2, threads = None, progress = None))]
-    fn clusters<'py>(&self, py: Python<'py>, method: &str, min_size: i64, threads: Option<i64>, progress: Option<Py<PyAny>>) -> PyResult<Arrays2<'py, u32, u64>> {
+    #[pyo3(signature = (*, method = "connected", min_size = Int::Fits(2), threads = None, progress = None), text_signature = "($self, *, method='connected', min_size=2, threads=None, progress=None)")]
+    fn clusters<'py>(&self, py: Python<'py>, method: &str, min_size: Int, threads: Option<Int>, progress: Option<Py<PyAny>>) -> PyResult<Arrays2<'py, u32, u64>> {
         let method: ClusterMethod = method.parse()?;
-        let min_size = usize::try_from(min_size).map_err(|_| PyValueError::new_err(format!("min_size must be at least 1, got {min_size}")))?;
+        let min_size = min_size.range("min_size", 1, i64::MAX)? as usize;
         let inner = &self.inner;
         let (members, starts) = run(py, self::threads(threads)?, progress, |c| read(inner).clusters(method, min_size, c))?;
         Ok((PyArray1::from_vec(py, members), PyArray1::from_vec(py, starts)))
@@ -218,7 +216,7 @@ pub(crate) struct PyStreamVerifier {
 impl PyStreamVerifier {
     #[new]
     #[pyo3(signature = (threshold, *, measure = "jaccard", shingles = "words", width = None))]
-    fn new(threshold: f64, measure: &str, shingles: &str, width: Option<i64>) -> PyResult<Self> {
+    fn new(threshold: f64, measure: &str, shingles: &str, width: Option<Int>) -> PyResult<Self> {
         // The candidates are given to `feed`; their settings are not used here.
         let opts = settings(threshold, measure, shingles, width, None)?;
         Ok(PyStreamVerifier { inner: RwLock::new(StreamVerifier::new(opts)) })
@@ -237,7 +235,7 @@ impl PyStreamVerifier {
         pairs: &Bound<'py, PyAny>,
         last: PyReadonlyArray1<'py, u32>,
         links: Option<PyReadonlyArray1<'py, u64>>,
-        threads: Option<i64>,
+        threads: Option<Int>,
     ) -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<f32>>)> {
         let threads = self::threads(threads)?;
         let (mut held, mut arrow) = (None, None);
@@ -282,7 +280,7 @@ pub(crate) struct PyOnlineDedup {
 impl PyOnlineDedup {
     #[new]
     #[pyo3(signature = (threshold, *, measure = "jaccard", shingles = "words", width = None, candidates = None))]
-    fn new(threshold: f64, measure: &str, shingles: &str, width: Option<i64>, candidates: Option<(String, Option<i64>, i64)>) -> PyResult<Self> {
+    fn new(threshold: f64, measure: &str, shingles: &str, width: Option<Int>, candidates: Option<(String, Option<Int>, Int)>) -> PyResult<Self> {
         Ok(PyOnlineDedup { inner: RwLock::new(OnlineDedup::new(settings(threshold, measure, shingles, width, candidates)?)?) })
     }
 
@@ -294,7 +292,7 @@ impl PyOnlineDedup {
         &self,
         py: Python<'py>,
         texts: &Bound<'py, PyAny>,
-        threads: Option<i64>,
+        threads: Option<Int>,
     ) -> PyResult<(Bound<'py, PyArray1<bool>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<f32>>)> {
         let threads = self::threads(threads)?;
         let (mut held, mut arrow) = (None, None);
@@ -380,10 +378,10 @@ impl PyPairSweep {
     }
 
     /// Clusters as `(members, starts)`; ends the sweep.
-    #[pyo3(signature = (*, method = "connected", min_size = 2))]
-    fn clusters<'py>(&self, py: Python<'py>, method: &str, min_size: i64) -> PyResult<Arrays2<'py, u32, u64>> {
+    #[pyo3(signature = (*, method = "connected", min_size = Int::Fits(2)), text_signature = "($self, *, method='connected', min_size=2)")]
+    fn clusters<'py>(&self, py: Python<'py>, method: &str, min_size: Int) -> PyResult<Arrays2<'py, u32, u64>> {
         let method: ClusterMethod = method.parse()?;
-        let min_size = usize::try_from(min_size).map_err(|_| PyValueError::new_err(format!("min_size must be at least 1, got {min_size}")))?;
+        let min_size = min_size.range("min_size", 1, i64::MAX)? as usize;
         let (members, starts) = self.take()?.clusters(method, min_size)?;
         Ok((PyArray1::from_vec(py, members), PyArray1::from_vec(py, starts)))
     }
@@ -400,7 +398,7 @@ fn auto_candidates(threshold: f64) -> PyResult<(String, usize, u32)> {
 /// being `hashes[offsets[i]:offsets[i + 1]]` (ascending, distinct).
 #[pyfunction]
 #[pyo3(signature = (texts, *, mode = "words", width = None, threads = None))]
-fn shingle_sets<'py>(py: Python<'py>, texts: &Bound<'py, PyAny>, mode: &str, width: Option<i64>, threads: Option<i64>) -> PyResult<Arrays2<'py, i64, u64>> {
+fn shingle_sets<'py>(py: Python<'py>, texts: &Bound<'py, PyAny>, mode: &str, width: Option<Int>, threads: Option<Int>) -> PyResult<Arrays2<'py, i64, u64>> {
     let (set, threads) = (shingling(mode, width)?, self::threads(threads)?);
     let (mut held, mut arrow) = (None, None);
     let slices = text_slices(texts, &mut held, &mut arrow)?;

@@ -18,8 +18,10 @@ pub enum Status {
     NoId = 1,
     /// For the reference reader (see [`super::json`], [`super::hashes`]).
     Defer = 2,
+    /// A line longer than the reader's limit: not kept, a bad line.
+    TooLong = 3,
     /// A fingerprint TSV's header line (see [`super::hashes`]).
-    Header = 3,
+    Header = 4,
 }
 
 /// A non-blank line: its 1-based number and where it lies in the block
@@ -75,6 +77,21 @@ impl RecordChunk {
         RecordChunk { data, final_newline, entries, fingerprints, ids, lines, consumed, spare }
     }
 
+    /// The chunk of a line longer than the reader's limit (`block.too_long`):
+    /// one [`Status::TooLong`] entry, its bytes never held.
+    pub(crate) fn too_long(block: Block, first_line: u64, fingerprints: bool, ids: bool, spare: Option<Spare>) -> RecordChunk {
+        RecordChunk {
+            data: block.data,
+            final_newline: true,
+            entries: vec![Entry { line: first_line, start: 0, end: 0, status: Status::TooLong }],
+            fingerprints: fingerprints.then(|| vec![0]),
+            ids: ids.then(|| vec![None]),
+            lines: 1,
+            consumed: block.consumed,
+            spare,
+        }
+    }
+
     /// Parses `block`, whose first line is line `first_line`, on the current
     /// rayon pool; with `shingling`, each record's text is fingerprinted
     /// while it is in cache. With `spare`, the block's buffer goes back
@@ -86,6 +103,9 @@ impl RecordChunk {
         shingling: Option<Shingling>,
         spare: Option<Spare>,
     ) -> RecordChunk {
+        if block.too_long {
+            return RecordChunk::too_long(block, first_line, shingling.is_some(), fields.id.is_some(), spare);
+        }
         let data = block.data;
         let mut spans = Vec::with_capacity(data.len() / 1024 + 16);
         let mut start = 0;

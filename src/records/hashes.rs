@@ -97,6 +97,9 @@ fn tsv_line(line: &[u8], c: Columns) -> Option<(u64, Id<'static>)> {
 /// Parses `block`, whose first line is line `first_line`, on the current
 /// rayon pool; a TSV's header (line 1) sets `format`'s columns.
 pub fn parse_block(block: Block, first_line: u64, format: &mut HashFormat, spare: Option<Spare>) -> RecordChunk {
+    if block.too_long {
+        return RecordChunk::too_long(block, first_line, true, matches!(format, HashFormat::Tsv { .. }), spare);
+    }
     let data = block.data;
     let mut spans = Vec::with_capacity(data.len() / 16 + 16);
     let mut start = 0;

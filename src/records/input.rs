@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::io::{self, BufReader, Cursor, Read, Seek, SeekFrom};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// How an input is compressed.
@@ -96,10 +96,11 @@ impl Input {
     }
 
     /// Reads into `buf` until it holds `want` bytes more or the input ends;
-    /// returns the bytes added (0 at the end).
+    /// returns the bytes added (0 at the end). Room that cannot be had is an
+    /// error of kind `OutOfMemory`, never an abort.
     fn fill(&mut self, buf: &mut Vec<u8>, want: usize) -> io::Result<usize> {
         let start = buf.len();
-        buf.reserve(want);
+        buf.try_reserve(want).map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
         let result = (&mut self.reader).take(want as u64).read_to_end(buf);
         if self.compression == Compression::None {
             // The file's bytes are the block's (a plain file is read without `Counted`).
@@ -146,6 +147,9 @@ pub struct Block {
     pub final_newline: bool,
     /// The file's bytes read when this block was cut (compressed, when it is).
     pub consumed: u64,
+    /// The block stands for one line longer than the reader's limit, which
+    /// is not kept (`data` is empty): its bytes are skipped.
+    pub too_long: bool,
 }
 
 /// The input stopped early: a cut-short or corrupt compressed stream, or a
@@ -157,15 +161,36 @@ pub struct ReadFailure {
     pub compression: Compression,
 }
 
+/// Where a [`Blocks`] is with a line too long to hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LongLine {
+    No,
+    /// Found after whole lines, which went first: its block comes next.
+    Report,
+    /// Its block went out: its bytes are read past next.
+    Skip,
+}
+
+/// Lines longer than this are records no one meant (a file of zeros, a
+/// dump with no line ends): by default they are bad lines, not buffers.
+pub const MAX_LINE_BYTES: usize = 256 << 20;
+
 /// Splits an input into blocks of whole lines of about `block_bytes` each
-/// (a single longer line is a block of its own).
+/// (a single longer line is a block of its own). A line longer than
+/// `max_line` is not held: it becomes a block of its own marked
+/// [`Block::too_long`], and its bytes are read past without being kept.
 pub struct Blocks {
     input: Input,
     spare: Spare,
     block_bytes: usize,
+    max_line: usize,
     carry: Vec<u8>,
     /// A failure to report after the block of whole lines read before it.
     pending: Option<ReadFailure>,
+    /// A line found too long: to report, then to skip.
+    long_line: LongLine,
+    /// Set when the consumer is gone: a skip of an endless line stops.
+    stop: Arc<AtomicBool>,
     done: bool,
 }
 
@@ -173,11 +198,59 @@ impl Blocks {
     /// Blocks are read into buffers taken from `spare` when it has some
     /// (see [`Spare`]).
     pub fn new(input: Input, block_bytes: usize, spare: Spare) -> Self {
-        Blocks { input, spare, block_bytes: block_bytes.max(1), carry: Vec::new(), pending: None, done: false }
+        Blocks {
+            input,
+            spare,
+            block_bytes: block_bytes.max(1),
+            max_line: MAX_LINE_BYTES,
+            carry: Vec::new(),
+            pending: None,
+            long_line: LongLine::No,
+            stop: Arc::new(AtomicBool::new(false)),
+            done: false,
+        }
+    }
+
+    /// Lines longer than `max_line` bytes are not held (see [`Blocks`]);
+    /// the reading stops early once `stop` is set.
+    pub fn with_limit(mut self, max_line: usize, stop: Arc<AtomicBool>) -> Self {
+        self.max_line = max_line.max(1);
+        self.stop = stop;
+        self
     }
 
     fn block(&self, data: Vec<u8>, final_newline: bool) -> Block {
-        Block { data, final_newline, consumed: self.input.consumed.load(Ordering::Relaxed) }
+        Block { data, final_newline, consumed: self.input.consumed.load(Ordering::Relaxed), too_long: false }
+    }
+
+    fn failure(&mut self, error: io::Error, partial: bool) -> ReadFailure {
+        self.done = true;
+        ReadFailure { error, partial, compression: self.input.compression }
+    }
+
+    /// Reads past the rest of a line too long to hold, up to its `\n`
+    /// (kept, with what follows, as the start of the next block).
+    fn skip_line(&mut self) -> Result<(), ReadFailure> {
+        let mut buf = std::mem::take(&mut self.carry);
+        loop {
+            if let Some(end) = memchr::memchr(b'\n', &buf) {
+                self.carry = buf.split_off(end + 1);
+                return Ok(());
+            }
+            if self.stop.load(Ordering::Relaxed) {
+                self.done = true;
+                return Ok(());
+            }
+            buf.clear();
+            match self.input.fill(&mut buf, self.block_bytes.min(8 << 20)) {
+                Ok(0) => {
+                    self.done = true;
+                    return Ok(());
+                }
+                Ok(_) => {}
+                Err(error) => return Err(self.failure(error, false)),
+            }
+        }
     }
 }
 
@@ -188,29 +261,50 @@ impl Iterator for Blocks {
         if let Some(failure) = self.pending.take() {
             return Some(Err(failure));
         }
+        match self.long_line {
+            LongLine::No => {}
+            LongLine::Report => {
+                self.long_line = LongLine::Skip;
+                return Some(Ok(Block { too_long: true, ..self.block(Vec::new(), true) }));
+            }
+            LongLine::Skip => {
+                self.long_line = LongLine::No;
+                if let Err(failure) = self.skip_line() {
+                    return Some(Err(failure));
+                }
+            }
+        }
         if self.done {
             return None;
         }
         let mut data = self.spare.take();
+        if data.try_reserve(self.carry.len()).is_err() {
+            return Some(Err(self.failure(io::ErrorKind::OutOfMemory.into(), true)));
+        }
         data.extend_from_slice(&self.carry);
         self.carry.clear();
         let mut searched = 0;
+        // Where the line being read starts: after the last `\n` seen.
+        let mut line_start = memchr::memrchr(b'\n', &data).map_or(0, |i| i + 1);
         loop {
             let want = self.block_bytes.saturating_sub(data.len()).max(self.block_bytes / 4).max(1);
+            // Never more than the longest line needs past its start.
+            let want = want.min((line_start + self.max_line + 1).saturating_sub(data.len()).max(1));
+            let before = data.len();
             let added = match self.input.fill(&mut data, want) {
                 Ok(n) => n,
                 Err(error) => {
-                    self.done = true;
-                    let compression = self.input.compression;
+                    let out_of_memory = error.kind() == io::ErrorKind::OutOfMemory;
+                    let failure = self.failure(error, false);
                     // The whole lines read so far come first, then the failure.
                     return Some(match memchr::memrchr(b'\n', &data) {
-                        Some(cut) => {
+                        Some(cut) if !out_of_memory => {
                             let partial = cut + 1 < data.len();
                             data.truncate(cut + 1);
-                            self.pending = Some(ReadFailure { error, partial, compression });
+                            self.pending = Some(ReadFailure { partial, ..failure });
                             Ok(self.block(data, true))
                         }
-                        None => Err(ReadFailure { error, partial: !data.is_empty(), compression }),
+                        _ => Err(ReadFailure { partial: !data.is_empty(), ..failure }),
                     });
                 }
             };
@@ -221,6 +315,21 @@ impl Iterator for Blocks {
                 }
                 let complete = data.last() == Some(&b'\n');
                 return Some(Ok(self.block(data, complete)));
+            }
+            if let Some(i) = memchr::memrchr(b'\n', &data[before..]) {
+                line_start = before + i + 1;
+            }
+            if data.len() - line_start > self.max_line {
+                // A line too long to hold: the whole lines before it first,
+                // then a block that stands for it; its bytes are skipped.
+                self.carry = data.split_off(line_start);
+                if data.is_empty() {
+                    self.spare.put(data);
+                    self.long_line = LongLine::Skip;
+                    return Some(Ok(Block { too_long: true, ..self.block(Vec::new(), true) }));
+                }
+                self.long_line = LongLine::Report;
+                return Some(Ok(self.block(data, true)));
             }
             if data.len() >= self.block_bytes {
                 if let Some(cut) = memchr::memrchr(b'\n', &data[searched..]) {

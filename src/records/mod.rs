@@ -15,8 +15,9 @@ pub mod input;
 pub mod json;
 
 use std::fs::File;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
@@ -48,6 +49,9 @@ pub struct ReaderOptions {
     /// A fingerprint file instead of JSON lines (`fields` and `shingling`
     /// are then unused).
     pub hashes: Option<HashFormat>,
+    /// Lines longer than this are bad lines ([`Status::TooLong`]), never
+    /// held (default [`input::MAX_LINE_BYTES`], 256 MiB).
+    pub max_line_bytes: usize,
 }
 
 /// The chunks of one JSON-lines input, read and parsed ahead on threads of
@@ -57,6 +61,14 @@ pub struct JsonLinesReader {
     /// In a mutex only to be `Sync` (one consumer takes the chunks).
     rx: Mutex<Receiver<crate::Result<Item>>>,
     pub compression: Compression,
+    /// Set when dropped: the reading thread stops skipping an endless line.
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for JsonLinesReader {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
 }
 
 impl JsonLinesReader {
@@ -70,7 +82,8 @@ impl JsonLinesReader {
         let input = Input::new(file).map_err(|e| io_error("read", e))?;
         let compression = input.compression;
         let spare = input::Spare::default();
-        let blocks = input::Blocks::new(input, options.block_bytes, spare.clone());
+        let stop = Arc::new(AtomicBool::new(false));
+        let blocks = input::Blocks::new(input, options.block_bytes, spare.clone()).with_limit(options.max_line_bytes, Arc::clone(&stop));
         // Two blocks in each hand-over: a consumer that stalls on a slow
         // write does not stall the parsing behind it at once.
         let (block_tx, block_rx) = sync_channel(2);
@@ -101,6 +114,10 @@ impl JsonLinesReader {
                             next_line += chunk.lines;
                             Item::Chunk(chunk)
                         }),
+                        // Out of memory is not a property of the input: an error.
+                        Err(failure) if failure.error.kind() == std::io::ErrorKind::OutOfMemory => {
+                            Err(crate::Error::OutOfMemory { bytes: options.block_bytes as u64, what: "a block of input lines" })
+                        }
                         Err(failure) => Ok(Item::Failed { failure, line: next_line }),
                     };
                     let stop = !matches!(item, Ok(Item::Chunk(_)));
@@ -110,7 +127,7 @@ impl JsonLinesReader {
                 }
             })
             .map_err(|e| io_error("start a thread to parse", e))?;
-        Ok(JsonLinesReader { rx: Mutex::new(chunk_rx), compression })
+        Ok(JsonLinesReader { rx: Mutex::new(chunk_rx), compression, stop })
     }
 
     /// The next item, waiting at most `timeout`: `Ok(None)` at the end of

@@ -12,6 +12,7 @@ fn options(block_bytes: usize) -> ReaderOptions {
         threads: Some(2),
         block_bytes,
         hashes: None,
+        max_line_bytes: input::MAX_LINE_BYTES,
     }
 }
 

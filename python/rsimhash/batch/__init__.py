@@ -58,13 +58,12 @@ A job on a directory of ``.npy`` files, its pairs written to a file:
 from __future__ import annotations
 
 import os
-import tempfile
 from contextlib import ExitStack
 from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from .. import _rsimhash as _core
+from .. import _files, _rsimhash as _core
 from ._outputs import Atomic, Bars, cluster_rows, pairs_npy_to_parquet, write_clusters
 from ._sources import check_writable, memory_limit as _memory_limit, parent_of, parse_memory, resolve
 
@@ -93,16 +92,24 @@ class _Job:
                            threads=threads, blocks=blocks, tables=tables, spill=spill, progress=bars)
         self._spill_dir: Optional[str] = None
 
+    def check_ids(self, ids: Optional[np.ndarray]) -> None:
+        """Ids given twice are an error (``find_all`` checks its own in the core)."""
+        if ids is not None:
+            _core.batch_check_ids(ids, memory_limit=self.limit, workdir=self.workdir,
+                                  temp_parent=self.temp_parent)
+
     def spill_dir(self) -> str:
-        """Where copies of Parquet columns go: the work directory, or a
-        temporary directory (beside ``out``, else the system's)."""
+        """Where copies of Parquet columns go: a directory of the job's own
+        (``rsimhash-spill-PID-...``, removed at the end) in the work
+        directory, else beside ``out``, else in the system's temporary one.
+        A work directory the job makes for this is removed too, if empty."""
         if self._spill_dir is None:
-            if self.workdir is not None:
-                os.makedirs(self.workdir, exist_ok=True)
-                self._spill_dir = self.workdir
-            else:
-                tmp = tempfile.TemporaryDirectory(prefix="rsimhash-", dir=self.temp_parent)
-                self._spill_dir = self.stack.enter_context(tmp)
+            parent = self.workdir if self.workdir is not None else self.temp_parent
+            if parent is not None and not os.path.isdir(parent):
+                os.makedirs(parent)
+                self.stack.callback(_remove_if_empty, parent)
+            self._spill_dir = _files.own_directory(parent, "rsimhash-spill-")
+            self.stack.callback(_files.remove_directory, self._spill_dir)
         return self._spill_dir
 
 
@@ -180,6 +187,7 @@ def dedup(source: Any, k: int = 3, *, ids: Any = None, column: Optional[str] = N
         job = _Job(stack, k=k, memory_limit=memory_limit, workdir=workdir, out=None, threads=threads,
                    progress=progress, blocks=blocks, tables=tables, spill=_spill, desc="dedup")
         r = resolve(source, column=column, ids=ids, spill_dir=job.spill_dir, stack=stack)
+        job.check_ids(r.ids)
         keep, dropped, matched = _core.batch_dedup(r.values, **job.kwargs)
         if not return_matched:
             return keep
@@ -213,9 +221,11 @@ def clusters(source: Any, k: int = 3, *, method: str = "connected", min_size: in
     if isinstance(min_size, bool) or not isinstance(min_size, (int, np.integer)):
         raise TypeError(f"min_size must be an int, got {type(min_size).__name__}")
     with ExitStack() as stack:
+        workdir = workdir if workdir is not None or out_path is None else out_path + ".work"
         job = _Job(stack, k=k, memory_limit=memory_limit, workdir=workdir, out=out_path, threads=threads,
                    progress=progress, blocks=blocks, tables=tables, spill=_spill, desc="clusters")
         r = resolve(source, column=column, ids=ids, spill_dir=job.spill_dir, stack=stack)
+        job.check_ids(r.ids)
         members, starts = _core.batch_clusters(r.values, method=method, min_size=int(min_size), **job.kwargs)
         members, starts = _in_id_order(members, starts, r.ids)
         if out_path is not None:
@@ -226,7 +236,7 @@ def clusters(source: Any, k: int = 3, *, method: str = "connected", min_size: in
 def similar_pairs(texts: Any, threshold: float = 0.9, *, shingles: str = "words", width: Optional[int] = 3,
                   candidates: Any = "auto", measure: str = "jaccard", ids: Any = None, column: str = "text",
                   memory_limit: Memory = None, workdir: Any = None, threads: Optional[int] = None,
-                  progress: Progress = None, copies: str = "all") -> Tuple[np.ndarray, np.ndarray]:
+                  progress: Progress = None, copies: str = "all", max_record_mb: float = 256) -> Tuple[np.ndarray, np.ndarray]:
     """Every pair of texts whose shingle sets are at least ``threshold``
     alike among the candidates, as ``rsimhash.similar_pairs`` finds them
     (the same pairs and values): ``(pairs, similarity)``, a ``(P, 2)``
@@ -239,7 +249,9 @@ def similar_pairs(texts: Any, threshold: float = 0.9, *, shingles: str = "words"
     holds the text, or a function returning a fresh iterable of chunks of
     texts each time it is called (it is called twice). Texts given again
     (the same bytes) are checked once; ``copies`` as in
-    ``rsimhash.similar_pairs``.
+    ``rsimhash.similar_pairs``. A line of a file longer than
+    ``max_record_mb`` MiB is a ``ValueError`` naming it (it is never read
+    into memory).
 
     >>> texts = ["the cat sat on the mat today", "the cat sat on the mat today!", "dogs bark"]
     >>> pairs, sim = rsimhash.batch.similar_pairs(texts, 0.9)
@@ -257,7 +269,7 @@ def similar_pairs(texts: Any, threshold: float = 0.9, *, shingles: str = "words"
     expand: list = []
     n = _verified(texts, threshold, each, shingles=shingles, width=width, candidates=candidates, measure=measure,
                   column=column, memory_limit=memory_limit, workdir=workdir, threads=threads, progress=progress,
-                  desc="similar_pairs", on_pairs=lambda two: expand.append(two))
+                  desc="similar_pairs", on_pairs=lambda two: expand.append(two), max_record_mb=max_record_mb)
     hi = np.concatenate([f[0] for f in found]) if found else np.empty(0, np.uint64)
     lo = np.concatenate([f[1] for f in found]) if found else np.empty(0, np.uint64)
     sims = np.concatenate([f[2] for f in found]) if found else np.empty(0, np.float32)
@@ -272,7 +284,7 @@ def similar_pairs(texts: Any, threshold: float = 0.9, *, shingles: str = "words"
 def similar_dedup(texts: Any, threshold: float = 0.9, *, shingles: str = "words", width: Optional[int] = 3,
                   candidates: Any = "auto", measure: str = "jaccard", column: str = "text",
                   memory_limit: Memory = None, workdir: Any = None, threads: Optional[int] = None,
-                  progress: Progress = None, return_matched: bool = False) -> Any:
+                  progress: Progress = None, return_matched: bool = False, max_record_mb: float = 256) -> Any:
     """The keep mask of the verified dedup: ``False`` exactly for each text
     at least ``threshold`` alike a text kept before it, among the
     candidates (the answer of ``rsimhash.dedup(texts, jaccard=threshold)``).
@@ -291,7 +303,7 @@ def similar_dedup(texts: Any, threshold: float = 0.9, *, shingles: str = "words"
 
     n = _verified(texts, threshold, each, shingles=shingles, width=width, candidates=candidates, measure=measure,
                   column=column, memory_limit=memory_limit, workdir=workdir, threads=threads, progress=progress,
-                  desc="similar_dedup")
+                  desc="similar_dedup", max_record_mb=max_record_mb)
     keep = np.ones(n, dtype=bool)
     matched = np.arange(n, dtype=np.uint64)
     similarity = np.ones(n, dtype=np.float32)
@@ -306,7 +318,7 @@ def similar_clusters(texts: Any, threshold: float = 0.9, *, method: str = "conne
                      shingles: str = "words", width: Optional[int] = 3, candidates: Any = "auto",
                      measure: str = "jaccard", ids: Any = None, column: str = "text", memory_limit: Memory = None,
                      workdir: Any = None, threads: Optional[int] = None,
-                     progress: Progress = None) -> Tuple[np.ndarray, np.ndarray]:
+                     progress: Progress = None, max_record_mb: float = 256) -> Tuple[np.ndarray, np.ndarray]:
     """Clusters of texts linked by verified pairs, as ``(ids, labels)`` in the
     layout of ``clusters``: ``"connected"`` components of the alike pairs,
     or ``"leader"`` clusters of the verified dedup (each text joins the
@@ -323,7 +335,7 @@ def similar_clusters(texts: Any, threshold: float = 0.9, *, method: str = "conne
     sweeps: list = []
     n = _verified(texts, threshold, None, shingles=shingles, width=width, candidates=candidates, measure=measure,
                   column=column, memory_limit=memory_limit, workdir=workdir, threads=threads, progress=progress,
-                  desc="similar_clusters", sweep_out=sweeps)
+                  desc="similar_clusters", sweep_out=sweeps, max_record_mb=max_record_mb)
     members, starts = sweeps[0].clusters(method=method, min_size=int(min_size))
     id_arr = None
     if ids is not None:
@@ -335,7 +347,8 @@ def similar_clusters(texts: Any, threshold: float = 0.9, *, method: str = "conne
 
 def _verified(texts: Any, threshold: float, each: Any, *, shingles: str, width: Optional[int], candidates: Any,
               measure: str, column: str, memory_limit: Memory, workdir: Any, threads: Optional[int],
-              progress: Progress, desc: str, sweep_out: Optional[list] = None, on_pairs: Any = None) -> int:
+              progress: Progress, desc: str, sweep_out: Optional[list] = None, on_pairs: Any = None,
+              max_record_mb: float = 256) -> int:
     """Both passes of a verified job; ``each`` gets each piece's
     ``TwoPass.verify`` answer, and ``on_pairs`` a function that makes the
     job's pairs whole (``TwoPass.all_pairs``, its links copied out). Returns
@@ -344,7 +357,7 @@ def _verified(texts: Any, threshold: float, each: Any, *, shingles: str, width: 
     from ._texts_in import reader
 
     settings = Settings(threshold, measure=measure, shingles=shingles, width=width, candidates=candidates)
-    read = reader(texts, column)
+    read = reader(texts, column, max_record_mb)
     with ExitStack() as stack:
         job = _Job(stack, k=settings.candidates[2], memory_limit=memory_limit, workdir=workdir, out=None,
                    threads=threads, progress=progress, blocks=None, tables=None, spill=None, desc=desc)
@@ -432,10 +445,11 @@ def _remove_stale_temporaries(directory: str, name: str) -> None:
 
 
 def _alive(pid: int) -> bool:
+    return _files.pid_alive(pid)
+
+
+def _remove_if_empty(path: str) -> None:
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    return True
+        os.rmdir(path)
+    except OSError:
+        pass

@@ -11,19 +11,25 @@ from typing import Any, Callable, Iterator, Optional, Tuple, Union
 
 import numpy as np
 
+from .. import _files
 from .._optional import module
 
 ROWS = 1 << 20  # rows written at a time
 
 
 class Atomic:
-    """A file written under a temporary name beside ``path``, renamed over it
-    by ``commit()``; removed if the job fails first."""
+    """A file written under a temporary name beside ``path`` (``.NAME.PID.tmp``,
+    created new, never through a symlink), renamed over it by ``commit()``;
+    removed if the job fails first."""
 
     def __init__(self, path: str):
         self.path = path
         directory, name = os.path.split(os.path.abspath(path))
         self.tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+
+    def open(self) -> Any:
+        """The temporary file, made new (a leftover of ours under its name is replaced)."""
+        return _files.create_fresh(self.tmp, buffering=1 << 20)
 
     def commit(self) -> None:
         with open(self.tmp, "rb") as f:
@@ -51,11 +57,13 @@ def pairs_npy_to_parquet(npy: str, path: str) -> None:
     schema = pa.schema([("id_a", pa.uint64()), ("id_b", pa.uint64())])
     out = Atomic(path)
     try:
-        with pq.ParquetWriter(out.tmp, schema) as writer:
+        with out.open() as f, pq.ParquetWriter(f, schema) as writer:
             for lo in range(0, max(len(pairs), 1), ROWS):
                 block = np.asarray(pairs[lo:lo + ROWS])
                 writer.write_table(pa.table([block[:, 0].copy(), block[:, 1].copy()], schema=schema))
         out.commit()
+    except OSError as e:
+        raise _naming(e, path) from None
     finally:
         out.discard()
 
@@ -77,21 +85,31 @@ def write_clusters(path: str, ext: str, rows: Iterator[Tuple[np.ndarray, np.ndar
         if ext == ".parquet":
             pa, pq = _pyarrow()
             schema = pa.schema([("id", pa.uint64()), ("cluster", pa.uint64())])
-            with pq.ParquetWriter(out.tmp, schema) as writer:
+            with out.open() as f, pq.ParquetWriter(f, schema) as writer:
                 for ids, labels in rows:
                     writer.write_table(pa.table([ids, labels], schema=schema))
                     n += len(ids)
         else:
-            with open(out.tmp, "wb") as f:
+            with out.open() as f:
                 f.write(b"id\tcluster\n")
                 for ids, labels in rows:
                     text = "".join(f"{a}\t{b}\n" for a, b in zip(ids.tolist(), labels.tolist()))
                     f.write(text.encode("ascii"))
                     n += len(ids)
         out.commit()
+    except OSError as e:
+        raise _naming(e, path) from None
     finally:
         out.discard()
     return n
+
+
+def _naming(e: OSError, path: str) -> OSError:
+    """``e`` (a full disk, say) as the same ``OSError`` subclass naming the output."""
+    if path in str(e):
+        return e
+    message = f"{path}: cannot write ({e.strerror or e})"
+    return type(e)(e.errno, message) if e.errno is not None else type(e)(message)
 
 
 class Bars:

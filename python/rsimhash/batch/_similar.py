@@ -29,7 +29,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from .. import _rsimhash as _core
+from .. import _files, _rsimhash as _core
 from .._texts import ArrowBuffers
 
 Candidates = Tuple[str, Optional[int], int]
@@ -84,8 +84,8 @@ class TwoPass:
                        ("text-keys", ".u128"), ("copy-links", ".npy"), ("first-copies", ".npy"),
                        ("first-pairs", ".npy"), ("first-last", ".npy"))]
         self.fps_path, self.keys_path = self.files[0], self.files[3]
-        self._fps = open(self.fps_path, "wb")
-        self._keys = open(self.keys_path, "wb")
+        self._fps = _files.create_fresh(self.fps_path)
+        self._keys = _files.create_fresh(self.keys_path)
         self.count = 0
         self.pairs: Any = None
         self.last: Any = None

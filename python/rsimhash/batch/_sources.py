@@ -16,9 +16,11 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from .. import _files
 from .._optional import module
 
 PathLike = Union[str, "os.PathLike[str]"]
+MAX_BYTES = (1 << 63) - 1
 NPY_MAGIC = b"\x93NUMPY"
 PARQUET_MAGIC = b"PAR1"
 
@@ -45,7 +47,7 @@ def parse_memory(value: Union[int, float, str]) -> int:
     if isinstance(value, bool):
         raise TypeError(f"memory_limit must be a number of bytes or a string like '8GiB', got {value!r}")
     if isinstance(value, (int, float)):
-        number, unit = float(value), ""
+        number, unit = (value if isinstance(value, int) else float(value)), ""
     elif isinstance(value, str):
         m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([A-Za-z]*)\s*", value)
         if m is None or m.group(2).lower() not in _UNITS:
@@ -54,11 +56,15 @@ def parse_memory(value: Union[int, float, str]) -> int:
         number, unit = float(m.group(1)), m.group(2).lower()
     else:
         raise TypeError(f"memory_limit must be a number of bytes or a string like '8GiB', got {type(value).__name__}")
+    if isinstance(number, float) and (number != number or number in (float("inf"), float("-inf"))):
+        raise ValueError(f"memory_limit must be a finite number of bytes, got {value!r}")
     size = int(number * _UNITS[unit])
     # Limits under a few MiB only make jobs slow (every table in many
     # parts); tests use them to force parts and spills on small inputs.
     if size < 1 << 10:
         raise ValueError(f"memory_limit must be at least 1 KiB, got {value!r} ({size} bytes)")
+    if size > MAX_BYTES:
+        raise ValueError(f"memory_limit must be at most 2**63-1 bytes (8 EiB), got {value!r}")
     return size
 
 
@@ -259,7 +265,7 @@ def _parquet_to_npy(paths: Sequence[str], column: Optional[str], directory: str,
     target = os.path.join(directory, f"source-{os.getpid()}.npy")
     stack.callback(_remove, target)
     lengths = 0
-    with open(target + ".tmp", "wb") as out:
+    with _files.create_fresh(target + ".tmp") as out:
         np.lib.format.write_array_header_1_0(out, {"descr": "<u8", "fortran_order": False, "shape": (0,)})
         header_at = out.tell()
         for arr in _batches(paths, column, "the fingerprints"):
@@ -306,8 +312,7 @@ def check_writable(path: str) -> Tuple[str, str]:
         raise IsADirectoryError(f"{path}: is a directory; out= names a file")
     probe = os.path.join(parent, f".rsimhash-probe-{os.getpid()}")
     try:
-        with open(probe, "wb"):
-            pass
+        _files.create_fresh(probe).close()
     except OSError as e:
         raise type(e)(e.errno, f"{path}: cannot write in {parent} ({e.strerror})") from None
     finally:

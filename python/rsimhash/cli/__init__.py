@@ -101,7 +101,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):
             pass
         return EXIT_BROKEN_PIPE
     except OSError as e:  # a full disk, a vanished directory: not a bug, not a traceback

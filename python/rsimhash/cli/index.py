@@ -2,11 +2,18 @@
 
 An index file (``Index.save``) stores ``uint64`` ids only, so the command line
 keeps the records' own ids, int or string, in a second file beside it,
-``IDX.ids``: a first line ``# rsimhash index ids, format 1: {...}`` holding
+``IDX.ids``: a first line ``# rsimhash index ids, format 2: {...}`` holding
 the fingerprint settings as JSON (``mode`` and ``width``; ``null`` when the
 index was built from hashes), then one line ``hash<TAB>id`` per item, item
-``i`` of the index (its ``uint64`` id ``i``) on line ``i + 2``. The settings
-make ``add`` and ``query`` fingerprint texts exactly as ``build`` did.
+``i`` of the index (its ``uint64`` id ``i``) on line ``i + 2``, and a last
+line ``# rsimhash index ids end: N lines, crc32 XXXXXXXX``: the number of
+id lines and the CRC-32 of every byte before that line, checked whenever the
+file is read (``query``, ``add``, ``verify``), so an edited id or settings
+line is an error, never a wrong id. The settings make ``add`` and ``query``
+fingerprint texts exactly as ``build`` did. Files of format 1 (no end line,
+written before the checksum) are still read, checked only by the spot checks
+below; ``verify`` says they have no checksum, and the next ``add`` rewrites
+them in format 2.
 
 Both files are replaced atomically, the ids file first: a crash between the
 two leaves an ids file with lines for items the index does not hold, which
@@ -22,6 +29,7 @@ import argparse
 import json
 import os
 import sys
+import zlib
 from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
@@ -49,7 +57,9 @@ examples:
   rsimhash index verify corpus.rsh
 """
 
-IDS_MAGIC = b"# rsimhash index ids, format 1: "
+IDS_MAGIC = b"# rsimhash index ids, format 2: "
+IDS_MAGIC_V1 = b"# rsimhash index ids, format 1: "
+IDS_END = b"# rsimhash index ids end: "
 SPOT_CHECKS = 64
 
 
@@ -132,13 +142,16 @@ def save_index(index: Any, path: str) -> None:
 
 
 class IdsFile:
-    """Reader of ``IDX.ids``: the settings line, then ``(lineno, hash, id)`` lines."""
+    """Reader of ``IDX.ids``: the settings line, then ``(lineno, hash, id)``
+    lines; the end line's count and checksum are checked when the lines have
+    been read (format 2)."""
 
     def __init__(self, index_path: str, required: bool = True):
         self.path = ids_path(index_path)
         self.index_path = index_path
         self.settings: Dict[str, Any] = {}
         self.file: Optional[BinaryIO] = None
+        self.checksummed = False  # format 2: an end line with the count and CRC
         try:
             self.file = open(self.path, "rb")
         except FileNotFoundError:
@@ -149,7 +162,10 @@ class IdsFile:
         except OSError as e:
             raise InputError(self.path, None, f"cannot read: {e.strerror or e}") from None
         first = self.file.readline()
-        if not first.startswith(IDS_MAGIC):
+        self._crc = zlib.crc32(first)
+        if first.startswith(IDS_MAGIC):
+            self.checksummed = True
+        elif not first.startswith(IDS_MAGIC_V1):
             raise InputError(self.path, 1, "is not an rsimhash ids file (its first line should start "
                                            f"with {IDS_MAGIC.decode()!r})")
         try:
@@ -166,17 +182,37 @@ class IdsFile:
         return self.file is not None
 
     def lines(self, limit: Optional[int] = None) -> Iterator[Tuple[int, int, bytes]]:
-        """``(lineno, hash, id)`` of the first ``limit`` items (all by default)."""
+        """``(lineno, hash, id)`` of the first ``limit`` items (all by default).
+        A checksummed file is read to its end line, which must match."""
         assert self.file is not None
         lineno = 1
+        crc = self._crc
         for n, line in enumerate(self.file):
-            if limit is not None and n >= limit:
-                return
             lineno += 1
+            if self.checksummed and line.startswith(IDS_END):
+                self._check_end(line, lineno, n, crc)
+                return
+            crc = zlib.crc32(line, crc)
+            if limit is not None and n >= limit:
+                if not self.checksummed:
+                    return
+                continue  # lines past the index's items: not used, but checksummed
             fp, tab, rid = line.rstrip(b"\n").partition(b"\t")
             if not tab or not fp.isdigit() or int(fp) >= 1 << 64:
                 raise InputError(self.path, lineno, "expected 'hash<TAB>id'")
             yield lineno, int(fp), rid
+        if self.checksummed:
+            raise InputError(self.path, None, "is cut short: its end line (count and checksum) is missing; "
+                                              "rebuild it with rsimhash index build")
+
+    def _check_end(self, line: bytes, lineno: int, count: int, crc: int) -> None:
+        expected = ids_end(count, crc)
+        if line != expected:
+            raise InputError(self.path, lineno, "fails its checksum: the file was edited or damaged after it "
+                                                "was written (ids, order or settings changed); rebuild it with "
+                                                "rsimhash index build")
+        if self.file is not None and self.file.read(1):
+            raise InputError(self.path, lineno + 1, "has lines after its end line: the file was edited or damaged")
 
     def close(self) -> None:
         if self.file is not None:
@@ -185,6 +221,30 @@ class IdsFile:
 
 def ids_header(settings: Dict[str, Any]) -> bytes:
     return IDS_MAGIC + json.dumps(settings, sort_keys=True).encode() + b"\n"
+
+
+def ids_end(count: int, crc: int) -> bytes:
+    """The end line of an ids file of ``count`` id lines whose bytes before it have CRC-32 ``crc``."""
+    return IDS_END + b"%d lines, crc32 %08x\n" % (count, crc & 0xFFFFFFFF)
+
+
+class IdsWriter:
+    """Writes an ids file through an ``Output``: the settings line, id
+    lines, then (``finish``) the end line with their count and checksum."""
+
+    def __init__(self, out: Output, settings: Dict[str, Any]):
+        self.out = out
+        self.count = 0
+        self.crc = 0
+        self.write(ids_header(settings), 0)
+
+    def write(self, data: bytes, lines: int) -> None:
+        self.crc = zlib.crc32(data, self.crc)
+        self.count += lines
+        self.out.write(data)
+
+    def finish(self) -> None:
+        self.out.write(ids_end(self.count, self.crc))
 
 
 def check_items(index: Any, ids_file: str, index_path: str, positions: List[int], fps: List[int]) -> None:
@@ -227,8 +287,8 @@ def settings_for(args: argparse.Namespace, source_format: str, recorded: Dict[st
     return {"mode": mode, "width": width}
 
 
-def _write_ids(out: Output, ids: List[Any], fps: np.ndarray) -> None:
-    out.write("".join(f"{h}\t{i}\n" for h, i in zip(fps.tolist(), ids)).encode("utf-8"))
+def _write_ids(out: IdsWriter, ids: List[Any], fps: np.ndarray) -> None:
+    out.write("".join(f"{h}\t{i}\n" for h, i in zip(fps.tolist(), ids)).encode("utf-8"), len(ids))
 
 
 def _no_stdout(path: str, what: str) -> None:
@@ -248,13 +308,13 @@ def build(args: argparse.Namespace) -> int:
             settings = {"mode": None, "width": None}
         progress = Progress("index build", source.total, args.quiet)
         with Outputs() as outs:
-            out = outs.open(ids_path(args.output))
-            out.write(ids_header(settings))
+            out = IdsWriter(outs.open(ids_path(args.output)), settings)
             for chunk in prefetch(source.chunks()):
                 fps = fingerprints_of(chunk, settings["mode"] or "words", settings["width"], args.threads)
                 index.add(fps)  # ids 0, 1, 2, ...: line i + 2 of the ids file
                 _write_ids(out, chunk.ids, fps)
                 progress.update(source.position(), source.records)
+            out.finish()
         save_index(index, args.output)
         progress.summary("index build", [
             count(source.records, "record") + " read",
@@ -273,14 +333,13 @@ def add(args: argparse.Namespace) -> int:
             n_old = len(index)
             progress = Progress("index add", source.total, args.quiet)
             with Outputs() as outs:
-                out = outs.open(old.path)
-                out.write(ids_header(settings))
+                out = IdsWriter(outs.open(old.path), settings)
                 spots = spot_positions(n_old)
                 positions: List[int] = []
                 fps_seen: List[int] = []
                 n_copied = 0
                 for lineno, fp, rid in old.lines(limit=n_old):
-                    out.write(b"%d\t%s\n" % (fp, rid))
+                    out.write(b"%d\t%s\n" % (fp, rid), 1)
                     if n_copied in spots:
                         positions.append(n_copied)
                         fps_seen.append(fp)
@@ -296,6 +355,7 @@ def add(args: argparse.Namespace) -> int:
                     _write_ids(out, chunk.ids, fps)
                     position += len(fps)
                     progress.update(source.position(), source.records)
+                out.finish()
             save_index(index, args.index)
             progress.summary("index add", [
                 count(source.records, "record") + " added",
@@ -429,8 +489,13 @@ def verify(args: argparse.Namespace) -> int:
                 raise InputError(ids_file.path, None, f"holds {seen:,} ids but {args.index} holds "
                                                       f"{n:,} items: the two files do not belong together")
             note = f"all {seen:,} ids of {ids_file.path} match"
+            if ids_file.checksummed:
+                note += " and its checksum"
+            else:
+                note += " (format 1: the file has no checksum; the next index add writes one)"
     finally:
         ids_file.close()
     print(f"{args.index}: ok: {count(n, 'item')}, every checksum verified, {note}")
-    sys.stdout.flush()
+    if sys.stdout is not None:
+        sys.stdout.flush()
     return 0

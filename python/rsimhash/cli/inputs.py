@@ -44,10 +44,14 @@ import numpy as np
 
 from .._optional import module
 from .errors import BadLines, InputError, UsageError
+from .stdio import stdin_binary, stdin_fd
 
 FORMATS = ("json", "hash", "lines", "parquet")
 U64_MAX = (1 << 64) - 1
 CHUNK_BYTES = 8 << 20
+# A line longer than this is a bad line, never a buffer: a file of zeros or a
+# dump without line ends would otherwise be read whole into memory.
+MAX_RECORD_BYTES = 256 << 20
 
 Id = Union[int, str]
 
@@ -224,6 +228,7 @@ class Source:
         shingling: Optional[Tuple[str, Optional[int]]] = None,
         threads: Optional[int] = None,
         engine: str = "core",
+        max_record_bytes: int = MAX_RECORD_BYTES,
     ):
         self.path = path
         self.format = guess_format(path, fmt)
@@ -241,6 +246,7 @@ class Source:
         if engine not in ("core", "python"):
             raise ValueError(f"engine must be 'core' or 'python', got {engine!r}")
         self.engine = engine
+        self.max_record_bytes = max_record_bytes  # longer lines are bad lines
         self.records = 0          # records yielded so far
         self.nbytes = 0           # input bytes read so far (uncompressed)
         self.line_ids = False     # ids are line numbers (json without an id field)
@@ -267,7 +273,7 @@ class Source:
             # A private unbuffered handle on a copy of fd 0: if Ctrl-C comes while the reader
             # thread waits for stdin, neither closing it here nor the interpreter's shutdown
             # has to wait for a buffer lock that thread holds.
-            raw: Any = open(os.dup(sys.stdin.fileno()), "rb", buffering=0)
+            raw: Any = open(os.dup(stdin_fd()), "rb", buffering=0)
         else:
             try:
                 raw = open(self.path, "rb")
@@ -318,7 +324,7 @@ class Source:
                 source, text_field=self.text_column,
                 id_field=self.id_column if self.need_ids or self.format == "hash" else None,
                 mode=mode, width=width, threads=self.threads, chunk_bytes=self.chunk_bytes,
-                format=self.format)
+                format=self.format, max_record_bytes=self.max_record_bytes)
         except OSError as e:
             raise self._error(None, f"cannot read: {e.strerror or e}") from None
 
@@ -330,7 +336,7 @@ class Source:
             raise UsageError("reading Parquet needs the pyarrow package (pip install pyarrow)") from None
         try:
             if self.path == "-":
-                source: Any = pa.BufferReader(sys.stdin.buffer.read())
+                source: Any = pa.BufferReader(stdin_binary().read())
             else:
                 source = self.path
                 self.total = os.path.getsize(self.path)
@@ -398,9 +404,16 @@ class Source:
             self.records += len(chunk)
             yield chunk
 
-    def _blocks(self) -> Iterator[Tuple[bytes, bool]]:
+    def _too_long(self, lineno: int) -> InputError:
+        limit = self.max_record_bytes
+        size = f"{limit / (1 << 20):g} MiB" if limit >= 1 << 20 else f"{limit:,} bytes"
+        return self._error(lineno, f"is longer than {size}, the most a record may take (raise it with "
+                                   "--max-record-mb, or max_record_mb=)")
+
+    def _blocks(self) -> Iterator[Tuple[Optional[bytes], bool]]:
         """Blocks of whole lines (each ending in b"\\n"), then the last line if
-        it has no b"\\n" (flag False)."""
+        it has no b"\\n" (flag False). ``None`` stands for one line longer
+        than the record limit, which is read past, never held whole."""
         carry = b""
         while True:
             data, error = _read_block(self._stream, self.chunk_bytes)
@@ -417,6 +430,15 @@ class Source:
             if carry:
                 data = carry + data
             cut = data.rfind(b"\n")
+            if len(data) - (cut + 1) > self.max_record_bytes:
+                if cut >= 0:
+                    yield data[: cut + 1], True
+                yield None, True
+                rest = self._skip_line()
+                if rest is None:
+                    return
+                carry = rest
+                continue
             if cut < 0:
                 carry = data
                 continue
@@ -429,14 +451,37 @@ class Source:
         if carry:
             yield carry, False
 
+    def _skip_line(self) -> Optional[bytes]:
+        """Reads past the rest of a line too long to hold; the bytes after
+        its b"\\n", or None when the input ends (or fails) first."""
+        while True:
+            data, error = _read_block(self._stream, min(self.chunk_bytes, 8 << 20))
+            if error is not None:
+                self._failure = _stopped(self._compression, error)
+                return None
+            if not data:
+                return None
+            end = data.find(b"\n")
+            if end >= 0:
+                return data[end + 1:]
+
     def _line_chunks(self) -> Iterator[Chunk]:
         parse = {"json": self._parse_json, "hash": self._parse_hash, "lines": self._parse_lines}[self.format]
         lineno = 0
         for block, complete in self._blocks():
+            if block is None:
+                lineno += 1
+                self.bad(self._too_long(lineno))
+                continue
             parts = block.split(b"\n")
             if complete:
                 parts.pop()  # the empty piece after the final b"\n"
             self.nbytes += len(block)
+            if any(len(part) > self.max_record_bytes for part in parts):
+                for j, part in enumerate(parts):
+                    if len(part) > self.max_record_bytes:
+                        self.bad(self._too_long(lineno + j + 1))
+                        parts[j] = b""  # a blank line: read as nothing
             chunk = parse(parts, lineno)
             chunk.nbytes = len(block)
             chunk.final_newline = complete
@@ -473,6 +518,9 @@ class Source:
             for i in special:
                 first = not seen_record and i < first_record
                 lineno = int(lines[i])
+                if status[i] == 3:  # longer than the record limit: not read
+                    self.bad(self._too_long(lineno))
+                    continue
                 if status[i] == 1 and (self.line_ids or (first and not self.id_given)):
                     self.line_ids = True   # no id field in the first record: ids are line numbers
                     keep[i] = True
@@ -518,8 +566,11 @@ class Source:
         keep = status == 0
         extra_ids: Dict[int, Id] = {}
         for i in special.tolist():
-            if status[i] == 3:
+            if status[i] == 4:
                 self._read_header(rc.line(i))
+                continue
+            if status[i] == 3:  # longer than the record limit: not read
+                self.bad(self._too_long(int(lines[i])))
                 continue
             parse = self._parse_hash if self.format == "hash" else self._parse_lines
             found = parse([rc.line(i)], int(lines[i]) - 1)
@@ -800,7 +851,9 @@ class _Prefixed:
 def _parse_u64(field: bytes) -> Optional[int]:
     """The value of an ASCII decimal u64 (surrounding spaces allowed), or None."""
     field = field.strip()
-    if not field.isdigit():
+    # 2**64-1 has 20 digits: a longer field is no u64 (and int() of a
+    # million digits is refused by Python, or slow).
+    if not field.isdigit() or len(field.lstrip(b"0")) > 20:
         return None
     value = int(field)
     return value if value <= U64_MAX else None

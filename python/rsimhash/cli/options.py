@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, Optional
+import os
+from typing import Any, Callable, Optional
 
 from .errors import BadLines, UsageError
 from .inputs import FORMATS, Source, guess_format
@@ -11,14 +12,39 @@ from .inputs import FORMATS, Source, guess_format
 MAX_K = 16
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+INT64_MAX = (1 << 63) - 1
+MAX_BLOCKS = 64          # blocks of a 64-bit fingerprint
+MAX_WIDTH = (1 << 31) - 1  # a shingle wider than any text is no feature
+MAX_MB = 1 << 20         # 1 TiB: --chunk-mb, --max-record-mb
+
+
+def max_threads() -> int:
+    """The most threads a run may ask for: 4 per core, and at least 1024 (the core's bound)."""
+    return max(4 * (os.cpu_count() or 1), 1024)
+
+
+def whole_number(low: int, high: int, what: str = "") -> Callable[[str], int]:
+    """An argparse type: a whole number in ``low..high`` (a message naming the range otherwise)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {text}")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high:,}{what}, got {text}")
+        return value
+    return parse
+
+
+positive_int = whole_number(1, INT64_MAX)
+blocks_count = whole_number(1, MAX_BLOCKS)
+width_count = whole_number(1, MAX_WIDTH)
+
+
+def thread_count(text: str) -> int:
+    return whole_number(1, max_threads(), " (4 per core, at least 1024)")(text)
 
 
 def megabytes(text: str) -> float:
@@ -26,8 +52,8 @@ def megabytes(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of MB, got {text!r}") from None
-    if not 0 < value <= 1 << 20:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    if not 0 < value <= MAX_MB:
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most {MAX_MB:,} (1 TiB), got {text}")
     return value
 
 
@@ -66,9 +92,9 @@ def add_text(p: argparse.ArgumentParser, ids: bool = True, mode_default: Optiona
     p.add_argument("--mode", choices=("words", "chars"), default=mode_default,
                    help="words: shingles of W tokens; chars: windows of W characters (SPEC v1). "
                         f"Default: {'' if mode_default else recorded}words")
-    p.add_argument("--window", "--width", "-w", dest="width", type=positive_int, metavar="W", default=None,
+    p.add_argument("--window", "--width", "-w", dest="width", type=width_count, metavar="W", default=None,
                    help=f"shingle width. Default: {'' if mode_default else recorded}3 for words, 4 for chars")
-    p.add_argument("--threads", type=positive_int, metavar="N", default=None,
+    p.add_argument("--threads", type=thread_count, metavar="N", default=None,
                    help="threads that fingerprint. Default: all cores (or RAYON_NUM_THREADS)")
 
 
@@ -76,7 +102,7 @@ def add_distance(p: argparse.ArgumentParser, blocks: bool = True, what: str = "n
     p.add_argument("--distance", "-k", type=distance, metavar="K", default=3,
                    help=f"largest Hamming distance, in bits, of two {what} (0..{MAX_K}). Default: %(default)s")
     if blocks:
-        p.add_argument("--blocks", "-b", type=positive_int, metavar="B", default=None,
+        p.add_argument("--blocks", "-b", type=blocks_count, metavar="B", default=None,
                        help="cut fingerprints into B blocks, one table per choice of B - K of them; must "
                             "be more than K. Default: chosen for the input size")
 
@@ -90,6 +116,9 @@ def add_run(p: argparse.ArgumentParser, skip: bool = True) -> None:
                    help="no progress bar and no summary line (the bar is only drawn on a terminal)")
     p.add_argument("--chunk-mb", type=megabytes, metavar="MB", default=8,
                    help="read the input in chunks of about this many MB. Default: %(default)s")
+    p.add_argument("--max-record-mb", type=megabytes, metavar="MB", default=256,
+                   help="a line (record) longer than this is a bad line, reported (or skipped with "
+                        "--skip-bad-lines) without being read into memory. Default: %(default)s")
 
 
 def memory_size(text: str) -> int:
@@ -158,6 +187,7 @@ def open_source(args: argparse.Namespace, *, need_ids: bool = True, limit: Optio
         limit=limit,
         full_rows=full_rows,
         chunk_bytes=max(1, int(args.chunk_mb * (1 << 20))),
+        max_record_bytes=max(1, int(getattr(args, "max_record_mb", 256) * (1 << 20))),
         shingling=shingling,
         threads=getattr(args, "threads", None),
     )

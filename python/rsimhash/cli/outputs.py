@@ -3,7 +3,9 @@
 An ``Output`` writes to a temporary file beside its target (same directory,
 so the final rename stays on one file system) and renames it into place only
 when the run succeeds: a run stopped by a bad line, an error or Ctrl-C leaves
-an existing file untouched and no partial file behind. ``-`` is stdout,
+an existing file untouched and no partial file behind. The temporary name,
+``.NAME.PID.RANDOM.tmp``, is created new (never through a symlink); a killed
+run's are removed by the next run writing the same output. ``-`` is stdout,
 written as the run goes. A name ending in ``.gz`` (or ``.zst``, with
 ``zstandard`` installed) is compressed.
 """
@@ -12,14 +14,15 @@ from __future__ import annotations
 
 import gzip
 import os
-import secrets
 import sys
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Deque, List, Optional
 
+from .._files import create_new, temporary_name
 from .._optional import module
 from .errors import InputError, UsageError
+from .stdio import stdout_binary
 
 
 _WRITEBACK_BYTES = 32 << 20
@@ -90,19 +93,19 @@ class Output:
         self._flushed = 0    # of which the disk was asked to start writing
         self._writer = Behind("rsimhash-write", 3)  # write_records' thread
         if path == "-":
-            self._file: Any = sys.stdout.buffer
+            self._file: Any = stdout_binary()
             return
         if os.path.isdir(path):
             raise InputError(path, None, "cannot write: it is a directory")
-        directory = os.path.dirname(os.path.abspath(path))
         name = os.path.basename(path)
-        tmp = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
+        # .NAME.PID.RANDOM.tmp, made new (never through a symlink); those
+        # that killed runs left beside the output are removed.
+        tmp = temporary_name(path)
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+            self._raw = create_new(tmp, buffering=1 << 20)
         except OSError as e:
             raise InputError(path, None, f"cannot write: {e.strerror or e}") from None
         self._tmp = tmp
-        self._raw = os.fdopen(fd, "wb", buffering=1 << 20)
         self._file = self._raw
         if name.endswith(".gz"):
             self._file = gzip.GzipFile(filename=name[:-3], fileobj=self._raw, mode="wb", compresslevel=6, mtime=0)

@@ -1,27 +1,31 @@
 """What the commands keep on disk when their input would not fit in memory.
 
-``Workspace`` is the work directory (``--workdir``, else a temporary one
-beside the output, else the system's): everything in it is removed when the
-command ends, its own directory too when it made it. ``Fingerprints`` holds
-the fingerprints read so far in memory until they pass a share of the
+``Workspace`` is the command's own work directory, ``.rsimhash-work-PID-...``,
+made inside ``--workdir`` when given, else beside the output, else in the
+system's temporary directory, and removed whole when the command ends:
+nothing of the user's in ``--workdir`` is ever touched, and ``--workdir``
+itself stays (unless the command made it and it is empty). Those that killed
+runs left in the same place are removed by the next run. ``Fingerprints``
+holds the fingerprints read so far in memory until they pass a share of the
 memory limit, then in a ``.npy`` file that the batch engine reads a chunk at
 a time. ``Ids`` does the same for record ids (their text, as the outputs
-write them, with an offsets array for random access).
+write them, with an offsets array for random access). Every file is created
+new (``O_EXCL | O_NOFOLLOW``).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import sys
-import tempfile
 from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
+from .._files import create_new, own_directory, remove_directory
 from .errors import CliError
+from .stdio import stdin_fd
 
 NPY_HEADER = 128  # bytes: a 1-D uint64 header padded to 128 holds any length
+PREFIX = ".rsimhash-work-"
 
 
 class WorkdirError(CliError):
@@ -32,13 +36,13 @@ class WorkdirError(CliError):
 
 
 class Workspace:
-    """The command's work directory, made on first use."""
+    """The command's own work directory, made on first use."""
 
     def __init__(self, workdir: Optional[str], output: Optional[str]):
         self.given = workdir
         self.near = None if output in (None, "-") else os.path.dirname(os.path.abspath(output or "."))
         self._path: Optional[str] = None
-        self._made = False
+        self._made_given = False
         self._files: List[str] = []
         if workdir is not None:
             self.path  # a --workdir that cannot be written is an error before any work
@@ -48,18 +52,17 @@ class Workspace:
         if self._path is None:
             if self.given is not None:
                 try:
-                    os.makedirs(self.given, exist_ok=True)
-                    probe = tempfile.NamedTemporaryFile(dir=self.given, prefix=".rsimhash-probe-")
-                    probe.close()
+                    if not os.path.isdir(self.given):
+                        os.makedirs(self.given)
+                        self._made_given = True
+                    self._path = own_directory(self.given, PREFIX)
                 except OSError as e:
                     raise WorkdirError(self.given, f"cannot be written ({e.strerror or e})") from None
-                self._path = self.given
             else:
                 try:
-                    self._path = tempfile.mkdtemp(prefix=".rsimhash-work-", dir=self.near)
+                    self._path = own_directory(self.near, PREFIX)
                 except OSError:
-                    self._path = tempfile.mkdtemp(prefix="rsimhash-work-")
-                self._made = True
+                    self._path = own_directory(None, PREFIX[1:])
         return self._path
 
     def spilled(self) -> int:
@@ -84,12 +87,10 @@ class Workspace:
     def __exit__(self, *exc: object) -> None:
         if self._path is None:
             return
-        if self._made:
-            shutil.rmtree(self._path, ignore_errors=True)
-            return
-        for f in self._files:
+        remove_directory(self._path)
+        if self._made_given and self.given is not None:
             try:
-                os.remove(f)
+                os.rmdir(self.given)
             except OSError:
                 pass
 
@@ -114,7 +115,7 @@ class Fingerprints:
         self.count += len(fps)
         if self._file is None and self.count > self.cap:
             self.path = self.workspace.file("fingerprints", ".npy")
-            self._file = open(self.path, "wb")
+            self._file = create_new(self.path)
             self._file.write(_header(0))
             for part in self.parts:
                 self._write(part)
@@ -170,7 +171,7 @@ class Ids:
         self.count += len(ids)
         if self._text is None and self.count > self.cap:
             path = self.workspace.file("ids")
-            self._text = open(path, "wb")
+            self._text = create_new(path)
             self._path = path
             pending, self.memory = self.memory, []
             self._write(pending)
@@ -194,7 +195,7 @@ class Ids:
     def _flush_offsets(self) -> None:
         if not hasattr(self, "_offsets_file"):
             self._offsets_path = self.workspace.file("id-offsets")
-            self._offsets_file = open(self._offsets_path, "wb")
+            self._offsets_file = create_new(self._offsets_path)
         self._offsets_file.write(np.asarray(self._offsets, dtype="<u8").tobytes())
         self._offsets = []
 
@@ -237,9 +238,9 @@ def engine_part(workspace: Workspace) -> str:
 def copy_stdin(workspace: Workspace) -> str:
     """Standard input copied into the workspace, to be read twice."""
     path = workspace.file("stdin")
-    src = open(os.dup(sys.stdin.fileno()), "rb", buffering=0)
+    src = open(os.dup(stdin_fd()), "rb", buffering=0)
     try:
-        with open(path, "wb") as out:
+        with create_new(path) as out:
             while True:
                 block = src.read(8 << 20)
                 if not block:

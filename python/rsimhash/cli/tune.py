@@ -40,8 +40,9 @@ import numpy as np
 from . import tune_stats as st
 from . import verified
 from .errors import UsageError
+from .stdio import stdout_binary
 from .inputs import guess_format
-from .options import MAX_K, add_run, bad_lines_part, distance, open_source, positive_int
+from .options import MAX_K, add_run, bad_lines_part, distance, open_source, positive_int, thread_count, width_count
 from .outputs import Outputs
 from .progress import Progress, count
 
@@ -86,7 +87,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shingles", choices=("words", "chars"), default="words",
                    help="shingles of the truth's sets: words (W tokens) or chars (W characters), as "
                         "similar_pairs(shingles=). Default: %(default)s")
-    p.add_argument("--width", type=positive_int, metavar="W", default=None,
+    p.add_argument("--width", type=width_count, metavar="W", default=None,
                    help="width of the truth's shingles. Default: 3 for words, 4 for chars")
     p.add_argument("--max-k", type=distance, metavar="K", default=10,
                    help=f"measure k = 0..K bits (at most {MAX_K}). Default: %(default)s")
@@ -98,7 +99,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plot", metavar="FILE.png", default=None,
                    help="draw precision-recall per k and the leading bits of sorted neighbours in one PNG "
                         '(needs matplotlib: pip install "rsimhash[plot]")')
-    p.add_argument("--threads", type=positive_int, metavar="N", default=None,
+    p.add_argument("--threads", type=thread_count, metavar="N", default=None,
                    help="threads. Default: all cores (or RAYON_NUM_THREADS)")
     add_run(p)
 
@@ -358,6 +359,8 @@ def run(args: argparse.Namespace) -> int:
         tune_plot.require()
     if args.plot == "-":
         raise UsageError("--plot needs a file name (the PNG is not written to stdout)")
+    if args.json != "-":
+        stdout_binary(what="tune writes its report to standard output")  # open, before the work
     with Outputs() as outs:  # opened first: an unwritable path fails before the work
         plot = outs.open(args.plot) if args.plot is not None else None
         js = outs.open(args.json) if args.json is not None else None

@@ -59,6 +59,11 @@ def candidates(text: str) -> Any:
         width, k = int(parts[1]), int(parts[2])
     except ValueError:
         raise argparse.ArgumentTypeError(f"WIDTH and K must be whole numbers, got {text!r}") from None
+    from .options import MAX_K, MAX_WIDTH
+
+    if not (1 <= width <= MAX_WIDTH and 0 <= k <= MAX_K):
+        raise argparse.ArgumentTypeError(f"WIDTH must be from 1 to {MAX_WIDTH:,} and K (the candidates' k) "
+                                         f"from 0 to {MAX_K}, got {text!r}")
     return parts[0], width, k
 
 

@@ -48,9 +48,17 @@ __all__ = [
 _INSTALL = 'pip install "rsimhash[spark]"'
 
 
-def _require() -> None:
+def _require(df: Any = None) -> None:
+    """PySpark is installed, and (given a DataFrame) its session's Python
+    workers can import rsimhash: checked once per session, before its first
+    job, with one clear ``ImportError`` when they cannot."""
     if importlib.util.find_spec("pyspark") is None:
         raise ImportError(f"rsimhash.spark needs PySpark, which is not installed; install it with: {_INSTALL}")
+    session = getattr(df, "sparkSession", None)
+    if session is not None:
+        from ._workers import check
+
+        check(session)
 
 
 def _check_k(k: Any) -> int:
@@ -73,7 +81,7 @@ def fingerprint_column(df: Any, text_col: str, out_col: str = "simhash", *, mode
     >>> rsimhash.spark.to_unsigned(out.first()["simhash"]) == rsimhash.fingerprint("a b c")
     True
     """
-    _require()
+    _require(df)
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
     from .. import fingerprints
@@ -134,7 +142,7 @@ def near_duplicate_pairs(df: Any, id_col: str, fp_col: str, k: int = 3, *, table
     >>> [tuple(r) for r in pairs.orderBy("id_a", "id_b").collect()]
     [(1, 2), (1, 4), (2, 4)]
     """
-    _require()
+    _require(df)
     from pyspark.sql import functions as F
 
     from . import _pairs
@@ -212,7 +220,7 @@ def clusters(pairs_df: Any, id_a: str = "id_a", id_b: str = "id_b") -> Any:
     >>> [tuple(r) for r in rsimhash.spark.clusters(pairs).orderBy("id").collect()]
     [(1, 1), (2, 1), (3, 1), (7, 7), (8, 7)]
     """
-    _require()
+    _require(pairs_df)
     from pyspark.sql import functions as F
 
     from ._components import components
@@ -236,7 +244,7 @@ def dedup(df: Any, text_col: str, id_col: str, k: int = 3, *, mode: str = "words
     >>> [tuple(r) for r in rsimhash.spark.dedup(df, "text", "id", k=3).orderBy("id").collect()]
     [(1, 'The cat sat on the mat.'), (3, 'Dogs bark.')]
     """
-    _require()
+    _require(df)
     from pyspark.sql import functions as F
 
     from . import _pairs
@@ -272,7 +280,7 @@ def near_duplicates_of(df_new: Any, old: Union[Any, str, "os.PathLike[str]"], k:
     >>> [tuple(r) for r in rsimhash.spark.near_duplicates_of(new, old, k=3).collect()]
     [(10, 1, 2)]
     """
-    _require()
+    _require(df_new)
     from pyspark.sql.types import LongType
 
     from . import _pairs, _query
