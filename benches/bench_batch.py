@@ -95,7 +95,7 @@ def make_data(data_dir: str, n: int, seed: int) -> str:
         before = np.searchsorted(originals, dst)
         src = originals[(rng.random(len(dst)) * before).astype(np.int64)]
         block[dst] = flip_bits(rng, block[src], rng.integers(1, 4, size=len(dst)))
-        arr[lo:lo + m] = block
+        arr[lo : lo + m] = block
         planted.append(np.stack([src + lo, dst + lo], axis=1).astype(np.uint64))
     arr.flush()
     del arr
@@ -114,7 +114,7 @@ def check_planted(pairs_path: str, data: str) -> Dict[str, int]:
     found = np.sort(key(np.sort(planted, axis=1)))
     got = np.empty(0, dtype=np.uint64)
     for lo in range(0, len(pairs), 50_000_000):
-        got = np.union1d(got, key(pairs[lo:lo + 50_000_000]))
+        got = np.union1d(got, key(pairs[lo : lo + 50_000_000]))
     hit = np.isin(found, got, assume_unique=False)
     return {"planted": int(len(found)), "found": int(hit.sum()), "pairs": int(len(pairs))}
 
@@ -143,6 +143,7 @@ def child_memory(data: str, repeats: int) -> Dict[str, Any]:
     import gc
 
     import numpy as np
+
     import rsimhash
 
     fps = np.load(data)
@@ -167,6 +168,7 @@ def child_memory(data: str, repeats: int) -> Dict[str, Any]:
 def child_peak(data: str) -> Dict[str, Any]:
     """In memory, in a fresh process: the peak RSS of one find_all above the loaded input."""
     import numpy as np
+
     import rsimhash
 
     fps = np.load(data)
@@ -211,14 +213,22 @@ def child_file(data: str, out: str, limit: Optional[str], workdir: str) -> Dict[
     cpu = time.process_time() - c0
     stop.set()
     watcher.join()
-    return {"wall": wall, "cpu": cpu, "other": max(0.0, machine_busy_seconds() - m0 - cpu), "pairs": count,
-            "peak": status()["VmHWM"], "disk_peak": disk["peak"], "steps": steps,
-            "design": rsimhash._rsimhash.batch_design(int(os.path.getsize(data) // 8), k=3)[1]}
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "other": max(0.0, machine_busy_seconds() - m0 - cpu),
+        "pairs": count,
+        "peak": status()["VmHWM"],
+        "disk_peak": disk["peak"],
+        "steps": steps,
+        "design": rsimhash._rsimhash.batch_design(int(os.path.getsize(data) // 8), k=3)[1],
+    }
 
 
 def child_index_1m(n: int, seed: int, repeats: int) -> Dict[str, Any]:
     """Index(k=3) add + find_all, compressed and raw, and batch.find_all, alternating."""
     import numpy as np
+
     import rsimhash
 
     fps = np.random.default_rng(seed).integers(0, 2**64, size=n, dtype=np.uint64)
@@ -241,6 +251,7 @@ def child_index_1m(n: int, seed: int, repeats: int) -> Dict[str, Any]:
 def child_index_cold(n: int, seed: int, compress: bool) -> Dict[str, Any]:
     """One Index(k=3) add + find_all in a fresh process."""
     import numpy as np
+
     import rsimhash
 
     fps = np.random.default_rng(seed).integers(0, 2**64, size=n, dtype=np.uint64)
@@ -259,8 +270,10 @@ def index_step(args: argparse.Namespace, rows: List[str], record: Dict[str, Any]
     t = run_child("index_1m", n1, args.seed, max(args.repeats, 7))
     med = {k: statistics.median(v) for k, v in t.items()}
     ratio = med["compressed"] / med["batch"]
-    rows.append(f"| {n1:,} Index(k=3) add + find_all | compressed {med['compressed']:.3f} s, raw {med['raw']:.3f} s | "
-                f"batch.find_all {med['batch']:.3f} s | {ratio:.2f} x batch ({'met' if ratio <= 2 else 'MISSED'}: <= 2) | | | |")
+    rows.append(
+        f"| {n1:,} Index(k=3) add + find_all | compressed {med['compressed']:.3f} s, raw {med['raw']:.3f} s | "
+        f"batch.find_all {med['batch']:.3f} s | {ratio:.2f} x batch ({'met' if ratio <= 2 else 'MISSED'}: <= 2) | | | |"
+    )
     cold: Dict[str, List[float]] = {"compressed": [], "raw": []}
     design = ""
     for _ in range(args.repeats):
@@ -270,16 +283,19 @@ def index_step(args: argparse.Namespace, rows: List[str], record: Dict[str, Any]
             design = r["design"]
     c, r_ = statistics.median(cold["compressed"]), statistics.median(cold["raw"])
     pairs = sorted(a / b for a, b in zip(cold["compressed"], cold["raw"]))
-    rows.append(f"| {n10:,} Index(k=3) add + find_all, fresh processes | compressed {c:.3f} s "
-                f"(runs {min(cold['compressed']):.2f}-{max(cold['compressed']):.2f}) | raw {r_:.3f} s "
-                f"(runs {min(cold['raw']):.2f}-{max(cold['raw']):.2f}) | {c / r_:.2f} x raw, pairwise median "
-                f"{statistics.median(pairs):.2f} ({'met' if c / r_ <= 1.5 else 'MISSED'}: <= 1.5) | {design} | | |")
+    rows.append(
+        f"| {n10:,} Index(k=3) add + find_all, fresh processes | compressed {c:.3f} s "
+        f"(runs {min(cold['compressed']):.2f}-{max(cold['compressed']):.2f}) | raw {r_:.3f} s "
+        f"(runs {min(cold['raw']):.2f}-{max(cold['raw']):.2f}) | {c / r_:.2f} x raw, pairwise median "
+        f"{statistics.median(pairs):.2f} ({'met' if c / r_ <= 1.5 else 'MISSED'}: <= 1.5) | {design} | | |"
+    )
     record["index"] = {"in_process": t, "cold": cold}
 
 
 def run_child(kind: str, *args: Any) -> Dict[str, Any]:
-    code = (f"import sys, json; sys.path.insert(0, {HERE!r}); import bench_batch as b; "
-            f"print(json.dumps(b.child_{kind}(*{args!r})))")
+    code = (
+        f"import sys, json; sys.path.insert(0, {HERE!r}); import bench_batch as b; print(json.dumps(b.child_{kind}(*{args!r})))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{kind} job failed:\n{proc.stderr}")
@@ -300,17 +316,20 @@ def in_memory(n: int, args: argparse.Namespace, rows: List[str], record: Dict[st
     per_item = (r["peak"] - r["base_rss"]) / n
     ratio = job / sort
     verdict = lambda ok: "met" if ok else "MISSED"
-    rows.append(f"| {n:,} in memory | find_all {job:.3f} s (runs {min(r['find_all']):.3f}-{max(r['find_all']):.3f}) | "
-                f"np.sort {sort:.3f} s | {ratio:.2f} x np.sort"
-                + (f" ({verdict(ratio <= TARGET_SORT_RATIO)}: <= {TARGET_SORT_RATIO:g})" if n >= 10**7 else "")
-                + f" | {per_item:.1f} B/item above the input"
-                + (f" ({verdict(per_item <= TARGET_BYTES_PER_ITEM)}: <= {TARGET_BYTES_PER_ITEM:g})" if n >= 10**7 else "")
-                + f" | {check['found']:,} of {check['planted']:,} planted pairs, {check['pairs']:,} pairs |")
+    rows.append(
+        f"| {n:,} in memory | find_all {job:.3f} s (runs {min(r['find_all']):.3f}-{max(r['find_all']):.3f}) | "
+        f"np.sort {sort:.3f} s | {ratio:.2f} x np.sort"
+        + (f" ({verdict(ratio <= TARGET_SORT_RATIO)}: <= {TARGET_SORT_RATIO:g})" if n >= 10**7 else "")
+        + f" | {per_item:.1f} B/item above the input"
+        + (f" ({verdict(per_item <= TARGET_BYTES_PER_ITEM)}: <= {TARGET_BYTES_PER_ITEM:g})" if n >= 10**7 else "")
+        + f" | {check['found']:,} of {check['planted']:,} planted pairs, {check['pairs']:,} pairs |"
+    )
     record[f"memory_{n}"] = {**r, **check, "ratio": ratio, "bytes_per_item": per_item}
 
 
-def from_file(n: int, limit: Optional[str], args: argparse.Namespace, rows: List[str], record: Dict[str, Any],
-              label: str) -> None:
+def from_file(
+    n: int, limit: Optional[str], args: argparse.Namespace, rows: List[str], record: Dict[str, Any], label: str
+) -> None:
     data = make_data(args.data_dir, n, args.seed)
     out = os.path.join(args.data_dir, f"pairs-{n}.npy")
     work = os.path.join(args.data_dir, f"work-{n}")
@@ -325,12 +344,14 @@ def from_file(n: int, limit: Optional[str], args: argparse.Namespace, rows: List
     marks = sorted(starts.values()) + [r["wall"]]
     per_table = [b - a for a, b in zip(marks, marks[1:])]
     ok = check["found"] == check["planted"]
-    rows.append(f"| {n:,} {label} | {r['wall']:.1f} s ({r['cpu']:.0f} s CPU, other processes {r['other']:.0f} s) | "
-                f"peak RSS {r['peak'] / 2**30:.2f} GiB ({r['peak'] / n:.1f} B/item) | "
-                f"peak disk {r['disk_peak'] / 1e9:.2f} GB | {r['design']} | "
-                f"tables {', '.join(f'{x:.1f}' for x in per_table)} s | "
-                f"{check['found']:,} of {check['planted']:,} planted pairs{'' if ok else ' (MISSED)'}, "
-                f"{check['pairs']:,} pairs |")
+    rows.append(
+        f"| {n:,} {label} | {r['wall']:.1f} s ({r['cpu']:.0f} s CPU, other processes {r['other']:.0f} s) | "
+        f"peak RSS {r['peak'] / 2**30:.2f} GiB ({r['peak'] / n:.1f} B/item) | "
+        f"peak disk {r['disk_peak'] / 1e9:.2f} GB | {r['design']} | "
+        f"tables {', '.join(f'{x:.1f}' for x in per_table)} s | "
+        f"{check['found']:,} of {check['planted']:,} planted pairs{'' if ok else ' (MISSED)'}, "
+        f"{check['pairs']:,} pairs |"
+    )
     record[f"file_{n}_{limit}"] = {**r, **check, "per_table": per_table}
 
 
@@ -343,8 +364,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--sizes", default="1e6,1e7", help="in-memory sizes (default %(default)s)")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--big", default="1e8", help="out-of-core sizes (default %(default)s)")
-    p.add_argument("--big-limit", default="4GiB,512MiB",
-                   help="memory limits of the out-of-core runs (default %(default)s)")
+    p.add_argument("--big-limit", default="4GiB,512MiB", help="memory limits of the out-of-core runs (default %(default)s)")
     p.add_argument("--huge", default="", help="sizes run with the default memory limit (e.g. 1e9)")
     p.add_argument("--index", action="store_true", help="also the Index against batch.find_all and its raw tables")
     p.add_argument("--data-dir", default=os.environ.get("RSIMHASH_BENCH_DATA", "/tmp/rsimhash-bench"))
@@ -355,6 +375,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.quick:
         args.sizes, args.big, args.repeats, args.huge = "1e5,1e6", "3e6", 3, ""
     import numpy as np
+
     import rsimhash
 
     rows: List[str] = []
@@ -374,8 +395,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             size //= 2
             need = size * 8 * 2 + size * 12 + (10 << 30)
         if size != n:
-            rows.append(f"| {n:,} | not run: {free / 1e9:.0f} GB free, {n * 8 * 2.5 / 1e9:.0f} GB needed; "
-                        f"running {size:,} instead |")
+            rows.append(
+                f"| {n:,} | not run: {free / 1e9:.0f} GB free, {n * 8 * 2.5 / 1e9:.0f} GB needed; running {size:,} instead |"
+            )
         from_file(size, None, args, rows, record, "default memory limit")
     m = record["machine"]
     print(f"rsimhash {m['rsimhash']}, numpy {m['numpy']}, {m['cpu']}, {m['nproc']} cores, load {m['loadavg']}")

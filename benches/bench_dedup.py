@@ -155,8 +155,7 @@ def timed(cmd: List[str]) -> Dict[str, float]:
     proc = subprocess.run(wrapped, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd[:6])} ... failed ({proc.returncode}): "
-                         f"{proc.stderr.decode(errors='replace')}")
+        raise SystemExit(f"{' '.join(cmd[:6])} ... failed ({proc.returncode}): {proc.stderr.decode(errors='replace')}")
     out = {"wall": wall}
     for line in proc.stderr.decode(errors="replace").splitlines():
         if line.startswith("RSIMHASH_BENCH_MAXRSS_KB="):
@@ -166,9 +165,20 @@ def timed(cmd: List[str]) -> Dict[str, float]:
 
 def dedup_cmd(path: str, out_dir: str, extra: List[str]) -> List[str]:
     suffix = ".parquet" if path.endswith(".parquet") else ".jsonl"
-    return [sys.executable, "-m", "rsimhash.cli", "dedup", "--input", path,
-            "--output", os.path.join(out_dir, "kept" + suffix), "--removed", os.path.join(out_dir, "removed.tsv"),
-            "--quiet", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "rsimhash.cli",
+        "dedup",
+        "--input",
+        path,
+        "--output",
+        os.path.join(out_dir, "kept" + suffix),
+        "--removed",
+        os.path.join(out_dir, "removed.tsv"),
+        "--quiet",
+        *extra,
+    ]
 
 
 def load_texts(path: str) -> List[str]:
@@ -183,8 +193,9 @@ class FingerprintWorker:
     holding a gigabyte of texts reports that gigabyte as its peak)."""
 
     def __init__(self, path: str):
-        self.proc = subprocess.Popen([sys.executable, __file__, "--fingerprint-worker", path],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--fingerprint-worker", path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
         assert self.proc.stdout is not None
         self.records, self.text_bytes = (int(x) for x in self.proc.stdout.readline().split())
 
@@ -245,9 +256,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     for p in inputs.values():
         warm(p)
     info = machine_info(rsimhash, np)
-    print(f"rsimhash dedup: {path}, {size / 1e6:.1f} MB of JSON lines ({text_mb:.1f} MB of text), "
-          f"{records:,} records; nproc {info['nproc']}, {info['cpu']}, Python {info['python']}, "
-          f"load average {info['loadavg']}", flush=True)
+    print(
+        f"rsimhash dedup: {path}, {size / 1e6:.1f} MB of JSON lines ({text_mb:.1f} MB of text), "
+        f"{records:,} records; nproc {info['nproc']}, {info['cpu']}, Python {info['python']}, "
+        f"load average {info['loadavg']}",
+        flush=True,
+    )
 
     extra = args.cli_args.split()
     runs: Dict[str, List[Dict[str, float]]] = {name: [] for name in ["fingerprints", *inputs, "zcat"]}
@@ -260,8 +274,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 runs[name].append(timed(dedup_cmd(p, out_dir, extra)))
             if "gzip" in inputs:
                 runs["zcat"].append(timed(["gzip", "-dc", inputs["gzip"]]))
-            print(f"  round {r + 1}: " + ", ".join(f"{name} {res[-1]['wall']:.2f} s" for name, res in runs.items()),
-                  flush=True)
+            print(f"  round {r + 1}: " + ", ".join(f"{name} {res[-1]['wall']:.2f} s" for name, res in runs.items()), flush=True)
         quarter = None
         if args.memory:
             small = head_copy(path, 0.25)
@@ -273,38 +286,58 @@ def main(argv: Optional[List[str]] = None) -> int:
     fp_wall = median_of(runs["fingerprints"], "wall")
     print("\n| run | median s (min..max) | records/s | MB/s of JSON lines | vs fingerprints | peak RSS |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    summary: Dict[str, Any] = {"bench": "dedup_cli", "size_mb": round(size / 1e6, 1), "records": records,
-                               "text_mb": round(text_mb, 1), "rounds": args.rounds, "runs": {}}
+    summary: Dict[str, Any] = {
+        "bench": "dedup_cli",
+        "size_mb": round(size / 1e6, 1),
+        "records": records,
+        "text_mb": round(text_mb, 1),
+        "rounds": args.rounds,
+        "runs": {},
+    }
     for name, res in runs.items():
         walls = [x["wall"] for x in res]
         med = statistics.median(walls)
         rss = max((x.get("maxrss_mb", 0.0) for x in res), default=0.0)
         label = {"fingerprints": "`fingerprints` (texts in memory)", "zcat": "`gzip -dc` (1 thread)"}.get(
-            name, f"`rsimhash dedup`, {name}")
+            name, f"`rsimhash dedup`, {name}"
+        )
         ratio = fp_wall / med
-        print(f"| {label} | {med:.2f} ({min(walls):.2f}..{max(walls):.2f}) | {records / med:,.0f} | "
-              f"{size / 1e6 / med:.0f} | {ratio:.2f} x | {f'{rss:.0f} MB' if rss else ''} |")
-        summary["runs"][name] = {"median_s": round(med, 3), "min_s": round(min(walls), 3),
-                                 "max_s": round(max(walls), 3), "ratio_to_fingerprints": round(ratio, 3),
-                                 "peak_rss_mb": round(rss)}
+        print(
+            f"| {label} | {med:.2f} ({min(walls):.2f}..{max(walls):.2f}) | {records / med:,.0f} | "
+            f"{size / 1e6 / med:.0f} | {ratio:.2f} x | {f'{rss:.0f} MB' if rss else ''} |"
+        )
+        summary["runs"][name] = {
+            "median_s": round(med, 3),
+            "min_s": round(min(walls), 3),
+            "max_s": round(max(walls), 3),
+            "ratio_to_fingerprints": round(ratio, 3),
+            "peak_rss_mb": round(rss),
+        }
     verdicts = []
     for name in ("plain", "parquet"):
         if name in runs:
             ratio = fp_wall / median_of(runs[name], "wall")
             target = TARGETS[name]
-            verdicts.append(f"{name} dedup {ratio:.2f} x fingerprints (target >= {target}): "
-                            f"{'met' if ratio >= target else 'MISSED'}")
+            verdicts.append(
+                f"{name} dedup {ratio:.2f} x fingerprints (target >= {target}): {'met' if ratio >= target else 'MISSED'}"
+            )
     if "gzip" in runs:
         g, z = median_of(runs["gzip"], "wall"), median_of(runs["zcat"], "wall")
-        verdicts.append(f"gzip dedup {g:.2f} s vs gzip -dc {z:.2f} s ({g / z:.2f} x; target <= 1 plus the "
-                        f"start-up and the fsync): {'met' if g <= z * 1.05 + 0.3 else 'MISSED'}")
+        verdicts.append(
+            f"gzip dedup {g:.2f} s vs gzip -dc {z:.2f} s ({g / z:.2f} x; target <= 1 plus the "
+            f"start-up and the fsync): {'met' if g <= z * 1.05 + 0.3 else 'MISSED'}"
+        )
     if quarter is not None:
         full = max(x["maxrss_mb"] for x in runs["plain"])
         small_rss = max(x["maxrss_mb"] for x in quarter)
-        verdicts.append(f"peak RSS {small_rss:.0f} MB on {quarter_size / 1e6:.0f} MB of input, {full:.0f} MB on "
-                        f"{size / 1e6:.0f} MB")
-        summary["memory"] = {"quarter_mb": round(quarter_size / 1e6), "quarter_rss_mb": round(small_rss),
-                             "full_rss_mb": round(full)}
+        verdicts.append(
+            f"peak RSS {small_rss:.0f} MB on {quarter_size / 1e6:.0f} MB of input, {full:.0f} MB on {size / 1e6:.0f} MB"
+        )
+        summary["memory"] = {
+            "quarter_mb": round(quarter_size / 1e6),
+            "quarter_rss_mb": round(small_rss),
+            "full_rss_mb": round(full),
+        }
     for v in verdicts:
         print(v)
     summary["verdicts"] = verdicts

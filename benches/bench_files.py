@@ -54,7 +54,15 @@ sys.path.insert(0, HERE)
 
 from bench_fingerprint import machine_busy_seconds, machine_info  # noqa: E402
 from bench_index import (  # noqa: E402
-    K, Report, Span, fmt, latency_loop, proc_status, query_mix, random_fps, target_text,
+    K,
+    Report,
+    Span,
+    fmt,
+    latency_loop,
+    proc_status,
+    query_mix,
+    random_fps,
+    target_text,
 )
 
 TARGET_TABLE_BYTES = {1_000_000: 6.1, 10_000_000: 5.7}  # compressed, B per item per table
@@ -76,6 +84,7 @@ LOADS = [(v, m) for v, _ in VARIANTS for m in (True, False)]
 def agree(idx: Dict[str, object], qs) -> str:
     """Compressed and raw give the same answers (untimed; doubles as warm-up)."""
     import numpy as np
+
     c, r = idx["compressed"], idx["raw"]
     try:
         fc, fr = c.find_all(), r.find_all()
@@ -97,7 +106,7 @@ def parse_sizes(spec: str) -> List[int]:
         try:
             n = int(s[:-1] if mult > 1 else s) * mult
         except ValueError:
-            raise SystemExit(f"--sizes: not a size: {part!r} (e.g. 100000, 1M, 10_000_000)")
+            raise SystemExit(f"--sizes: not a size: {part!r} (e.g. 100000, 1M, 10_000_000)") from None
         if n < 1000:
             raise SystemExit(f"--sizes: {n} is below 1000")
         out.append(n)
@@ -110,24 +119,30 @@ def parse_sizes(spec: str) -> List[int]:
 
 def child_load(path: str, mmap: bool) -> Dict[str, object]:
     import rsimhash
+
     gc.collect()
     rss0 = proc_status().get("VmRSS")
     with Span() as s:
         idx = rsimhash.Index.load(path, mmap=mmap)
     rss1 = proc_status().get("VmRSS")
-    return {"load_s": s.wall, "cpu": s.cpu, "other": s.other, "rss_before": rss0,
-            "rss_after": rss1, "items": len(idx), "compressed": idx.compressed}
+    return {
+        "load_s": s.wall,
+        "cpu": s.cpu,
+        "other": s.other,
+        "rss_before": rss0,
+        "rss_after": rss1,
+        "items": len(idx),
+        "compressed": idx.compressed,
+    }
 
 
 def run_child(path: str, mmap: bool) -> Dict[str, object]:
-    cmd = [sys.executable, os.path.abspath(__file__), "--_child", "load", "--_path", path,
-           "--_mmap", "1" if mmap else "0"]
+    cmd = [sys.executable, os.path.abspath(__file__), "--_child", "load", "--_path", path, "--_mmap", "1" if mmap else "0"]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     line = [ln for ln in p.stdout.splitlines() if ln.startswith("CHILD_JSON ")]
     if p.returncode != 0 or not line:
-        raise RuntimeError(f"load subprocess failed (exit {p.returncode}); "
-                           f"stdout tail: {p.stdout[-500:]!r}")
-    return json.loads(line[-1][len("CHILD_JSON "):])
+        raise RuntimeError(f"load subprocess failed (exit {p.returncode}); stdout tail: {p.stdout[-500:]!r}")
+    return json.loads(line[-1][len("CHILD_JSON ") :])
 
 
 # --------------------------------------------------------------------------
@@ -136,7 +151,9 @@ def run_child(path: str, mmap: bool) -> Dict[str, object]:
 
 def bench_size(rep: Report, args, n: int, tmp: str) -> Dict[str, object]:
     import numpy as np
+
     import rsimhash
+
     tag = f"[N={n:,}]"
     key = f"{n}:"
     info: Dict[str, object] = {"n": n}
@@ -153,15 +170,26 @@ def bench_size(rep: Report, args, n: int, tmp: str) -> Dict[str, object]:
     info["design"] = inf["compressed"]["design"]
     if inf["raw"]["design"] != info["design"]:
         info["design_raw"] = inf["raw"]["design"]
-    print(f"  {tag} built; design: {info['design']}; build compressed "
-          f"{rep.rows[key + 'build_compressed'].values[0]:.3f} s, raw "
-          f"{rep.rows[key + 'build_raw'].values[0]:.3f} s", flush=True)
+    print(
+        f"  {tag} built; design: {info['design']}; build compressed "
+        f"{rep.rows[key + 'build_compressed'].values[0]:.3f} s, raw "
+        f"{rep.rows[key + 'build_raw'].values[0]:.3f} s",
+        flush=True,
+    )
 
     # 1. sizes
-    rep.row(key + "table_memory_compressed", "table bytes / item / table in memory, compressed", "B",
-            values=[inf["compressed"]["table_bytes_per_item_per_table"]])
-    rep.row(key + "table_memory_raw", "table bytes / item / table in memory, raw", "B",
-            values=[inf["raw"]["table_bytes_per_item_per_table"]])
+    rep.row(
+        key + "table_memory_compressed",
+        "table bytes / item / table in memory, compressed",
+        "B",
+        values=[inf["compressed"]["table_bytes_per_item_per_table"]],
+    )
+    rep.row(
+        key + "table_memory_raw",
+        "table bytes / item / table in memory, raw",
+        "B",
+        values=[inf["raw"]["table_bytes_per_item_per_table"]],
+    )
     paths = {}
     for name, _ in VARIANTS:
         paths[name] = os.path.join(tmp, f"{n}-{name}.rsi")
@@ -173,49 +201,61 @@ def bench_size(rep: Report, args, n: int, tmp: str) -> Dict[str, object]:
         size = os.path.getsize(paths[name])
         info[f"file_bytes_{name}"] = size
         on = name == "compressed" and n == TARGET_FILE_N
-        label = ("file bytes / item, compressed index saved" if name == "compressed"
-                 else "file bytes / item, raw index (packed when saved)")
-        rep.row(key + f"file_{name}", label, "B",
-                target=ft if on else None,
-                target_text=(f"<= {ft:.1f} B ({tables}x6.3+17)" if on
-                             else ("" if name == "raw" else "(target at 1M)")),
-                values=[size / n])
+        label = (
+            "file bytes / item, compressed index saved"
+            if name == "compressed"
+            else "file bytes / item, raw index (packed when saved)"
+        )
+        rep.row(
+            key + f"file_{name}",
+            label,
+            "B",
+            target=ft if on else None,
+            target_text=(f"<= {ft:.1f} B ({tables}x6.3+17)" if on else ("" if name == "raw" else "(target at 1M)")),
+            values=[size / n],
+        )
     # The tables' part of the file: all of it but the ids (8 bytes an item)
     # and a few hundred bytes of header and section table.
     t = TARGET_TABLE_BYTES.get(n)
-    rep.row(key + "table_compressed", "table bytes / item / table in the file (size - ids)", "B",
-            target=t, target_text=None if t else "(targets at 1M, 10M)",
-            values=[(info["file_bytes_compressed"] - 8 * n) / (tables * n)])
-    print(f"  {tag} table bytes/item/table: compressed "
-          f"{inf['compressed']['table_bytes_per_item_per_table']:.3f}, raw "
-          f"{inf['raw']['table_bytes_per_item_per_table']:.3f}; files: "
-          + ", ".join(f"{name} {info[f'file_bytes_{name}'] / 2**20:.1f} MiB"
-                      for name, _ in VARIANTS), flush=True)
+    rep.row(
+        key + "table_compressed",
+        "table bytes / item / table in the file (size - ids)",
+        "B",
+        target=t,
+        target_text=None if t else "(targets at 1M, 10M)",
+        values=[(info["file_bytes_compressed"] - 8 * n) / (tables * n)],
+    )
+    print(
+        f"  {tag} table bytes/item/table: compressed "
+        f"{inf['compressed']['table_bytes_per_item_per_table']:.3f}, raw "
+        f"{inf['raw']['table_bytes_per_item_per_table']:.3f}; files: "
+        + ", ".join(f"{name} {info[f'file_bytes_{name}'] / 2**20:.1f} MiB" for name, _ in VARIANTS),
+        flush=True,
+    )
 
     # sanity + warm-up, then the queries of steps 2 and 4
     qrng = np.random.default_rng([args.seed, 2, n])
     info["agree"] = agree(idx, query_mix(qrng, fps, 2000, min_flips=1))
-    print(f"  {tag} compressed vs raw answers (find_all, query_batch, query): "
-          f"{info['agree']}", flush=True)
+    print(f"  {tag} compressed vs raw answers (find_all, query_batch, query): {info['agree']}", flush=True)
     if info["agree"] != "ok":
-        print(f"*** WARNING {tag}: compressed and raw tables disagree; the timings below "
-              "compare different answers ***", flush=True)
+        print(
+            f"*** WARNING {tag}: compressed and raw tables disagree; the timings below compare different answers ***", flush=True
+        )
     qs_lat = query_mix(qrng, fps, args.queries, min_flips=1).tolist()
     qs_batch = random_fps(np.random.default_rng([args.seed, 3, n]), args.batch)
     del fps
     gc.collect()
 
     # 2-4. interleaved rounds
-    r_q = {v: rep.row(key + f"query_{v}", f"query() median, {v} ({args.queries:,} calls)", "us")
-           for v, _ in VARIANTS}
+    r_q = {v: rep.row(key + f"query_{v}", f"query() median, {v} ({args.queries:,} calls)", "us") for v, _ in VARIANTS}
     r_p99 = {v: rep.row(key + f"query_p99_{v}", f"query() p99, {v}", "us") for v, _ in VARIANTS}
     r_qx = rep.row(key + "query_ratio", "query() compressed / raw", "x", target=TARGET_SLOWDOWN)
     r_ovh = rep.row(key + "query_overhead", "timer + call overhead (id(x)), subtracted", "ns")
     r_fa = {v: rep.row(key + f"find_all_{v}", f"find_all(), {v}", "s") for v, _ in VARIANTS}
-    r_fx = rep.row(key + "find_all_ratio", "find_all() compressed / raw", "x",
-                   target=TARGET_SLOWDOWN)
-    r_b = {v: rep.row(key + f"batch_{v}", f"query_batch({args.batch:,} random), {v}", "rate",
-                      better="higher") for v, _ in VARIANTS}
+    r_fx = rep.row(key + "find_all_ratio", "find_all() compressed / raw", "x", target=TARGET_SLOWDOWN)
+    r_b = {
+        v: rep.row(key + f"batch_{v}", f"query_batch({args.batch:,} random), {v}", "rate", better="higher") for v, _ in VARIANTS
+    }
     r_bx = rep.row(key + "batch_ratio", "query_batch time compressed / raw", "x")
     for rnd in range(args.rounds):
         order = [v for v, _ in VARIANTS]
@@ -262,15 +302,11 @@ def bench_size(rep: Report, args, n: int, tmp: str) -> Dict[str, object]:
             info["batch_matches"] = int(len(res[0]))
             del res
         r_bx.values.append(bt["compressed"] / bt["raw"])
-        msg.append("query_batch " + " / ".join(f"{len(qs_batch) / bt[v] / 1e6:.2f}"
-                                               for v, _ in VARIANTS) + " M/s")
-        print(f"  {tag} round {rnd + 1}/{args.rounds} (compressed / raw, {order[0]} first): "
-              + "; ".join(msg), flush=True)
+        msg.append("query_batch " + " / ".join(f"{len(qs_batch) / bt[v] / 1e6:.2f}" for v, _ in VARIANTS) + " M/s")
+        print(f"  {tag} round {rnd + 1}/{args.rounds} (compressed / raw, {order[0]} first): " + "; ".join(msg), flush=True)
     for r, rows in ((r_qx, r_q), (r_fx, r_fa)):
-        r.median_override = (statistics.median(rows["compressed"].values)
-                             / statistics.median(rows["raw"].values))
-    r_bx.median_override = (statistics.median(r_b["raw"].values)
-                            / statistics.median(r_b["compressed"].values))
+        r.median_override = statistics.median(rows["compressed"].values) / statistics.median(rows["raw"].values)
+    r_bx.median_override = statistics.median(r_b["raw"].values) / statistics.median(r_b["compressed"].values)
     del idx, qs_lat, qs_batch
     gc.collect()
 
@@ -278,21 +314,24 @@ def bench_size(rep: Report, args, n: int, tmp: str) -> Dict[str, object]:
     r_ld, r_rss = {}, {}
     for v, m in LOADS:
         on = v == "compressed" and m and n == TARGET_LOAD_N
-        r_ld[v, m] = rep.row(key + f"load_{v}_{'mmap' if m else 'read'}",
-                             f"load(mmap={m}), {v} index file (subprocess)", "s",
-                             target=TARGET_LOAD_S if on else None, strict=True,
-                             target_text=None if on else ("(target at 10M)" if v == "compressed"
-                                                          and m else ""))
-        r_rss[v, m] = rep.row(key + f"load_rss_{v}_{'mmap' if m else 'read'}",
-                              "  RSS growth during load, MiB (fixed costs too)", "MiB")
+        r_ld[v, m] = rep.row(
+            key + f"load_{v}_{'mmap' if m else 'read'}",
+            f"load(mmap={m}), {v} index file (subprocess)",
+            "s",
+            target=TARGET_LOAD_S if on else None,
+            strict=True,
+            target_text=None if on else ("(target at 10M)" if v == "compressed" and m else ""),
+        )
+        r_rss[v, m] = rep.row(
+            key + f"load_rss_{v}_{'mmap' if m else 'read'}", "  RSS growth during load, MiB (fixed costs too)", "MiB"
+        )
     for rnd in range(args.rounds):
         order = LOADS if rnd % 2 == 0 else LOADS[::-1]
         msg = []
         for v, m in order:
             c = run_child(paths[v], m)
             if c["items"] != n or c["compressed"] != (v == "compressed"):
-                raise RuntimeError(f"load of {paths[v]}: {c['items']} items, compressed "
-                                   f"{c['compressed']}; expected {n}, {v}")
+                raise RuntimeError(f"load of {paths[v]}: {c['items']} items, compressed {c['compressed']}; expected {n}, {v}")
             r_ld[v, m].values.append(c["load_s"])
             if c["load_s"] > 0:
                 r_ld[v, m].par.append(c["cpu"] / c["load_s"])
@@ -309,40 +348,36 @@ def bench_size(rep: Report, args, n: int, tmp: str) -> Dict[str, object]:
 
 def print_table(rep: Report, sizes: List[int], infos: Dict[int, Dict[str, object]]) -> None:
     print()
-    print(f"{'measurement':52s} {'median':>13s} {'min..max':>23s} {'target':>26s} "
-          f"{'result':>7s} {'cpu/wall':>8s}")
+    print(f"{'measurement':52s} {'median':>13s} {'min..max':>23s} {'target':>26s} {'result':>7s} {'cpu/wall':>8s}")
     for n in sizes:
         rows = [r for r in rep.rows.values() if r.key.startswith(f"{n}:")]
         if not rows:
             continue
         inf = infos.get(n, {})
-        print(f"--- N = {n:,}; design: {inf.get('design', '?')}"
-              + (f" (raw: {inf['design_raw']})" if inf.get("design_raw") else ""))
+        print(
+            f"--- N = {n:,}; design: {inf.get('design', '?')}" + (f" (raw: {inf['design_raw']})" if inf.get("design_raw") else "")
+        )
         for r in rows:
             if not r.values:
                 print(f"{r.label:52s} {r.status or 'error':>13s}")
                 continue
-            rng_txt = ("" if len(r.values) < 2
-                       else f"{fmt(r.kind, min(r.values))}..{fmt(r.kind, max(r.values))}")
+            rng_txt = "" if len(r.values) < 2 else f"{fmt(r.kind, min(r.values))}..{fmt(r.kind, max(r.values))}"
             met = r.met()
             res = "" if met is None else ("met" if met else "MISSED")
             par = f"{statistics.median(r.par):8.2f}" if r.par else ""
-            print(f"{r.label:52s} {fmt(r.kind, r.median()):>13s} {rng_txt:>23s} "
-                  f"{target_text(r):>26s} {res:>7s} {par:>8s}")
+            print(f"{r.label:52s} {fmt(r.kind, r.median()):>13s} {rng_txt:>23s} {target_text(r):>26s} {res:>7s} {par:>8s}")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", default="1000000,10000000",
-                    help="comma-separated item counts (default 1000000,10000000; 1M, 100k work)")
+    ap.add_argument(
+        "--sizes", default="1000000,10000000", help="comma-separated item counts (default 1000000,10000000; 1M, 100k work)"
+    )
     ap.add_argument("--rounds", type=int, default=5, help="rounds of steps 2-5 (default 5)")
-    ap.add_argument("--queries", type=int, default=100_000,
-                    help="single query() calls per round and variant (default 100000)")
-    ap.add_argument("--batch", type=int, default=1_000_000,
-                    help="random queries per query_batch call (default 1000000)")
+    ap.add_argument("--queries", type=int, default=100_000, help="single query() calls per round and variant (default 100000)")
+    ap.add_argument("--batch", type=int, default=1_000_000, help="random queries per query_batch call (default 1000000)")
     ap.add_argument("--seed", type=int, default=0, help="data seed")
-    ap.add_argument("--tmpdir", default=None,
-                    help="where the temporary directory for index files goes (default: $TMPDIR)")
+    ap.add_argument("--tmpdir", default=None, help="where the temporary directory for index files goes (default: $TMPDIR)")
     ap.add_argument("--_child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--_path", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--_mmap", type=int, default=1, help=argparse.SUPPRESS)
@@ -356,14 +391,19 @@ def main(argv=None) -> int:
     sizes = parse_sizes(args.sizes)
 
     import numpy as np
+
     import rsimhash
+
     mi = machine_info(rsimhash, np)
-    print(f"machine: nproc={mi.get('nproc')} (cpu_count {mi.get('cpu_count')}), "
-          f"cpu: {mi.get('cpu')}, loadavg {mi.get('loadavg')}")
-    print(f"python {mi.get('python')}, rsimhash {mi.get('rsimhash')}, numpy "
-          f"{mi.get('numpy')}, {mi.get('platform')}")
-    print(f"sizes {', '.join(f'{n:,}' for n in sizes)}; rounds {args.rounds}; query calls "
-          f"{args.queries:,}; query_batch {args.batch:,}; seed {args.seed}; k={K}", flush=True)
+    print(
+        f"machine: nproc={mi.get('nproc')} (cpu_count {mi.get('cpu_count')}), cpu: {mi.get('cpu')}, loadavg {mi.get('loadavg')}"
+    )
+    print(f"python {mi.get('python')}, rsimhash {mi.get('rsimhash')}, numpy {mi.get('numpy')}, {mi.get('platform')}")
+    print(
+        f"sizes {', '.join(f'{n:,}' for n in sizes)}; rounds {args.rounds}; query calls "
+        f"{args.queries:,}; query_batch {args.batch:,}; seed {args.seed}; k={K}",
+        flush=True,
+    )
 
     rep = Report()
     infos: Dict[int, Dict[str, object]] = {}
@@ -382,22 +422,34 @@ def main(argv=None) -> int:
         load_end = [round(x, 2) for x in os.getloadavg()]
     except OSError:
         load_end = None
-    print("ratios: compressed / raw of the medians (query_batch: raw rate / compressed rate); "
-          "min..max are the per-round ratios. query() times have the timer overhead "
-          "subtracted.")
-    print("loads: each in a fresh Python process (rsimhash imported, then Index.load timed); "
-          "the files were written just before by this process, so the page cache was "
-          "probably WARM: the load times do not include reading the file from disk.")
-    print(f"other processes used {foreign:.2f} of {mi.get('nproc')} cores on average while "
-          f"timing (loadavg at end {load_end}); cpu/wall = CPU seconds per wall second of the "
-          f"timed process; total {time.perf_counter() - t_start:.0f} s")
+    print(
+        "ratios: compressed / raw of the medians (query_batch: raw rate / compressed rate); "
+        "min..max are the per-round ratios. query() times have the timer overhead "
+        "subtracted."
+    )
+    print(
+        "loads: each in a fresh Python process (rsimhash imported, then Index.load timed); "
+        "the files were written just before by this process, so the page cache was "
+        "probably WARM: the load times do not include reading the file from disk."
+    )
+    print(
+        f"other processes used {foreign:.2f} of {mi.get('nproc')} cores on average while "
+        f"timing (loadavg at end {load_end}); cpu/wall = CPU seconds per wall second of the "
+        f"timed process; total {time.perf_counter() - t_start:.0f} s"
+    )
     for n in sizes:
         extra = {k: v for k, v in infos.get(n, {}).items() if k not in ("n", "design")}
         print(f"  N={n:,}: {extra}")
 
-    summary: Dict[str, object] = {"bench": "files", "seed": args.seed, "sizes": sizes,
-                                  "rounds": args.rounds, "n_query_calls": args.queries,
-                                  "n_query_batch": args.batch, "page_cache": "warm"}
+    summary: Dict[str, object] = {
+        "bench": "files",
+        "seed": args.seed,
+        "sizes": sizes,
+        "rounds": args.rounds,
+        "n_query_calls": args.queries,
+        "n_query_batch": args.batch,
+        "page_cache": "warm",
+    }
     for n in sizes:
         for k, v in infos.get(n, {}).items():
             if k != "n":

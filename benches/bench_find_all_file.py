@@ -52,7 +52,7 @@ def make_file(path: str, n: int, seed: int) -> np.ndarray:
     if not os.path.exists(path):
         with open(path + ".part", "w") as f:
             for lo in range(0, n, 1 << 20):
-                f.write("\n".join(map(str, fps[lo:lo + (1 << 20)].tolist())) + "\n")
+                f.write("\n".join(map(str, fps[lo : lo + (1 << 20)].tolist())) + "\n")
         os.replace(path + ".part", path)
     return fps
 
@@ -70,15 +70,19 @@ def main() -> int:
     path = os.path.join(args.tmpdir, f"rsimhash-fps-{args.n}-seed{args.seed}.txt")
     fps = make_file(path, args.n, args.seed)
     info = machine_info(rsimhash, np)
-    print(f"find-all: {path}, {args.n:,} lines, {os.path.getsize(path) / 1e6:.0f} MB; nproc {info['nproc']}, "
-          f"{info['cpu']}, load average {info['loadavg']}", flush=True)
+    print(
+        f"find-all: {path}, {args.n:,} lines, {os.path.getsize(path) / 1e6:.0f} MB; nproc {info['nproc']}, "
+        f"{info['cpu']}, load average {info['loadavg']}",
+        flush=True,
+    )
     out = path + ".pairs"
     runs = {"cli": [], "batch": [], "read": []}
     found = None
     for r in range(args.rounds):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "rsimhash.cli", "find-all", "--input", path, "--output", out,
-                        "-k", "3", "--quiet"], check=True)
+        subprocess.run(
+            [sys.executable, "-m", "rsimhash.cli", "find-all", "--input", path, "--output", out, "-k", "3", "--quiet"], check=True
+        )
         runs["cli"].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         found = rsimhash.batch.find_all(fps, 3)
@@ -99,8 +103,10 @@ def main() -> int:
     for k, v in runs.items():
         print(f"{k:6s} median {med[k]:.2f} s ({min(v):.2f}..{max(v):.2f})")
     ratio = med["cli"] / (med["batch"] + med["read"])
-    print(f"cli / (batch.find_all + read) = {ratio:.2f} (target <= {TARGET}: {'met' if ratio <= TARGET else 'MISSED'}); "
-          f"{len(got):,} pairs, the same from both")
+    print(
+        f"cli / (batch.find_all + read) = {ratio:.2f} (target <= {TARGET}: {'met' if ratio <= TARGET else 'MISSED'}); "
+        f"{len(got):,} pairs, the same from both"
+    )
     return 0
 
 

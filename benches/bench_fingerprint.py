@@ -70,6 +70,7 @@ def pkg_version(mod, name: str) -> str:
         return str(v)
     try:
         from importlib.metadata import version
+
         return version(name)
     except Exception:  # noqa: BLE001
         return "unknown"
@@ -140,21 +141,22 @@ def main(argv=None) -> int:
         ap.error("--repeats must be >= 1")
 
     import numpy as np
+
     import rsimhash
 
     info = machine_info(rsimhash, np)
-    print(f"machine: nproc={info['nproc']} (cpu_count {info['cpu_count']}), cpu: {info['cpu']}, "
-          f"loadavg {info['loadavg']}")
-    print(f"python {info['python']}, rsimhash {info['rsimhash']}, numpy {info['numpy']}, "
-          f"{info['platform']}")
+    print(f"machine: nproc={info['nproc']} (cpu_count {info['cpu_count']}), cpu: {info['cpu']}, loadavg {info['loadavg']}")
+    print(f"python {info['python']}, rsimhash {info['rsimhash']}, numpy {info['numpy']}, {info['platform']}")
 
     t0 = time.perf_counter()
     corpus = corpus_mod.load_corpus(args.size_mb, args.seed, verbose=True)
     docs: List[str] = corpus.docs
     blobs: List[bytes] = [d.encode("utf-8") for d in docs]
     nbytes = sum(map(len, blobs))
-    print(f"corpus: {len(docs)} docs, {nbytes / 1e6:.2f} MB UTF-8, seed {args.seed}, "
-          f"source set {corpus.src_hash} (loaded in {time.perf_counter() - t0:.1f} s)")
+    print(
+        f"corpus: {len(docs)} docs, {nbytes / 1e6:.2f} MB UTF-8, seed {args.seed}, "
+        f"source set {corpus.src_hash} (loaded in {time.perf_counter() - t0:.1f} s)"
+    )
 
     fps = rsimhash.fingerprints
     fnv = rsimhash._rsimhash._fnv1a64_texts
@@ -165,23 +167,16 @@ def main(argv=None) -> int:
             md5(b).digest()
 
     cases = [
-        ("fingerprints words w=3, default threads", "fp_words_all",
-         lambda: fps(docs, mode="words", width=3)),
-        ("fingerprints words w=3, threads=1", "fp_words_1t",
-         lambda: fps(docs, mode="words", width=3, threads=1)),
-        ("hashlib.md5 per doc, 1 thread", "md5",
-         md5_loop),
-        ("FNV-1a over every byte, default threads", "fnv_all",
-         lambda: fnv(docs)),
-        ("FNV-1a over every byte, threads=1", "fnv_1t",
-         lambda: fnv(docs, threads=1)),
+        ("fingerprints words w=3, default threads", "fp_words_all", lambda: fps(docs, mode="words", width=3)),
+        ("fingerprints words w=3, threads=1", "fp_words_1t", lambda: fps(docs, mode="words", width=3, threads=1)),
+        ("hashlib.md5 per doc, 1 thread", "md5", md5_loop),
+        ("FNV-1a over every byte, default threads", "fnv_all", lambda: fnv(docs)),
+        ("FNV-1a over every byte, threads=1", "fnv_1t", lambda: fnv(docs, threads=1)),
     ]
     if not args.no_chars:
         cases += [
-            ("fingerprints chars n=4, default threads", "fp_chars_all",
-             lambda: fps(docs, mode="chars", width=4)),
-            ("fingerprints chars n=4, threads=1", "fp_chars_1t",
-             lambda: fps(docs, mode="chars", width=4, threads=1)),
+            ("fingerprints chars n=4, default threads", "fp_chars_all", lambda: fps(docs, mode="chars", width=4)),
+            ("fingerprints chars n=4, threads=1", "fp_chars_1t", lambda: fps(docs, mode="chars", width=4, threads=1)),
         ]
 
     # Sanity (untimed, doubles as warm-up): results are well formed and the
@@ -189,8 +184,11 @@ def main(argv=None) -> int:
     small = docs[:256]
     a = fps(small, mode="words", width=3)
     b = fps(small, mode="words", width=3, threads=1)
-    assert isinstance(a, np.ndarray) and a.dtype == np.uint64 and a.shape == (len(small),), \
-        (type(a), getattr(a, "dtype", None), getattr(a, "shape", None))
+    assert isinstance(a, np.ndarray) and a.dtype == np.uint64 and a.shape == (len(small),), (
+        type(a),
+        getattr(a, "dtype", None),
+        getattr(a, "shape", None),
+    )
     assert np.array_equal(a, b), "threads=1 and default threads disagree"
     assert int(a[0]) == rsimhash.fingerprint(small[0]), "fingerprints != fingerprint"
     full_all = fps(docs, mode="words", width=3)
@@ -207,7 +205,7 @@ def main(argv=None) -> int:
     for r in range(args.repeats):
         row = []
         r_other = r_wall = 0.0
-        for label, key, fn in cases:
+        for _label, key, fn in cases:
             dt, cpu, other = timed(fn)
             times[key].append(dt)
             par[key].append(cpu / dt)
@@ -217,8 +215,10 @@ def main(argv=None) -> int:
             row.append(f"{key} {nbytes / dt / 1e6:.0f}")
         other_cpu += r_other
         wall_total += r_wall
-        print(f"  round {r + 1}/{args.repeats}: " + ", ".join(row) + " MB/s; "
-              f"other processes used {r_other / r_wall:.2f} cores", flush=True)
+        print(
+            f"  round {r + 1}/{args.repeats}: " + ", ".join(row) + f" MB/s; other processes used {r_other / r_wall:.2f} cores",
+            flush=True,
+        )
 
     med = {key: statistics.median(v) for key, v in times.items()}
     mbps = {key: nbytes / med[key] / 1e6 for key in med}
@@ -227,20 +227,23 @@ def main(argv=None) -> int:
     # the wall on a shared machine (a call that gets 0.9 of 2 cores still
     # says how fast each core it got went).
     per_cpu = {key: nbytes / statistics.median(v) / 1e6 for key, v in cpu_s.items()}
-    print(f"{'measurement':44s} {'median MB/s':>11s} {'min..max MB/s':>15s} {'x md5':>7s} "
-          f"{'cpu/wall':>8s} {'MB/cpu-s':>9s}")
+    print(f"{'measurement':44s} {'median MB/s':>11s} {'min..max MB/s':>15s} {'x md5':>7s} {'cpu/wall':>8s} {'MB/cpu-s':>9s}")
     for label, key, _ in cases:
         lo = nbytes / max(times[key]) / 1e6
         hi = nbytes / min(times[key]) / 1e6
-        print(f"{label:44s} {mbps[key]:11.1f} {lo:7.0f}..{hi:<7.0f} {mbps[key] / mbps['md5']:7.3f} "
-              f"{statistics.median(par[key]):8.2f} {per_cpu[key]:9.1f}")
+        print(
+            f"{label:44s} {mbps[key]:11.1f} {lo:7.0f}..{hi:<7.0f} {mbps[key] / mbps['md5']:7.3f} "
+            f"{statistics.median(par[key]):8.2f} {per_cpu[key]:9.1f}"
+        )
     foreign = other_cpu / wall_total if wall_total else 0.0
     try:
         load_end = [round(x, 2) for x in os.getloadavg()]
     except OSError:
         load_end = None
-    print(f"other processes used {foreign:.2f} of {info['nproc']} cores on average while timing "
-          f"(loadavg at end {load_end}); cpu/wall = this process's CPU seconds per second")
+    print(
+        f"other processes used {foreign:.2f} of {info['nproc']} cores on average while timing "
+        f"(loadavg at end {load_end}); cpu/wall = this process's CPU seconds per second"
+    )
     print()
     ratios = {}
     for num, den, target in TARGETS:
@@ -249,8 +252,10 @@ def main(argv=None) -> int:
         ratio = mbps[num] / mbps[den]
         ratios[f"{num}/{den}"] = ratio
         print(f"{num} / {den} = {ratio:.3f} (target >= {target}: {'met' if ratio >= target else 'MISSED'})")
-    print(f"words, 1 thread / md5 = {mbps['fp_words_1t'] / mbps['md5']:.3f}; "
-          f"words, 1 thread / FNV loop, 1 thread = {mbps['fp_words_1t'] / mbps['fnv_1t']:.3f}")
+    print(
+        f"words, 1 thread / md5 = {mbps['fp_words_1t'] / mbps['md5']:.3f}; "
+        f"words, 1 thread / FNV loop, 1 thread = {mbps['fp_words_1t'] / mbps['fnv_1t']:.3f}"
+    )
     # The same ratios from CPU time: what the all-core calls would give on
     # idle cores (each core as fast as the CPU time says, every core busy),
     # against md5 on one.
@@ -262,8 +267,10 @@ def main(argv=None) -> int:
         scale = cores if den == "md5" else 1
         ratio = per_cpu[num] * scale / per_cpu[den]
         cpu_ratios[f"{num}/{den}"] = ratio
-        print(f"from CPU time, on {cores} idle cores: {num} / {den} = {ratio:.3f} "
-              f"(target >= {target}: {'met' if ratio >= target else 'MISSED'})")
+        print(
+            f"from CPU time, on {cores} idle cores: {num} / {den} = {ratio:.3f} "
+            f"(target >= {target}: {'met' if ratio >= target else 'MISSED'})"
+        )
 
     summary = {
         "bench": "fingerprint",

@@ -43,7 +43,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -76,12 +76,14 @@ def na_reason(e: BaseException) -> str:
 
 def random_fps(rng, n: int):
     import numpy as np
+
     return rng.integers(0, 2**64, size=n, dtype=np.uint64)
 
 
 def flip_bits(rng, vals, nbits):
     """``vals`` with ``nbits[i]`` (0..3) distinct random bits flipped in item i."""
     import numpy as np
+
     mask = np.zeros(len(vals), dtype=np.uint64)
     for j in range(int(nbits.max(initial=0))):
         rows = np.flatnonzero(nbits > j)
@@ -96,9 +98,9 @@ def flip_bits(rng, vals, nbits):
 def query_mix(rng, stored, m: int, min_flips: int = 0):
     """m queries: half stored fingerprints with min_flips..3 bits flipped, half random, shuffled."""
     import numpy as np
+
     half = m // 2
-    near = flip_bits(rng, stored[rng.integers(0, len(stored), size=half)],
-                     rng.integers(min_flips, 4, size=half))
+    near = flip_bits(rng, stored[rng.integers(0, len(stored), size=half)], rng.integers(min_flips, 4, size=half))
     q = np.concatenate([near, random_fps(rng, m - half)])
     rng.shuffle(q)
     return q
@@ -109,6 +111,7 @@ def stream_mix(rng, n: int, dup_share: float = 0.1):
     earlier random one (uniformly chosen among those before it) with 0..3
     bits flipped.  Returns (array, number of near-duplicates)."""
     import numpy as np
+
     out = random_fps(rng, n)
     dup = rng.random(n) < dup_share
     dup[0] = False
@@ -127,6 +130,7 @@ def stream_mix(rng, n: int, dup_share: float = 0.1):
 
 def _popcount(x):
     import numpy as np
+
     if hasattr(np, "bitwise_count"):
         return np.bitwise_count(x)
     b = x.view(np.uint8).reshape(x.shape + (8,))
@@ -138,6 +142,7 @@ class FakeIndex:
 
     def __init__(self, k: int = 3, *, blocks=None, tables=None):
         import numpy as np
+
         self.k, self.tables = k, 1
         self._fp = np.zeros(0, dtype=np.uint64)
         self._id = np.zeros(0, dtype=np.uint64)
@@ -150,11 +155,13 @@ class FakeIndex:
 
     def _next_ids(self, n):
         import numpy as np
+
         start = int(self._id.max()) + 1 if len(self._id) else 0
         return np.arange(start, start + n, dtype=np.uint64)
 
     def add(self, fps, ids=None):
         import numpy as np
+
         fps = np.atleast_1d(np.asarray(fps, dtype=np.uint64))
         ids = self._next_ids(len(fps)) if ids is None else np.asarray(ids, dtype=np.uint64)
         self._fp = np.concatenate([self._fp, fps])
@@ -163,6 +170,7 @@ class FakeIndex:
 
     def query(self, fp, k=None):
         import numpy as np
+
         k = self.k if k is None else k
         d = _popcount(self._fp ^ np.uint64(fp))
         hit = np.flatnonzero(d <= k)
@@ -170,6 +178,7 @@ class FakeIndex:
 
     def query_batch(self, fps, k=None):
         import numpy as np
+
         k = self.k if k is None else k
         qi, ids, dist = [], [], []
         for j, q in enumerate(np.asarray(fps, dtype=np.uint64)):
@@ -186,10 +195,11 @@ class FakeIndex:
 
     def find_all(self, k=None):
         import numpy as np
+
         k = self.k if k is None else k
         pairs = []
         for i in range(len(self._fp) - 1):
-            d = _popcount(self._fp[i + 1:] ^ self._fp[i])
+            d = _popcount(self._fp[i + 1 :] ^ self._fp[i])
             j = np.flatnonzero(d <= k) + i + 1
             if len(j):
                 a = np.full(len(j), self._id[i], dtype=np.uint64)
@@ -202,6 +212,7 @@ class FakeIndex:
 
     def add_unique(self, fps, ids=None, k=None):
         import numpy as np
+
         k = self.k if k is None else k
         fps = np.asarray(fps, dtype=np.uint64)
         ids = self._next_ids(len(fps)) if ids is None else np.asarray(ids, dtype=np.uint64)
@@ -233,6 +244,7 @@ def index_class(fake: bool):
     if fake:
         return FakeIndex
     import rsimhash
+
     return rsimhash.Index  # AttributeError while the Index has not landed
 
 
@@ -381,8 +393,7 @@ class Report:
         self.wall += wall
         self.other_cpu += other
 
-    def print_json(self, summary: Dict[str, object], foreign: float, machine: Dict[str, object],
-                   load_end: object) -> None:
+    def print_json(self, summary: Dict[str, object], foreign: float, machine: Dict[str, object], load_end: object) -> None:
         """Prints `summary` with every row's median (and target), the extras and the
         machine, as one `JSON {...}` line for scripts that compare runs."""
         for r in self.rows.values():
@@ -398,8 +409,7 @@ class Report:
                 summary[r.key] = r.status
         summary.update(self.extra)
         summary["other_procs_cores"] = round(foreign, 2)
-        summary.update({k: machine.get(k) for k in ("nproc", "cpu", "python", "rsimhash", "numpy",
-                                                    "loadavg")})
+        summary.update({k: machine.get(k) for k in ("nproc", "cpu", "python", "rsimhash", "numpy", "loadavg")})
         summary["loadavg_end"] = load_end
         print("JSON " + json.dumps(summary, default=str))
 
@@ -417,6 +427,7 @@ class Report:
 
 def sanity(fake: bool, seed: int) -> Dict[str, str]:
     import numpy as np
+
     rng = np.random.default_rng([seed, 0])
     base = random_fps(rng, 1500)
     fps = np.concatenate([base, flip_bits(rng, base[:500], rng.integers(0, 5, size=500))])
@@ -464,8 +475,7 @@ def sanity(fake: bool, seed: int) -> Dict[str, str]:
         got = call(idx, "query_batch", qs)
         want = ref.query_batch(qs)
         for g, w, name in zip(got, want, ("qi", "ids", "dist")):
-            assert np.array_equal(np.asarray(g).astype(np.int64), w.astype(np.int64)), \
-                f"query_batch: {name} differ"
+            assert np.array_equal(np.asarray(g).astype(np.int64), w.astype(np.int64)), f"query_batch: {name} differ"
 
     def au():
         s, _ = stream_mix(rng, 1000, dup_share=0.3)
@@ -475,12 +485,10 @@ def sanity(fake: bool, seed: int) -> Dict[str, str]:
         is_new = np.asarray(is_new, dtype=bool)
         r = FakeIndex(k=K)
         want_new, _ = r.add_unique(s, ids)
-        assert np.array_equal(is_new, want_new), \
-            f"add_unique: {int(is_new.sum())} new, brute force {int(want_new.sum())}"
+        assert np.array_equal(is_new, want_new), f"add_unique: {int(is_new.sum())} new, brute force {int(want_new.sum())}"
         for j in np.flatnonzero(~is_new):
             m = int(np.asarray(matched)[j])
-            assert m < j and is_new[m] and int(_popcount(s[m] ^ s[j])) <= K, \
-                f"add_unique: item {j} matched {m}"
+            assert m < j and is_new[m] and int(_popcount(s[m] ^ s[j])) <= K, f"add_unique: item {j} matched {m}"
 
     check("find_all", fa)
     check("query", q)
@@ -495,12 +503,12 @@ def sanity(fake: bool, seed: int) -> Dict[str, str]:
 
 def step_build1m(rep: Report, args, n: int, repeats: int) -> None:
     import numpy as np
+
     r_sort = rep.row("sort", f"np.sort {n:,} uint64 (copy)", "s")
     r_build = rep.row("build1m_build", f"Index(k=3) + add, {n:,}", "s")
     r_fa = rep.row("build1m_find_all", f"find_all(), {n:,}", "s")
     r_tot = rep.row("build1m_total", f"build + find_all, {n:,}", "s")
-    r_ratio = rep.row("build1m_ratio", "(build + find_all) / np.sort", "x",
-                      target=TARGET_BUILD_VS_SORT)
+    r_ratio = rep.row("build1m_ratio", "(build + find_all) / np.sort", "x", target=TARGET_BUILD_VS_SORT)
     fps = random_fps(np.random.default_rng([args.seed, 1]), n)
     np.sort(fps)  # warm-up
     have_fa = True
@@ -566,6 +574,7 @@ def reset_hwm() -> bool:
 
 def child_build10m(n: int, seed: int, fake: bool) -> Dict[str, object]:
     import numpy as np
+
     out: Dict[str, object] = {"n": n}
     try:
         import rsimhash  # noqa: F401  (its memory belongs in the baseline)
@@ -601,8 +610,7 @@ def child_build10m(n: int, seed: int, fake: bool) -> Dict[str, object]:
     try:
         with Span() as f:
             pairs = call(idx, "find_all")
-        out.update(find_all_s=f.wall, find_all_cpu=f.cpu, find_all_other=f.other,
-                   pairs=int(len(pairs)))
+        out.update(find_all_s=f.wall, find_all_cpu=f.cpu, find_all_other=f.other, pairs=int(len(pairs)))
     except NotAvailable as e:
         out["find_all_na"] = str(e)
     st2 = proc_status()
@@ -617,29 +625,29 @@ def child_build10m(n: int, seed: int, fake: bool) -> Dict[str, object]:
 def step_build10m(rep: Report, args, n: int, repeats: int) -> None:
     r_build = rep.row("build10m_build", f"Index(k=3) + add, {n:,} (subprocess)", "s")
     r_fa = rep.row("build10m_find_all", f"find_all(), {n:,}", "s")
-    r_tot = rep.row("build10m_total", f"build + find_all, {n:,}", "s",
-                    target=TARGET_BUILD10M_S,
-                    target_text=f"<= {TARGET_BUILD10M_S:.3f} s on 2 cores")
-    r_peak = rep.row("build10m_peak_abs", "peak RSS (VmHWM), whole process", "int",
-                     target_text="(bytes)")
+    r_tot = rep.row(
+        "build10m_total",
+        f"build + find_all, {n:,}",
+        "s",
+        target=TARGET_BUILD10M_S,
+        target_text=f"<= {TARGET_BUILD10M_S:.3f} s on 2 cores",
+    )
+    r_peak = rep.row("build10m_peak_abs", "peak RSS (VmHWM), whole process", "int", target_text="(bytes)")
     r_extra = rep.row("build10m_peak_item", "peak - baseline, bytes per item", "B")
     r_steady = rep.row("build10m_steady_item", "RSS after find_all - baseline, B/item", "B")
     children = []
     for rnd in range(repeats):
-        cmd = [sys.executable, os.path.abspath(__file__), "--_child", "build10m",
-               "--_n", str(n), "--seed", str(args.seed)]
+        cmd = [sys.executable, os.path.abspath(__file__), "--_child", "build10m", "--_n", str(n), "--seed", str(args.seed)]
         if args.fake:
             cmd.append("--fake")
         t0 = time.perf_counter()
         p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
         line = [ln for ln in p.stdout.splitlines() if ln.startswith("CHILD_JSON ")]
         if p.returncode != 0 or not line:
-            raise RuntimeError(f"step 2 subprocess failed (exit {p.returncode}); "
-                               f"stdout tail: {p.stdout[-500:]!r}")
-        c = json.loads(line[-1][len("CHILD_JSON "):])
+            raise RuntimeError(f"step 2 subprocess failed (exit {p.returncode}); stdout tail: {p.stdout[-500:]!r}")
+        c = json.loads(line[-1][len("CHILD_JSON ") :])
         if "na" in c:
-            rep.na([r.key for r in (r_build, r_fa, r_tot, r_peak, r_extra, r_steady)],
-                   f"n/a: {c['na']}")
+            rep.na([r.key for r in (r_build, r_fa, r_tot, r_peak, r_extra, r_steady)], f"n/a: {c['na']}")
             return
         children.append(c)
         rep.load(c["build_s"] + c.get("find_all_s", 0.0), c["other_total"])
@@ -659,10 +667,11 @@ def step_build10m(rep: Report, args, n: int, repeats: int) -> None:
             r_peak.values.append(c["peak"])
             r_extra.values.append((c["peak"] - c["base_rss"]) / n)
             r_steady.values.append((c["rss_end"] - c["base_rss"]) / n)
-            msg += (f"; peak {c['peak'] / 2**20:.0f} MiB, baseline {c['base_rss'] / 2**20:.0f} MiB"
-                    f" -> {(c['peak'] - c['base_rss']) / n:.1f} B/item")
-        print(f"  [2] round {rnd + 1}/{repeats}: {msg} "
-              f"(subprocess {time.perf_counter() - t0:.1f} s)", flush=True)
+            msg += (
+                f"; peak {c['peak'] / 2**20:.0f} MiB, baseline {c['base_rss'] / 2**20:.0f} MiB"
+                f" -> {(c['peak'] - c['base_rss']) / n:.1f} B/item"
+            )
+        print(f"  [2] round {rnd + 1}/{repeats}: {msg} (subprocess {time.perf_counter() - t0:.1f} s)", flush=True)
     if not children:
         return
     c = children[-1]
@@ -673,10 +682,12 @@ def step_build10m(rep: Report, args, n: int, repeats: int) -> None:
     else:
         r_extra.target_text = "n/a (no idx.tables)"
     if not c.get("hwm_reset"):
-        print("  [2] note: could not reset VmHWM (/proc/self/clear_refs); the baseline peak "
-              f"before the build was {c.get('hwm_before_reset')} bytes", flush=True)
-    rep.extra["build10m_index"] = {k: c.get(k) for k in ("k", "tables", "blocks", "design", "repr")
-                                   if c.get(k) is not None}
+        print(
+            "  [2] note: could not reset VmHWM (/proc/self/clear_refs); the baseline peak "
+            f"before the build was {c.get('hwm_before_reset')} bytes",
+            flush=True,
+        )
+    rep.extra["build10m_index"] = {k: c.get(k) for k in ("k", "tables", "blocks", "design", "repr") if c.get(k) is not None}
     if isinstance(c.get("nbytes"), (int, float)) and c.get("len"):
         # the index's own account of its size, for comparison with the RSS figures
         rep.extra["build10m_nbytes_per_item"] = round(c["nbytes"] / c["len"], 2)
@@ -702,21 +713,23 @@ def latency_loop(fn: Callable, qs: List[int]) -> List[int]:
     return out
 
 
-def step_query(rep: Report, args, n: int, n_lat: int, n_batch: int, repeats: int,
-               do_lat: bool, do_batch: bool) -> None:
+def step_query(rep: Report, args, n: int, n_lat: int, n_batch: int, repeats: int, do_lat: bool, do_batch: bool) -> None:
     import numpy as np
+
     rng = np.random.default_rng([args.seed, 3])
     r_info = rep.row("query_index_build", f"(build of the {n:,}-item query index)", "s")
     keys = []
     if do_lat:
-        r_med = rep.row("query_median", f"query() median of {n_lat:,} calls, {n:,} items", "us",
-                        target=TARGET_QUERY_US, strict=True)
+        r_med = rep.row(
+            "query_median", f"query() median of {n_lat:,} calls, {n:,} items", "us", target=TARGET_QUERY_US, strict=True
+        )
         r_p99 = rep.row("query_p99", "query() p99", "us")
         r_ovh = rep.row("query_overhead", "timer + call overhead (id(x)), subtracted", "ns")
         keys += [r_med.key, r_p99.key, r_ovh.key]
     if do_batch:
-        r_qps = rep.row("batch_qps", f"query_batch({n_batch:,} queries), {n:,} items", "rate",
-                        target=TARGET_BATCH_QPS, better="higher")
+        r_qps = rep.row(
+            "batch_qps", f"query_batch({n_batch:,} queries), {n:,} items", "rate", target=TARGET_BATCH_QPS, better="higher"
+        )
         r_bt = rep.row("batch_s", "query_batch wall time", "s")
         keys += [r_qps.key, r_bt.key]
     stored = random_fps(rng, n)
@@ -734,7 +747,7 @@ def step_query(rep: Report, args, n: int, n_lat: int, n_batch: int, repeats: int
     del stored
     gc.collect()
     try:
-        q = getattr(idx, "query")
+        q = idx.query
         q(qs_lat[0] if qs_lat else 0)
     except UNAVAILABLE as e:
         if do_lat:
@@ -768,8 +781,7 @@ def step_query(rep: Report, args, n: int, n_lat: int, n_batch: int, repeats: int
                     res = call(idx, "query_batch", qs_batch)
                 rep.span(r_qps, s, value=len(qs_batch) / s.wall)
                 r_bt.values.append(s.wall)
-                msg.append(f"query_batch {len(qs_batch) / s.wall / 1e6:.2f} M/s "
-                           f"({len(res[0]):,} matches)")
+                msg.append(f"query_batch {len(qs_batch) / s.wall / 1e6:.2f} M/s ({len(res[0]):,} matches)")
                 rep.extra["batch_matches"] = int(len(res[0]))
                 del res
             except NotAvailable as e:
@@ -789,20 +801,21 @@ def step_query(rep: Report, args, n: int, n_lat: int, n_batch: int, repeats: int
 
 def step_add_unique(rep: Report, args, n: int, batch: int, repeats: int) -> None:
     import numpy as np
-    r_ips = rep.row("add_unique_ips", f"add_unique {n:,} in batches of {batch:,}", "rate",
-                    target=TARGET_ADD_UNIQUE_IPS, better="higher")
+
+    r_ips = rep.row(
+        "add_unique_ips", f"add_unique {n:,} in batches of {batch:,}", "rate", target=TARGET_ADD_UNIQUE_IPS, better="higher"
+    )
     r_t = rep.row("add_unique_s", "add_unique wall time", "s")
     r_new = rep.row("add_unique_new", "items reported new", "int")
     stream, ndup = stream_mix(np.random.default_rng([args.seed, 5]), n)
-    print(f"  [5] stream: {n:,} fingerprints, {ndup:,} near-duplicates of earlier ones "
-          f"(0..3 bits flipped)", flush=True)
+    print(f"  [5] stream: {n:,} fingerprints, {ndup:,} near-duplicates of earlier ones (0..3 bits flipped)", flush=True)
     for rnd in range(repeats):
         flags = []
         try:
             idx = new_index(args.fake)
             with Span() as s:
                 for i in range(0, n, batch):
-                    is_new, _ = call(idx, "add_unique", stream[i:i + batch])
+                    is_new, _ = call(idx, "add_unique", stream[i : i + batch])
                     flags.append(is_new)
         except NotAvailable as e:
             rep.na([r_ips.key, r_t.key, r_new.key], f"n/a: {e}")
@@ -811,8 +824,11 @@ def step_add_unique(rep: Report, args, n: int, batch: int, repeats: int) -> None
         r_t.values.append(s.wall)
         new = int(sum(int(np.count_nonzero(f)) for f in flags))
         r_new.values.append(new)
-        print(f"  [5] round {rnd + 1}/{repeats}: {n / s.wall / 1e6:.2f} M items/s, "
-              f"{s.wall:.3f} s; {new:,} new, len(idx) {len(idx):,}", flush=True)
+        print(
+            f"  [5] round {rnd + 1}/{repeats}: {n / s.wall / 1e6:.2f} M items/s, "
+            f"{s.wall:.3f} s; {new:,} new, len(idx) {len(idx):,}",
+            flush=True,
+        )
         del idx, flags
         gc.collect()
     rep.extra["add_unique_near_dups"] = ndup
@@ -831,8 +847,7 @@ def parse_only(spec: Optional[str]) -> List[str]:
         part = part.strip()
         name = STEP_NAMES.get(part, part)
         if name not in STEP_NAMES.values():
-            raise SystemExit(f"--only: unknown step {part!r}; use 1-5 or "
-                             + ", ".join(STEP_NAMES.values()))
+            raise SystemExit(f"--only: unknown step {part!r}; use 1-5 or " + ", ".join(STEP_NAMES.values()))
         out.append(name)
     return out
 
@@ -840,16 +855,11 @@ def parse_only(spec: Optional[str]) -> List[str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="1/10 sizes, fewer rounds (smoke test)")
-    ap.add_argument("--repeats", type=int, default=None,
-                    help="rounds per step (default 5; "
-                         "--quick: 3 and 2)")
-    ap.add_argument("--only", default=None,
-                    help="comma-separated steps: 1 build1m, 2 build10m, 3 query, 4 batch, "
-                         "5 add_unique")
+    ap.add_argument("--repeats", type=int, default=None, help="rounds per step (default 5; --quick: 3 and 2)")
+    ap.add_argument("--only", default=None, help="comma-separated steps: 1 build1m, 2 build10m, 3 query, 4 batch, 5 add_unique")
     ap.add_argument("--seed", type=int, default=0, help="data seed")
     ap.add_argument("--batch", type=int, default=100_000, help="add_unique batch size")
-    ap.add_argument("--raw", action="store_true",
-                    help="Index(compress=False) instead of the default compressed tables")
+    ap.add_argument("--raw", action="store_true", help="Index(compress=False) instead of the default compressed tables")
     ap.add_argument("--scale", type=float, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--fake", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--_child", default=None, help=argparse.SUPPRESS)
@@ -859,12 +869,10 @@ def main(argv=None) -> int:
         os.environ["RSIMHASH_BENCH_RAW"] = "1"  # the step subprocesses inherit it
 
     if args._child == "build10m":
-        print("CHILD_JSON " + json.dumps(child_build10m(args._n, args.seed, args.fake)),
-              flush=True)
+        print("CHILD_JSON " + json.dumps(child_build10m(args._n, args.seed, args.fake)), flush=True)
         return 0
 
-    scale = args.scale if args.scale is not None else (
-        0.001 if args.fake else (0.1 if args.quick else 1.0))
+    scale = args.scale if args.scale is not None else (0.001 if args.fake else (0.1 if args.quick else 1.0))
     rep1 = args.repeats or (3 if args.quick else 5)
     # Five rounds at 10M too: the first process to touch a few GB on a fresh
     # VM pays for the host backing its pages (2x slower here); the median of
@@ -880,28 +888,29 @@ def main(argv=None) -> int:
     steps = parse_only(args.only)
 
     import numpy as np
+
     try:
         import rsimhash
     except ImportError:
         rsimhash = None
     info = machine_info(rsimhash, np) if rsimhash is not None else {}
-    print(f"machine: nproc={info.get('nproc')} (cpu_count {info.get('cpu_count')}), "
-          f"cpu: {info.get('cpu')}, loadavg {info.get('loadavg')}")
-    print(f"python {info.get('python')}, rsimhash {info.get('rsimhash')}, numpy "
-          f"{info.get('numpy')}, {info.get('platform')}")
+    print(
+        f"machine: nproc={info.get('nproc')} (cpu_count {info.get('cpu_count')}), "
+        f"cpu: {info.get('cpu')}, loadavg {info.get('loadavg')}"
+    )
+    print(f"python {info.get('python')}, rsimhash {info.get('rsimhash')}, numpy {info.get('numpy')}, {info.get('platform')}")
     if args.fake:
-        print("*** --fake: a brute-force stand-in replaces rsimhash.Index (plumbing test; "
-              "figures mean nothing) ***")
-    print(f"sizes: step1 {n1:,}; steps 2-5 {n10:,}; query calls {n_lat:,}; query_batch "
-          f"{n_batch:,}; add_unique batch {batch:,}; rounds {rep1} (step 1), {rep10} (others); "
-          f"seed {args.seed}; k={K}")
+        print("*** --fake: a brute-force stand-in replaces rsimhash.Index (plumbing test; figures mean nothing) ***")
+    print(
+        f"sizes: step1 {n1:,}; steps 2-5 {n10:,}; query calls {n_lat:,}; query_batch "
+        f"{n_batch:,}; add_unique batch {batch:,}; rounds {rep1} (step 1), {rep10} (others); "
+        f"seed {args.seed}; k={K}"
+    )
 
     san = sanity(args.fake, args.seed)
-    print("sanity vs brute force (2,000 items): "
-          + ", ".join(f"{k} {v}" for k, v in san.items()), flush=True)
+    print("sanity vs brute force (2,000 items): " + ", ".join(f"{k} {v}" for k, v in san.items()), flush=True)
     if any(v.startswith("FAILED") for v in san.values()):
-        print("*** WARNING: the Index disagrees with brute force; timings below are of a "
-              "wrong implementation ***", flush=True)
+        print("*** WARNING: the Index disagrees with brute force; timings below are of a wrong implementation ***", flush=True)
 
     rep = Report()
     t_start = time.perf_counter()
@@ -927,22 +936,22 @@ def main(argv=None) -> int:
     if "build10m" in steps:
         run("2", step_build10m, n10, rep10, keys=("build10m",))
     if "query" in steps or "batch" in steps:
-        run("3,4", step_query, n10, n_lat, n_batch, rep10, "query" in steps, "batch" in steps,
-            keys=("query", "batch"))
+        run("3,4", step_query, n10, n_lat, n_batch, rep10, "query" in steps, "batch" in steps, keys=("query", "batch"))
     if "add_unique" in steps:
         run("5", step_add_unique, n10, batch, rep10, keys=("add_unique",))
 
     print()
-    print(f"{'measurement':52s} {'median':>13s} {'min..max':>23s} {'target':>24s} "
-          f"{'result':>7s} {'cpu/wall':>8s}")
+    print(f"{'measurement':52s} {'median':>13s} {'min..max':>23s} {'target':>24s} {'result':>7s} {'cpu/wall':>8s}")
     last_status = None
     for r in rep.rows.values():
         tt = target_text(r)
         if r.status is not None and not r.values:
             why = r.status if r.status != last_status else '"'
             last_status = r.status
-            print(f"{r.label:52s} {'n/a' if r.status.startswith('n/a') else 'error':>13s} "
-                  f"{'':>23s} {tt:>24s} {'':>7s} {'':>8s}   {why}")
+            print(
+                f"{r.label:52s} {'n/a' if r.status.startswith('n/a') else 'error':>13s} "
+                f"{'':>23s} {tt:>24s} {'':>7s} {'':>8s}   {why}"
+            )
             continue
         last_status = None
         if not r.values:
@@ -958,9 +967,11 @@ def main(argv=None) -> int:
         load_end = [round(x, 2) for x in os.getloadavg()]
     except OSError:
         load_end = None
-    print(f"other processes used {foreign:.2f} of {info.get('nproc')} cores on average while "
-          f"timing (loadavg at end {load_end}); cpu/wall = this process's CPU seconds per second; "
-          f"total {time.perf_counter() - t_start:.0f} s")
+    print(
+        f"other processes used {foreign:.2f} of {info.get('nproc')} cores on average while "
+        f"timing (loadavg at end {load_end}); cpu/wall = this process's CPU seconds per second; "
+        f"total {time.perf_counter() - t_start:.0f} s"
+    )
     for k, v in rep.extra.items():
         print(f"  {k}: {v}")
 

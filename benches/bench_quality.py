@@ -125,6 +125,7 @@ def unkey(keys):
 def jaccard(offsets, hashes, keys):
     """Exact Jaccard of each pair (a merge of the two sorted sets, in Rust)."""
     import numpy as np
+
     from rsimhash import _rsimhash
 
     a, b = unkey(keys)
@@ -172,8 +173,14 @@ def compute_truth(offsets, hashes, t: float) -> Dict[str, Any]:
     keys = np.concatenate([cand[sim >= t], keys_of(empty[ea], empty[eb])])
     sims = np.concatenate([sim[sim >= t], np.ones(len(ea))])
     order = np.argsort(keys)
-    return {"keys": keys[order], "sim": sims[order], "threshold": t, "raw_candidates": raw,
-            "candidates": int(len(cand)), "seconds": time.perf_counter() - t0}
+    return {
+        "keys": keys[order],
+        "sim": sims[order],
+        "threshold": t,
+        "raw_candidates": raw,
+        "candidates": int(len(cand)),
+        "seconds": time.perf_counter() - t0,
+    }
 
 
 def sets_digest(offsets, hashes) -> str:
@@ -215,8 +222,12 @@ def check_truth(offsets, hashes, tr: Dict[str, Any], seed: int = 0, sample: int 
     n, t = len(offsets) - 1, tr["threshold"]
     a, b = unkey(tr["keys"])
     in_pairs = np.unique(np.r_[a, b])
-    docs = np.unique(np.r_[rng.choice(in_pairs, min(sample // 2, len(in_pairs)), replace=False),
-                           rng.choice(n, min(sample // 2, n), replace=False)])
+    docs = np.unique(
+        np.r_[
+            rng.choice(in_pairs, min(sample // 2, len(in_pairs)), replace=False),
+            rng.choice(n, min(sample // 2, n), replace=False),
+        ]
+    )
     ia, ib = np.triu_indices(len(docs), 1)
     keys = keys_of(docs[ia], docs[ib])
     sizes = np.diff(offsets)
@@ -235,13 +246,19 @@ def check_truth(offsets, hashes, tr: Dict[str, Any], seed: int = 0, sample: int 
     worst = 0.0
     for key, s in zip(spot_keys, spot_sims):
         x, y = unkey(np.array([key], dtype=np.uint64))
-        sx = set(hashes[offsets[x[0]]:offsets[x[0] + 1]].tolist())
-        sy = set(hashes[offsets[y[0]]:offsets[y[0] + 1]].tolist())
+        sx = set(hashes[offsets[x[0]] : offsets[x[0] + 1]].tolist())
+        sy = set(hashes[offsets[y[0]] : offsets[y[0] + 1]].tolist())
         exact = len(sx & sy) / len(sx | sy) if sx or sy else 1.0
         worst = max(worst, abs(exact - s))
-    return {"sample_docs": int(len(docs)), "sample_pairs": int(len(ia)), "brute_pairs": int(len(brute)),
-            "truth_pairs_in_sample": int(len(expected)), "brute_agrees": bool(np.array_equal(brute, expected)),
-            "spot_checked": int(len(spot_keys)), "spot_max_error": worst}
+    return {
+        "sample_docs": int(len(docs)),
+        "sample_pairs": int(len(ia)),
+        "brute_pairs": int(len(brute)),
+        "truth_pairs_in_sample": int(len(expected)),
+        "brute_agrees": bool(np.array_equal(brute, expected)),
+        "spot_checked": int(len(spot_keys)),
+        "spot_max_error": worst,
+    }
 
 
 # --------------------------------------------------------------------------
@@ -257,8 +274,11 @@ def score(pred, tr: Dict[str, Any]) -> Dict[float, Dict[str, Any]]:
     for t in THRESHOLDS:
         true_keys = tr["keys"][tr["sim"] >= t]
         hit = int(np.isin(pred, true_keys, assume_unique=True).sum())
-        out[t] = {"tp": hit, "precision": hit / len(pred) if len(pred) else float("nan"),
-                  "recall": hit / len(true_keys) if len(true_keys) else float("nan")}
+        out[t] = {
+            "tp": hit,
+            "precision": hit / len(pred) if len(pred) else float("nan"),
+            "recall": hit / len(true_keys) if len(true_keys) else float("nan"),
+        }
     return out
 
 
@@ -273,10 +293,14 @@ def check_verified(pairs, sims, t: float, tr: Dict[str, Any], offsets, hashes) -
     err = np.abs(tr["sim"][at][found] - sims[found].astype(np.float64))
     wrong = keys[~found]
     wrong_exact = jaccard(offsets, hashes, wrong) if len(wrong) else np.zeros(0)
-    return {"not_in_truth": int(len(wrong)), "sim_mismatch": int((err > 1e-6).sum()),
-            "max_sim_error": float(err.max(initial=0.0)),
-            "examples": [(int(k >> 32), int(k & LOW32), float(s), float(e))
-                         for k, s, e in zip(wrong[:5], sims[~found][:5], wrong_exact[:5])]}
+    return {
+        "not_in_truth": int(len(wrong)),
+        "sim_mismatch": int((err > 1e-6).sum()),
+        "max_sim_error": float(err.max(initial=0.0)),
+        "examples": [
+            (int(k >> 32), int(k & LOW32), float(s), float(e)) for k, s, e in zip(wrong[:5], sims[~found][:5], wrong_exact[:5])
+        ],
+    }
 
 
 # --------------------------------------------------------------------------
@@ -306,15 +330,16 @@ def rounds(texts: List[str], repeat: int) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     for _ in range(repeat):
         for mode, width in (("words", 3), ("chars", 4)):
-            fps = clock(lambda: rsimhash.fingerprints(texts, mode=mode, width=width),
-                        times.setdefault(f"fp {mode}", []))
+            fps = clock(lambda: rsimhash.fingerprints(texts, mode=mode, width=width), times.setdefault(f"fp {mode}", []))
             for k in KS:
-                out[mode, k] = clock(lambda: rsimhash.batch.find_all(fps, k=k, progress=False),
-                                     times.setdefault(f"find_all {mode} {k}", []))
+                out[mode, k] = clock(
+                    lambda: rsimhash.batch.find_all(fps, k=k, progress=False), times.setdefault(f"find_all {mode} {k}", [])
+                )
             if mode == "words":
                 for t in THRESHOLDS:
-                    out["verified", t] = clock(lambda: rsimhash.similar_pairs(texts, t, progress=False),
-                                               times.setdefault(f"verified {t}", []))
+                    out["verified", t] = clock(
+                        lambda: rsimhash.similar_pairs(texts, t, progress=False), times.setdefault(f"verified {t}", [])
+                    )
         times.setdefault("plain", []).append(times["fp words"][-1] + times["find_all words 3"][-1])
     out["times"] = times
     return out
@@ -374,7 +399,7 @@ def datasketch_sigs(offsets, hashes):
     sigs = []
     for i in range(len(offsets) - 1):
         m = datasketch.MinHash(num_perm=NUM_PERM, seed=1, hashfunc=int)
-        m.update_batch(hashes[offsets[i]:offsets[i + 1]] & np.uint64(LOW32))  # 32-bit values, as sha1_hash32's
+        m.update_batch(hashes[offsets[i] : offsets[i + 1]] & np.uint64(LOW32))  # 32-bit values, as sha1_hash32's
         sigs.append(m)
     return sigs, np.array([m.hashvalues for m in sigs])
 
@@ -395,7 +420,7 @@ def rensa_sigs(offsets, hashes):
     sigs = []
     for i in range(len(offsets) - 1):
         m = rensa.RMinHash(num_perm=NUM_PERM, seed=42)
-        m.update([str(h) for h in hashes[offsets[i]:offsets[i + 1]].tolist()])
+        m.update([str(h) for h in hashes[offsets[i] : offsets[i + 1]].tolist()])
         sigs.append(m)
     return sigs, np.array([m.digest() for m in sigs], dtype=np.uint64)
 
@@ -413,6 +438,7 @@ def rensa_pairs(sigs, t: float) -> Tuple[List[Tuple[int, int]], str]:
 def minhash_rows(name: str, sigs_fn, pairs_fn, texts, tr) -> List[Dict[str, Any]]:
     """Raw LSH pairs and those with estimate >= t, per threshold; one timed run each."""
     import numpy as np
+
     from rsimhash import _rsimhash
 
     try:
@@ -436,9 +462,16 @@ def minhash_rows(name: str, sigs_fn, pairs_fn, texts, tr) -> List[Dict[str, Any]
         kept = raw[est >= t]
         est_s = time.perf_counter() - t2
         for label, pred, secs in (("raw", raw, sig_s + lsh_s), (f"estimate >= {t}", kept, sig_s + lsh_s + est_s)):
-            rows.append({"method": f"MinHash LSH, {name}, t={t} ({params}), {label}", "threshold": t,
-                         "candidates": int(len(raw)), "reported": int(len(pred)), "score": score(pred, tr),
-                         "seconds": secs})
+            rows.append(
+                {
+                    "method": f"MinHash LSH, {name}, t={t} ({params}), {label}",
+                    "threshold": t,
+                    "candidates": int(len(raw)),
+                    "reported": int(len(pred)),
+                    "score": score(pred, tr),
+                    "seconds": secs,
+                }
+            )
     return rows
 
 
@@ -461,14 +494,16 @@ def table_row(row: Dict[str, Any], n: int, plain_s: float) -> str:
     if row.get("reported") is not None and row["reported"] != row["candidates"]:
         cand += f" ({row['reported']:,} kept)"
     secs = row["seconds"]
-    return (f"| {row['method']} | {cand} | {' | '.join(cells)} | {secs:.3f} | {n / secs:,.0f} | "
-            f"{plain_s / secs:.2f} |")
+    return f"| {row['method']} | {cand} | {' | '.join(cells)} | {secs:.3f} | {n / secs:,.0f} | {plain_s / secs:.2f} |"
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--corpus", default=os.path.join(DATA_DIR, "quality.jsonl"),
-                   help="JSON-lines corpus, built by quality_corpus.py when missing (default %(default)s)")
+    p.add_argument(
+        "--corpus",
+        default=os.path.join(DATA_DIR, "quality.jsonl"),
+        help="JSON-lines corpus, built by quality_corpus.py when missing (default %(default)s)",
+    )
     p.add_argument("--max-docs", type=int, default=None, help="only the first N documents (a quicker run)")
     p.add_argument("--repeat", type=int, default=5, help="timed rounds (default %(default)s)")
     p.add_argument("--data-dir", default=DATA_DIR, help="where the truth is cached (default %(default)s)")
@@ -480,6 +515,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         p.error("--repeat must be >= 1")
     start = time.perf_counter()
     import numpy as np
+
     import rsimhash
     from rsimhash import _rsimhash
 
@@ -500,40 +536,67 @@ def main(argv: Optional[List[str]] = None) -> int:
     for mode, label in (("words", "words w=3"), ("chars", "chars n=4")):
         for k in KS:
             pairs = r[mode, k]
-            rows.append({"method": f"simhash {label}, k={k}", "candidates": int(len(pairs)),
-                         "score": score(keys_of(pairs[:, 0], pairs[:, 1]), tr),
-                         "seconds": med[f"fp {mode}"] + med[f"find_all {mode} {k}"]})
+            rows.append(
+                {
+                    "method": f"simhash {label}, k={k}",
+                    "candidates": int(len(pairs)),
+                    "score": score(keys_of(pairs[:, 0], pairs[:, 1]), tr),
+                    "seconds": med[f"fp {mode}"] + med[f"find_all {mode} {k}"],
+                }
+            )
     verified: Dict[float, Dict[str, Any]] = {}
     for t in THRESHOLDS:
         pairs, sims = r["verified", t]
         mode, width, k = _rsimhash.auto_candidates(t)
         cand = rsimhash.batch.find_all(rsimhash.fingerprints(texts, mode=mode, width=width), k=k, progress=False)
         verified[t] = {"auto": (mode, width, k), **check_verified(pairs, sims, t, tr, offsets, hashes)}
-        rows.append({"method": f"verified, t={t} (auto: {mode} w={width}, k={k})", "threshold": t,
-                     "candidates": int(len(cand)), "reported": int(len(pairs)),
-                     "score": score(keys_of(pairs[:, 0], pairs[:, 1]), tr), "seconds": med[f"verified {t}"]})
+        rows.append(
+            {
+                "method": f"verified, t={t} (auto: {mode} w={width}, k={k})",
+                "threshold": t,
+                "candidates": int(len(cand)),
+                "reported": int(len(pairs)),
+                "score": score(keys_of(pairs[:, 0], pairs[:, 1]), tr),
+                "seconds": med[f"verified {t}"],
+            }
+        )
     rows += minhash_rows("datasketch", datasketch_sigs, datasketch_pairs, texts, tr)
     rows += minhash_rows("rensa", rensa_sigs, rensa_pairs, texts, tr)
     cli = cli_rounds(args.corpus, args.repeat, args.data_dir) if args.cli else None
 
     m = info
-    print(f"machine: {m['cpu']}, {m['nproc']} cores, load {m['loadavg']}, other processes "
-          f"{other:.2f} cores while timing; python {m['python']}, rsimhash {m['rsimhash']}, numpy {m['numpy']}")
-    print(f"corpus: {args.corpus}, {n:,} documents, {mb:.1f} MB UTF-8, {len(hashes):,} distinct word 3-shingles "
-          f"summed over documents")
-    print(f"truth: {counts[0.9]:,} pairs with J >= 0.9, {counts[0.8]:,} with J >= 0.8 "
-          + (f"(cached: {tr['cached']})" if tr["cached"] else
-             f"(prefix join {tr['seconds']:.1f} s: {tr['raw_candidates']:,} prefix pairs, "
-             f"{tr['candidates']:,} after the size filter)"))
-    print(f"truth check: brute force over {check['sample_docs']:,} sampled documents ({check['sample_pairs']:,} pairs) "
-          f"found {check['brute_pairs']:,} pairs >= {tr['threshold']}, truth has {check['truth_pairs_in_sample']:,}: "
-          f"{'agree' if check['brute_agrees'] else 'DISAGREE: THE TRUTH IS WRONG'}; {check['spot_checked']} "
-          f"similarities against Python sets, largest difference {check['spot_max_error']:.1e}")
-    print(f"timing: median of {args.repeat} interleaved rounds; plain find-all = fingerprints(texts) + "
-          f"find_all(k=3): {med['plain']:.3f} s; MinHash rows: one run from the texts")
+    print(
+        f"machine: {m['cpu']}, {m['nproc']} cores, load {m['loadavg']}, other processes "
+        f"{other:.2f} cores while timing; python {m['python']}, rsimhash {m['rsimhash']}, numpy {m['numpy']}"
+    )
+    print(
+        f"corpus: {args.corpus}, {n:,} documents, {mb:.1f} MB UTF-8, {len(hashes):,} distinct word 3-shingles "
+        f"summed over documents"
+    )
+    print(
+        f"truth: {counts[0.9]:,} pairs with J >= 0.9, {counts[0.8]:,} with J >= 0.8 "
+        + (
+            f"(cached: {tr['cached']})"
+            if tr["cached"]
+            else f"(prefix join {tr['seconds']:.1f} s: {tr['raw_candidates']:,} prefix pairs, "
+            f"{tr['candidates']:,} after the size filter)"
+        )
+    )
+    print(
+        f"truth check: brute force over {check['sample_docs']:,} sampled documents ({check['sample_pairs']:,} pairs) "
+        f"found {check['brute_pairs']:,} pairs >= {tr['threshold']}, truth has {check['truth_pairs_in_sample']:,}: "
+        f"{'agree' if check['brute_agrees'] else 'DISAGREE: THE TRUTH IS WRONG'}; {check['spot_checked']} "
+        f"similarities against Python sets, largest difference {check['spot_max_error']:.1e}"
+    )
+    print(
+        f"timing: median of {args.repeat} interleaved rounds; plain find-all = fingerprints(texts) + "
+        f"find_all(k=3): {med['plain']:.3f} s; MinHash rows: one run from the texts"
+    )
     print()
-    print("| method | candidates | precision@0.9 | recall@0.9 | precision@0.8 | recall@0.8 | seconds | docs/s | "
-          "ratio to plain find-all |")
+    print(
+        "| method | candidates | precision@0.9 | recall@0.9 | precision@0.8 | recall@0.8 | seconds | docs/s | "
+        "ratio to plain find-all |"
+    )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for row in rows:
         print(table_row(row, n, med["plain"]))
@@ -542,37 +605,58 @@ def main(argv: Optional[List[str]] = None) -> int:
     for t in THRESHOLDS:
         v, s = verified[t], next(x for x in rows if x["method"].startswith(f"verified, t={t} "))
         prec, rec, speed = s["score"][t]["precision"], s["score"][t]["recall"], med["plain"] / s["seconds"]
-        ok = {"precision": prec == 1.0 and v["not_in_truth"] == 0 and v["sim_mismatch"] == 0,
-              "recall": rec >= TARGET_RECALL[t], "speed": speed >= TARGET_SPEED}
+        ok = {
+            "precision": prec == 1.0 and v["not_in_truth"] == 0 and v["sim_mismatch"] == 0,
+            "recall": rec >= TARGET_RECALL[t],
+            "speed": speed >= TARGET_SPEED,
+        }
         verdicts[t] = ok
         word = lambda b: "met" if b else "MISSED"
-        print(f"verified t={t}: precision {prec:.4f} ({word(ok['precision'])}: 1.0), recall {rec:.4f} "
-              f"({word(ok['recall'])}: >= {TARGET_RECALL[t]}), speed {speed:.2f} x plain find-all "
-              f"({word(ok['speed'])}: >= {TARGET_SPEED}); similarities off the truth by at most "
-              f"{v['max_sim_error']:.1e}")
+        print(
+            f"verified t={t}: precision {prec:.4f} ({word(ok['precision'])}: 1.0), recall {rec:.4f} "
+            f"({word(ok['recall'])}: >= {TARGET_RECALL[t]}), speed {speed:.2f} x plain find-all "
+            f"({word(ok['speed'])}: >= {TARGET_SPEED}); similarities off the truth by at most "
+            f"{v['max_sim_error']:.1e}"
+        )
         if v["not_in_truth"] or v["sim_mismatch"]:
-            print(f"  BUG: {v['not_in_truth']} reported pairs are not in the truth at J >= {t}, "
-                  f"{v['sim_mismatch']} similarities differ by more than 1e-6; (i, j, reported, exact): {v['examples']}")
+            print(
+                f"  BUG: {v['not_in_truth']} reported pairs are not in the truth at J >= {t}, "
+                f"{v['sim_mismatch']} similarities differ by more than 1e-6; (i, j, reported, exact): {v['examples']}"
+            )
     if cli is not None:
         if "skipped" in cli:
             print(f"command line: skipped, {cli['skipped']}")
         else:
             cm = {k: statistics.median(v) for k, v in cli["times"].items()}
-            print(f"command line (median of {args.repeat}): find-all --distance 3 {cm['plain']:.2f} s "
-                  f"({n / cm['plain']:,.0f} docs/s, {cli['pairs']['plain']:,} pairs)")
+            print(
+                f"command line (median of {args.repeat}): find-all --distance 3 {cm['plain']:.2f} s "
+                f"({n / cm['plain']:,.0f} docs/s, {cli['pairs']['plain']:,} pairs)"
+            )
             for t in THRESHOLDS:
                 name = f"jaccard {t}"
                 verdict = "met" if cm["plain"] / cm[name] >= TARGET_SPEED else "MISSED"
-                print(f"  with --jaccard {t}: {cm[name]:.2f} s ({n / cm[name]:,.0f} docs/s, "
-                      f"{cli['pairs'][name]:,} pairs): {cm['plain'] / cm[name]:.2f} x plain find-all "
-                      f"({verdict}: >= {TARGET_SPEED})")
+                print(
+                    f"  with --jaccard {t}: {cm[name]:.2f} s ({n / cm[name]:,.0f} docs/s, "
+                    f"{cli['pairs'][name]:,} pairs): {cm['plain'] / cm[name]:.2f} x plain find-all "
+                    f"({verdict}: >= {TARGET_SPEED})"
+                )
     print(f"run took {time.perf_counter() - start:.0f} s")
     if args.json:
-        record = {"machine": info, "date": time.strftime("%Y-%m-%d %H:%M"), "corpus": args.corpus, "docs": n,
-                  "mb": mb, "truth": {str(t): c for t, c in counts.items()}, "truth_check": check,
-                  "other_cores": other, "times": r["times"], "plain_median": med["plain"],
-                  "rows": [{**x, "score": {str(t): s for t, s in x.get("score", {}).items()}} for x in rows],
-                  "verified": {str(t): {**verified[t], "targets": verdicts[t]} for t in THRESHOLDS}, "cli": cli}
+        record = {
+            "machine": info,
+            "date": time.strftime("%Y-%m-%d %H:%M"),
+            "corpus": args.corpus,
+            "docs": n,
+            "mb": mb,
+            "truth": {str(t): c for t, c in counts.items()},
+            "truth_check": check,
+            "other_cores": other,
+            "times": r["times"],
+            "plain_median": med["plain"],
+            "rows": [{**x, "score": {str(t): s for t, s in x.get("score", {}).items()}} for x in rows],
+            "verified": {str(t): {**verified[t], "targets": verdicts[t]} for t in THRESHOLDS},
+            "cli": cli,
+        }
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(record, f, indent=1)
     return 0

@@ -49,8 +49,9 @@ def fingerprints(kind: str, n: int) -> np.ndarray:
     if kind == "identical":
         return np.full(n, 0x0123_4567_89AB_CDEF, np.uint64)
     centre = 0x0123_4567_89AB_CDEF
-    values = np.array([centre ^ sum(1 << b for b in flip) for r in range(4)
-                       for flip in itertools.combinations(range(64), r)], dtype=np.uint64)
+    values = np.array(
+        [centre ^ sum(1 << b for b in flip) for r in range(4) for flip in itertools.combinations(range(64), r)], dtype=np.uint64
+    )
     assert len(values) == 43_745
     return values[rng.integers(0, len(values), n)]
 
@@ -70,13 +71,19 @@ PATHS: Dict[str, Tuple[Callable[[np.ndarray], Any], Callable[[Any], Any]]] = {
     "Index.cluster(leader)": (_index, lambda index: index.cluster(method="leader")),
     "Index.find_all(copies=first)": (_index, lambda index: index.find_all(copies="first")),
     "batch.dedup": (lambda fps: fps, lambda fps: __import__("rsimhash").batch.dedup(fps, 3, progress=False)),
-    "batch.dedup(64 MB)": (lambda fps: fps, lambda fps: __import__("rsimhash").batch.dedup(
-        fps, 3, progress=False, memory_limit="64MB")),
+    "batch.dedup(64 MB)": (
+        lambda fps: fps,
+        lambda fps: __import__("rsimhash").batch.dedup(fps, 3, progress=False, memory_limit="64MB"),
+    ),
     "batch.clusters": (lambda fps: fps, lambda fps: __import__("rsimhash").batch.clusters(fps, 3, progress=False)),
-    "batch.clusters(leader)": (lambda fps: fps, lambda fps: __import__("rsimhash").batch.clusters(
-        fps, 3, method="leader", progress=False)),
-    "batch.find_all(copies=first)": (lambda fps: fps, lambda fps: __import__("rsimhash").batch.find_all(
-        fps, 3, copies="first", progress=False)),
+    "batch.clusters(leader)": (
+        lambda fps: fps,
+        lambda fps: __import__("rsimhash").batch.clusters(fps, 3, method="leader", progress=False),
+    ),
+    "batch.find_all(copies=first)": (
+        lambda fps: fps,
+        lambda fps: __import__("rsimhash").batch.find_all(fps, 3, copies="first", progress=False),
+    ),
 }
 
 
@@ -137,8 +144,11 @@ def bench_paths(n: int, rounds: int) -> bool:
             mem_ok = all(m[k] <= 2 * m["random"] + 300 for k in ("identical", "ball"))
             flag = "" if ri <= 3 and rb <= 5 and mem_ok else "  MISSED"
         ok &= not flag
-        print(f"| {path} | {t['random']:.3f} s | {t['identical']:.3f} s | {t['ball']:.3f} s{note} | {ri:.2f} | "
-              f"{rb:.2f} | {m['random']:.0f} / {m['identical']:.0f} / {m['ball']:.0f}{flag} |", flush=True)
+        print(
+            f"| {path} | {t['random']:.3f} s | {t['identical']:.3f} s | {t['ball']:.3f} s{note} | {ri:.2f} | "
+            f"{rb:.2f} | {m['random']:.0f} / {m['identical']:.0f} / {m['ball']:.0f}{flag} |",
+            flush=True,
+        )
     return ok
 
 
@@ -174,8 +184,16 @@ def bench_cli(rounds: int) -> bool:
         size = os.path.getsize(corpus) / 1e6
         cli = [sys.executable, "-m", "rsimhash"]
         fp_cmd = cli + ["fingerprint", "--input", corpus, "--output", os.path.join(tmp, "fp.tsv"), "--quiet"]
-        dd_cmd = cli + ["dedup", "--input", corpus, "--output", os.path.join(tmp, "kept.jsonl"),
-                        "--removed", os.path.join(tmp, "removed.tsv"), "--quiet"]
+        dd_cmd = cli + [
+            "dedup",
+            "--input",
+            corpus,
+            "--output",
+            os.path.join(tmp, "kept.jsonl"),
+            "--removed",
+            os.path.join(tmp, "removed.tsv"),
+            "--quiet",
+        ]
         fp, dd = [], []
         for _ in range(rounds):
             fp.append(timed_command(fp_cmd))
@@ -183,8 +201,10 @@ def bench_cli(rounds: int) -> bool:
         tf, td = statistics.median(r["seconds"] for r in fp), statistics.median(r["seconds"] for r in dd)
         md = statistics.median(r["peak_mb"] for r in dd)
         ok = td <= 2 * tf and md <= 600
-        print(f"\n## Command line on real text: {len(docs):,} documents + one copied 10^5 times + 30 % copied "
-              f"again = {len(records):,} records, {size:.0f} MB (medians of {rounds})\n")
+        print(
+            f"\n## Command line on real text: {len(docs):,} documents + one copied 10^5 times + 30 % copied "
+            f"again = {len(records):,} records, {size:.0f} MB (medians of {rounds})\n"
+        )
         print("| command | seconds | peak MB | ratio |")
         print("| --- | --- | --- | --- |")
         print(f"| rsimhash fingerprint | {tf:.2f} | {statistics.median(r['peak_mb'] for r in fp):.0f} | 1 |")
@@ -218,13 +238,14 @@ def bench_verified(rounds: int) -> bool:
     tf = statistics.median(r["seconds"] for r in got["fingerprints"])
     td = statistics.median(r["seconds"] for r in got["dedup"])
     ok = td <= 6 * tf
-    print(f"\n## rsimhash.dedup(texts, jaccard=0.9): 2 * 10^4 copies of one document + 2,000 others "
-          f"(medians of {rounds})\n")
+    print(f"\n## rsimhash.dedup(texts, jaccard=0.9): 2 * 10^4 copies of one document + 2,000 others (medians of {rounds})\n")
     print("| call | seconds | peak MB | ratio |")
     print("| --- | --- | --- | --- |")
     print(f"| rsimhash.fingerprints | {tf:.3f} | {statistics.median(r['peak_mb'] for r in got['fingerprints']):.0f} | 1 |")
-    print(f"| rsimhash.dedup(jaccard=0.9) | {td:.3f} | {statistics.median(r['peak_mb'] for r in got['dedup']):.0f} | "
-          f"{td / tf:.2f}{'' if ok else '  MISSED'} |")
+    print(
+        f"| rsimhash.dedup(jaccard=0.9) | {td:.3f} | {statistics.median(r['peak_mb'] for r in got['dedup']):.0f} | "
+        f"{td / tf:.2f}{'' if ok else '  MISSED'} |"
+    )
     return ok
 
 
@@ -243,8 +264,10 @@ def main() -> int:
     only = set(args.only.split(","))
     import rsimhash
 
-    print(f"# rsimhash {rsimhash.__version__} on {cpu_name()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}, numpy {np.__version__}, {time.strftime('%Y-%m-%d')}")
+    print(
+        f"# rsimhash {rsimhash.__version__} on {cpu_name()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, numpy {np.__version__}, {time.strftime('%Y-%m-%d')}"
+    )
     ok = True
     if "paths" in only:
         ok &= bench_paths(int(args.n), args.rounds)

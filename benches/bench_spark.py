@@ -59,7 +59,7 @@ def planted(n: int, seed: int = 7) -> np.ndarray:
         bit = rng.integers(0, 64, m).astype(np.uint64)
         flips ^= np.where(rng.random(m) < 0.7, np.uint64(1) << bit, np.uint64(0))
     flips[flips == 0] = np.uint64(1)
-    fps[n - m:] = fps[src] ^ flips
+    fps[n - m :] = fps[src] ^ flips
     return fps
 
 
@@ -91,14 +91,21 @@ def last_stage(spark: Any) -> int:
 
 
 def run(sizes: List[int], repeat: int, data_dir: str) -> Dict[str, Any]:
-    import rsimhash
-    import rsimhash.spark as rs
     from pyspark.sql import SparkSession
 
+    import rsimhash
+    import rsimhash.spark as rs
+
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers run this Python, with rsimhash
-    spark = (SparkSession.builder.master("local[2]").appName("rsimhash bench_spark")
-             .config("spark.ui.port", str(UI_PORT)).config("spark.driver.memory", "6g")
-             .config("spark.sql.shuffle.partitions", "8").config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("rsimhash bench_spark")
+        .config("spark.ui.port", str(UI_PORT))
+        .config("spark.driver.memory", "6g")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     out: Dict[str, Any] = {"sizes": {}}
     for n in sizes:
@@ -121,8 +128,7 @@ def run(sizes: List[int], repeat: int, data_dir: str) -> Dict[str, Any]:
             stage_sets.append(stages(spark, before))
         equal = None
         if n <= 1_000_000:
-            got = np.array(rs.near_duplicate_pairs(df, "id", "fp", K).toPandas()[["id_a", "id_b"]].to_numpy(),
-                           dtype=np.int64)
+            got = np.array(rs.near_duplicate_pairs(df, "id", "fp", K).toPandas()[["id_a", "id_b"]].to_numpy(), dtype=np.int64)
             got = got[np.lexsort((got[:, 1], got[:, 0]))]
             equal = bool(np.array_equal(got, want.astype(np.int64)))
         from rsimhash.spark._pairs import choose_blocks
@@ -130,14 +136,28 @@ def run(sizes: List[int], repeat: int, data_dir: str) -> Dict[str, Any]:
         blocks = choose_blocks(n, K)
         st = stage_sets[len(stage_sets) // 2]
         out["sizes"][n] = {
-            "batch_s": batch_s, "spark_s": statistics.median(spark_times), "spark_runs": spark_times,
-            "pairs": int(count or 0), "batch_pairs": int(len(want)), "equal": equal,
-            "blocks": blocks, "tables": math.comb(blocks, K),
-            "stages": [{"id": s["stageId"], "name": s["name"].split(" at ")[0][:40], "tasks": s["numTasks"],
-                        "run_s": s["executorRunTime"] / 1000, "cpu_s": s["executorCpuTime"] / 1e9,
-                        "shuffle_write": s["shuffleWriteBytes"], "shuffle_read": s["shuffleReadBytes"],
-                        "records_in": s["inputRecords"] + s["shuffleReadRecords"],
-                        "records_out": s["outputRecords"] + s["shuffleWriteRecords"]} for s in st],
+            "batch_s": batch_s,
+            "spark_s": statistics.median(spark_times),
+            "spark_runs": spark_times,
+            "pairs": int(count or 0),
+            "batch_pairs": int(len(want)),
+            "equal": equal,
+            "blocks": blocks,
+            "tables": math.comb(blocks, K),
+            "stages": [
+                {
+                    "id": s["stageId"],
+                    "name": s["name"].split(" at ")[0][:40],
+                    "tasks": s["numTasks"],
+                    "run_s": s["executorRunTime"] / 1000,
+                    "cpu_s": s["executorCpuTime"] / 1e9,
+                    "shuffle_write": s["shuffleWriteBytes"],
+                    "shuffle_read": s["shuffleReadBytes"],
+                    "records_in": s["inputRecords"] + s["shuffleReadRecords"],
+                    "records_out": s["outputRecords"] + s["shuffleWriteRecords"],
+                }
+                for s in st
+            ],
         }
     spark.stop()
     out["query"] = query_rate()
@@ -167,8 +187,9 @@ def query_rate() -> Dict[str, float]:
     import subprocess
 
     env = dict(os.environ, RAYON_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-c", QUERY_RATE.format(here=HERE, k=K)], env=env, check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", QUERY_RATE.format(here=HERE, k=K)], env=env, check=True, capture_output=True, text=True
+    ).stdout
     got = json.loads(out.strip().splitlines()[-1])
     return {**got, "per_s": got["queries"] / got["seconds"]}
 
@@ -177,17 +198,21 @@ def report(res: Dict[str, Any]) -> None:
     print("| fingerprints | batch.find_all | Spark local[2] | ratio | design | pairs | equal |")
     print("| ---: | ---: | ---: | ---: | --- | ---: | --- |")
     for n, r in res["sizes"].items():
-        print(f"| {n:,} | {r['batch_s']:.2f} s | {r['spark_s']:.1f} s | {r['spark_s'] / r['batch_s']:.0f} x | "
-              f"{r['tables']} tables ({r['blocks']} blocks) | {r['pairs']:,} (find_all {r['batch_pairs']:,}) | "
-              f"{'-' if r['equal'] is None else r['equal']} |")
+        print(
+            f"| {n:,} | {r['batch_s']:.2f} s | {r['spark_s']:.1f} s | {r['spark_s'] / r['batch_s']:.0f} x | "
+            f"{r['tables']} tables ({r['blocks']} blocks) | {r['pairs']:,} (find_all {r['batch_pairs']:,}) | "
+            f"{'-' if r['equal'] is None else r['equal']} |"
+        )
     for n, r in res["sizes"].items():
         print(f"\nstages at {n:,} (median run):")
         print("| stage | tasks | executor run s | CPU s | shuffle write MB | shuffle read MB | records in | out |")
         print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for s in r["stages"]:
-            print(f"| {s['id']} {s['name']} | {s['tasks']} | {s['run_s']:.1f} | {s['cpu_s']:.1f} | "
-                  f"{s['shuffle_write'] / 1e6:.1f} | {s['shuffle_read'] / 1e6:.1f} | {s['records_in']:,} | "
-                  f"{s['records_out']:,} |")
+            print(
+                f"| {s['id']} {s['name']} | {s['tasks']} | {s['run_s']:.1f} | {s['cpu_s']:.1f} | "
+                f"{s['shuffle_write'] / 1e6:.1f} | {s['shuffle_read'] / 1e6:.1f} | {s['records_in']:,} | "
+                f"{s['records_out']:,} |"
+            )
     q = res["query"]
     print(f"\nIndex.query_batch against 10^6 on one thread: {q['per_s']:,.0f} queries/s")
     extrapolate(res)
@@ -207,16 +232,22 @@ def extrapolate(res: Dict[str, Any]) -> None:
     # Work that grows with the rows shuffled (a fingerprint per table) scales by the tables.
     cpu = per_fp_s * big * tables / r["tables"]
     volume = per_row_bytes * big * tables
-    print(f"\nextrapolation from {n:,} ({r['tables']} tables): {per_fp_s * 1e6:.1f} executor-us a fingerprint, "
-          f"{per_row_bytes:.0f} shuffle bytes a fingerprint and table")
-    print(f"8 x 10^9 fingerprints, k = {K}: {tables} tables ({blocks} blocks); {cpu / 3600:,.0f} executor-hours; "
-          f"on 200 cores {cpu / 200 / 3600:.1f} h, on 2,000 cores {cpu / 2000 / 60:.0f} min; shuffle "
-          f"{volume / 1e12:.1f} TB ({tables} rows of ~{per_row_bytes:.0f} bytes a fingerprint)")
+    print(
+        f"\nextrapolation from {n:,} ({r['tables']} tables): {per_fp_s * 1e6:.1f} executor-us a fingerprint, "
+        f"{per_row_bytes:.0f} shuffle bytes a fingerprint and table"
+    )
+    print(
+        f"8 x 10^9 fingerprints, k = {K}: {tables} tables ({blocks} blocks); {cpu / 3600:,.0f} executor-hours; "
+        f"on 200 cores {cpu / 200 / 3600:.1f} h, on 2,000 cores {cpu / 2000 / 60:.0f} min; shuffle "
+        f"{volume / 1e12:.1f} TB ({tables} rows of ~{per_row_bytes:.0f} bytes a fingerprint)"
+    )
     q = res["query"]["per_s"]
-    print(f"10^6 queries against 8 x 10^9 (near_duplicates_of: the queries' index shipped to the executors, "
-          f"the corpus streamed past it): {big / q / 3600:,.1f} core-hours of query_batch at {q:,.0f}/s a core, "
-          f"{big / q / 200:,.0f} s on 200 cores, plus reading 64 GB of fingerprints (the paper: 100 s on 200 "
-          f"mappers)")
+    print(
+        f"10^6 queries against 8 x 10^9 (near_duplicates_of: the queries' index shipped to the executors, "
+        f"the corpus streamed past it): {big / q / 3600:,.1f} core-hours of query_batch at {q:,.0f}/s a core, "
+        f"{big / q / 200:,.0f} s on 200 cores, plus reading 64 GB of fingerprints (the paper: 100 s on 200 "
+        f"mappers)"
+    )
 
 
 def main() -> int:

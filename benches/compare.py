@@ -179,9 +179,11 @@ def peak(runs: List[Dict[str, Any]]) -> float:
 
 def compare_rows(found: np.ndarray, ref: np.ndarray) -> Tuple[np.ndarray, int]:
     """(the rows of ref missing from found, how many rows of found are not in ref)."""
+
     def view(a):
         a = np.ascontiguousarray(a, dtype=np.uint64).reshape(-1, 2)
         return a.view([("a", np.uint64), ("b", np.uint64)]).ravel()
+
     f, r = view(found), view(ref)
     return np.asarray(ref).reshape(-1, 2)[~np.isin(r, f)], int((~np.isin(f, r)).sum())
 
@@ -238,16 +240,22 @@ def tools_at(tools: List[str], task: str, n: int) -> List[str]:
 
 
 def section_pairs(args, runner: Runner, tools: List[str], note: List[str]) -> List[str]:
-    lines = ["## All pairs within k = 3 bits", "",
-             "| fingerprints | tool | seconds | speed vs rsimhash | pairs | pairs check | peak RSS MB |",
-             "| ---: | --- | ---: | ---: | ---: | --- | ---: |"]
+    lines = [
+        "## All pairs within k = 3 bits",
+        "",
+        "| fingerprints | tool | seconds | speed vs rsimhash | pairs | pairs check | peak RSS MB |",
+        "| ---: | --- | ---: | ---: | ---: | --- | ---: |",
+    ]
     for n in args.pairs_sizes:
         fps = cached(args.workdir, f"fps-{n}-seed{args.seed}.npy", lambda: planted(n, args.seed))
         here = tools_at(tools, "pairs", n)
         print(f"pairs, n = {n:,}: {', '.join(here)}", file=sys.stderr)
-        runs = runner.rounds(here, lambda t, r: {"task": "pairs", "fps": fps, "k": K,
-                                                 "out": os.path.join(args.workdir, f"pairs-{t}-{n}-r{r}.npy")},
-                             args.repeat, key=lambda res: res["seconds"])
+        runs = runner.rounds(
+            here,
+            lambda t, r: {"task": "pairs", "fps": fps, "k": K, "out": os.path.join(args.workdir, f"pairs-{t}-{n}-r{r}.npy")},
+            args.repeat,
+            key=lambda res: res["seconds"],
+        )
         floor = runner.run("rsimhash", {"task": "load", "fps": fps})
         ref_tool = "numpy" if runs.get("numpy") and not runs["numpy"][0].get("error") else "rsimhash"
         ref = runs[ref_tool][0] if not runs[ref_tool][0].get("error") else None
@@ -259,38 +267,61 @@ def section_pairs(args, runner: Runner, tools: List[str], note: List[str]) -> Li
                 lines.append(f"| {fmt_n(n)} | {label} | failed: {runs[t][0]['error']} | | | | |")
                 continue
             s = median(runs[t], lambda r: r["seconds"])
-            check = "reference" if t == ref_tool else agreement(
-                os.path.join(args.workdir, f"pairs-{t}-{n}-r0.npy"), ref_path, ct.BY_NAME[ref_tool].label)
+            check = (
+                "reference"
+                if t == ref_tool
+                else agreement(os.path.join(args.workdir, f"pairs-{t}-{n}-r0.npy"), ref_path, ct.BY_NAME[ref_tool].label)
+            )
             if t.startswith("rsimhash") and ref_tool == "numpy" and check.startswith("**"):
                 args.failures.append(f"all pairs at {n:,}: {ct.BY_NAME[t].label} has {check.replace('**', '')}")
-            lines.append(f"| {fmt_n(n)} | {label} | {fmt(s, 3)} | {ratio(base, s)} | {runs[t][0]['pairs']:,} | "
-                         f"{check} | {peak(runs[t]):.0f} |")
+            lines.append(
+                f"| {fmt_n(n)} | {label} | {fmt(s, 3)} | {ratio(base, s)} | {runs[t][0]['pairs']:,} | "
+                f"{check} | {peak(runs[t]):.0f} |"
+            )
         lines.append(f"| {fmt_n(n)} | *input loaded, no work* | | | | | {floor['rss_mb']:.0f} |")
-    skipped = [f"{ct.BY_NAME[t].label}: {ct.BY_NAME[t].note}" for t in tools
-               if "pairs" in ct.BY_NAME[t].tasks and ct.BY_NAME[t].caps.get("pairs")]
+    skipped = [
+        f"{ct.BY_NAME[t].label}: {ct.BY_NAME[t].note}"
+        for t in tools
+        if "pairs" in ct.BY_NAME[t].tasks and ct.BY_NAME[t].caps.get("pairs")
+    ]
     note.extend(skipped)
     return lines
 
 
 def section_query(args, runner: Runner, tools: List[str]) -> List[str]:
-    lines = ["## Single-query latency", "",
-             f"One call per query, {args.queries:,} queries (numpy: the first {args.brute_queries}), "
-             "microseconds from call to result list.", "",
-             "| index size | tool | build s | median µs | p99 µs | median speed vs rsimhash | results check | "
-             "peak RSS MB |",
-             "| ---: | --- | ---: | ---: | ---: | ---: | --- | ---: |"]
+    lines = [
+        "## Single-query latency",
+        "",
+        f"One call per query, {args.queries:,} queries (numpy: the first {args.brute_queries}), "
+        "microseconds from call to result list.",
+        "",
+        "| index size | tool | build s | median µs | p99 µs | median speed vs rsimhash | results check | peak RSS MB |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | --- | ---: |",
+    ]
     for n in args.query_sizes:
         fps = cached(args.workdir, f"fps-{n}-seed{args.seed}.npy", lambda: planted(n, args.seed))
-        qs = cached(args.workdir, f"queries-{n}-{args.queries}-seed{args.seed}.npy",
-                    lambda: queries(np.load(fps), args.queries, args.seed))
-        small = cached(args.workdir, f"queries-{n}-{args.brute_queries}-seed{args.seed}.npy",
-                       lambda: np.load(qs)[:args.brute_queries])
+        qs = cached(
+            args.workdir,
+            f"queries-{n}-{args.queries}-seed{args.seed}.npy",
+            lambda: queries(np.load(fps), args.queries, args.seed),
+        )
+        small = cached(
+            args.workdir, f"queries-{n}-{args.brute_queries}-seed{args.seed}.npy", lambda: np.load(qs)[: args.brute_queries]
+        )
         here = tools_at(tools, "query", n)
         print(f"query, n = {n:,}: {', '.join(here)}", file=sys.stderr)
-        runs = runner.rounds(here, lambda t, r: {"task": "query", "fps": fps, "k": K,
-                                                 "queries": small if t == "numpy" else qs,
-                                                 "out": os.path.join(args.workdir, f"query-{t}-{n}-r{r}.npy")},
-                             args.repeat, key=lambda res: res["build_s"] + res["median_us"] * args.queries / 1e6)
+        runs = runner.rounds(
+            here,
+            lambda t, r: {
+                "task": "query",
+                "fps": fps,
+                "k": K,
+                "queries": small if t == "numpy" else qs,
+                "out": os.path.join(args.workdir, f"query-{t}-{n}-r{r}.npy"),
+            },
+            args.repeat,
+            key=lambda res: res["build_s"] + res["median_us"] * args.queries / 1e6,
+        )
         ref = None if runs["rsimhash"][0].get("error") else os.path.join(args.workdir, f"query-rsimhash-{n}-r0.npy")
         base = median(runs["rsimhash"], lambda r: r["median_us"])
         for t in here:
@@ -299,14 +330,23 @@ def section_query(args, runner: Runner, tools: List[str]) -> List[str]:
                 lines.append(f"| {fmt_n(n)} | {label} | failed: {runs[t][0]['error']} | | | | | |")
                 continue
             med = median(runs[t], lambda r: r["median_us"])
-            check = "reference" if t == "rsimhash" else agreement(
-                os.path.join(args.workdir, f"query-{t}-{n}-r0.npy"), ref, "rsimhash",
-                limit_q=args.brute_queries if t == "numpy" else args.queries)
+            check = (
+                "reference"
+                if t == "rsimhash"
+                else agreement(
+                    os.path.join(args.workdir, f"query-{t}-{n}-r0.npy"),
+                    ref,
+                    "rsimhash",
+                    limit_q=args.brute_queries if t == "numpy" else args.queries,
+                )
+            )
             if t == "numpy" and check.startswith("**"):  # brute force is the truth
                 args.failures.append(f"queries at {n:,}: numpy brute force found {check.replace('**', '')}")
-            lines.append(f"| {fmt_n(n)} | {label} | {fmt(median(runs[t], lambda r: r['build_s']), 3)} | "
-                         f"{fmt(med, 1)} | {fmt(median(runs[t], lambda r: r['p99_us']), 1)} | {ratio(base, med)} | "
-                         f"{check} | {peak(runs[t]):.0f} |")
+            lines.append(
+                f"| {fmt_n(n)} | {label} | {fmt(median(runs[t], lambda r: r['build_s']), 3)} | "
+                f"{fmt(med, 1)} | {fmt(median(runs[t], lambda r: r['p99_us']), 1)} | {ratio(base, med)} | "
+                f"{check} | {peak(runs[t]):.0f} |"
+            )
     return lines
 
 
@@ -336,20 +376,33 @@ def section_texts(args, runner: Runner, tools: List[str], note: List[str]) -> Li
     n_docs = len(offsets) - 1
     here = [t for t in tools if "texts" in ct.BY_NAME[t].tasks]
     print(f"texts, {n_docs:,} documents, {mb:.1f} MB: {', '.join(here)}", file=sys.stderr)
-    runs = runner.rounds(here, lambda t, r: {"task": "texts", "texts": args.texts, "max_docs": args.max_docs,
-                                             "k": K, "out": os.path.join(args.workdir, f"texts-{t}-r{r}")},
-                         args.repeat, key=lambda res: job_s(res, None))
+    runs = runner.rounds(
+        here,
+        lambda t, r: {
+            "task": "texts",
+            "texts": args.texts,
+            "max_docs": args.max_docs,
+            "k": K,
+            "out": os.path.join(args.workdir, f"texts-{t}-r{r}"),
+        },
+        args.repeat,
+        key=lambda res: job_s(res, None),
+    )
     floor = runner.run("rsimhash", {"task": "load", "texts": args.texts, "max_docs": args.max_docs})
     n_true = {t: int((truth["sim"] >= t).sum()) for t in bq.THRESHOLDS}
-    lines = ["## Near-duplicate quality and fingerprint throughput on real text", "",
-             f"{n_docs:,} documents, {mb:.0f} MB of UTF-8 text; truth: {n_true[0.9]:,} pairs at Jaccard >= 0.9, "
-             f"{n_true[0.8]:,} at >= 0.8 (exact, SPEC v1 word 3-shingle sets). P = precision, R = recall; a "
-             "method run at one threshold t is scored at that t only. Signatures MB/s: the tool's signatures of "
-             "all texts (MinHash: the shingle sets included); docs/s: the whole job, signatures and "
-             "pairs (gaoya's index hashes the texts itself).", "",
-             "| tool | method | signatures MB/s | speed vs rsimhash | docs/s | speed vs rsimhash | P 0.9 | R 0.9 | "
-             "P 0.8 | R 0.8 | peak RSS MB |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "## Near-duplicate quality and fingerprint throughput on real text",
+        "",
+        f"{n_docs:,} documents, {mb:.0f} MB of UTF-8 text; truth: {n_true[0.9]:,} pairs at Jaccard >= 0.9, "
+        f"{n_true[0.8]:,} at >= 0.8 (exact, SPEC v1 word 3-shingle sets). P = precision, R = recall; a "
+        "method run at one threshold t is scored at that t only. Signatures MB/s: the tool's signatures of "
+        "all texts (MinHash: the shingle sets included); docs/s: the whole job, signatures and "
+        "pairs (gaoya's index hashes the texts itself).",
+        "",
+        "| tool | method | signatures MB/s | speed vs rsimhash | docs/s | speed vs rsimhash | P 0.9 | R 0.9 | "
+        "P 0.8 | R 0.8 | peak RSS MB |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     base_sig = median(runs["rsimhash"], lambda r: r["sig_s"]) if "rsimhash" in runs else None
     base_all = median(runs["rsimhash"], lambda r: job_s(r, 0)) if "rsimhash" in runs else None
     for t in here:
@@ -367,9 +420,11 @@ def section_texts(args, runner: Runner, tools: List[str], note: List[str]) -> Li
                 show = run["t"] is None or run["t"] == th
                 cells += [fmt(sc[th]["precision"], 3) if show else "", fmt(sc[th]["recall"], 3) if show else ""]
             method = FEATURES[t] + (f", t = {run['t']}" if run["t"] is not None else "")
-            lines.append(f"| {label} | {method} | {fmt(mb / sig, 1) if sig else '—'} | "
-                         f"{ratio(base_sig, sig) if sig else '—'} | {fmt(n_docs / total, 0)} | "
-                         f"{ratio(base_all, total)} | {' | '.join(cells)} | {peak(runs[t]):.0f} |")
+            lines.append(
+                f"| {label} | {method} | {fmt(mb / sig, 1) if sig else '—'} | "
+                f"{ratio(base_sig, sig) if sig else '—'} | {fmt(n_docs / total, 0)} | "
+                f"{ratio(base_all, total)} | {' | '.join(cells)} | {peak(runs[t]):.0f} |"
+            )
         if t == "gaoya":
             note.append(gaoya_check(runs[t][0]))
     lines.append(f"| *texts loaded, no work* | | | | | | | | | | {floor['rss_mb']:.0f} |")
@@ -396,8 +451,10 @@ def gaoya_check(res: Dict[str, Any]) -> str:
     d = ct.popcount(sigs[missing[:, 0]] ^ sigs[missing[:, 1]])
     dist = ", ".join(f"{c:,} at {v} bits" for v, c in zip(*np.unique(d, return_counts=True))) or "none"
     extra = int((~np.isin(fkeys, ekeys)).sum())
-    return (f"gaoya returned {len(found):,} of the {len(exact):,} document pairs whose gaoya signatures are "
-            f"within {K} bits (an exact search over them); missing: {dist}; pairs beyond {K} bits: {extra}.")
+    return (
+        f"gaoya returned {len(found):,} of the {len(exact):,} document pairs whose gaoya signatures are "
+        f"within {K} bits (an exact search over them); missing: {dist}; pairs beyond {K} bits: {extra}."
+    )
 
 
 # --------------------------------------------------------------------------
@@ -411,10 +468,11 @@ def machine(versions: Dict[str, Optional[str]], elsewhere: List[str]) -> List[st
         mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (ValueError, OSError):
         mem = float("nan")
-    lines = [f"- Date: {datetime.date.today().isoformat()}",
-             f"- Machine: {len(os.sched_getaffinity(0))} cores ({cpu_model()}), {mem:.0f} GiB RAM, "
-             f"{platform.platform()}",
-             f"- Python {platform.python_version()}, numpy {np.__version__}"]
+    lines = [
+        f"- Date: {datetime.date.today().isoformat()}",
+        f"- Machine: {len(os.sched_getaffinity(0))} cores ({cpu_model()}), {mem:.0f} GiB RAM, {platform.platform()}",
+        f"- Python {platform.python_version()}, numpy {np.__version__}",
+    ]
     lines += [f"- {x}" for x in elsewhere]
     found = dict.fromkeys(f"{ct.BY_NAME[t].dist} {v}" for t, v in versions.items() if v)
     lines.append(f"- Versions: {', '.join(found)}")
@@ -426,8 +484,9 @@ def machine(versions: Dict[str, Optional[str]], elsewhere: List[str]) -> List[st
 
 def versions_in(python: str) -> Dict[str, Optional[str]]:
     """Which tools ``python`` can import, and their versions."""
-    done = subprocess.run([python, os.path.join(HERE, "compare_tools.py"), '{"task": "versions"}'],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [python, os.path.join(HERE, "compare_tools.py"), '{"task": "versions"}'], capture_output=True, text=True
+    )
     if done.returncode != 0:
         why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         sys.exit(f"compare.py: {python} cannot run the workers ({why}); it needs numpy")
@@ -463,17 +522,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--query-sizes", type=sizes, default=None, help="default 1e6,1e7 (quick: 2e4)")
     p.add_argument("--queries", type=int, default=None, help="queries per index (default 2000, quick 200)")
     p.add_argument("--brute-queries", type=int, default=None, help="numpy's queries (default 200, quick 50)")
-    p.add_argument("--texts", default=None,
-                   help="JSON-lines corpus (default benches/data/quality.jsonl, built when missing; "
-                        "quick: 300 documents in the work directory)")
+    p.add_argument(
+        "--texts",
+        default=None,
+        help="JSON-lines corpus (default benches/data/quality.jsonl, built when missing; "
+        "quick: 300 documents in the work directory)",
+    )
     p.add_argument("--max-docs", type=int, default=None, help="only the first N documents of the corpus")
     p.add_argument("--repeat", type=int, default=None, help="rounds (default 3, quick 1)")
     p.add_argument("--slow", type=float, default=30.0, help="a tool slower than this (s) in round 1 runs once")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds before a run is stopped")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--python", action="append", default=[], metavar="TOOL=PYTHON",
-                   help="run TOOL's measurements with another interpreter (repeatable), e.g.\n"
-                        "simhash-pybind=.venv-cpp/bin/python")
+    p.add_argument(
+        "--python",
+        action="append",
+        default=[],
+        metavar="TOOL=PYTHON",
+        help="run TOOL's measurements with another interpreter (repeatable), e.g.\nsimhash-pybind=.venv-cpp/bin/python",
+    )
     p.add_argument("--only", default="pairs,query,texts", help="sections to run (default %(default)s)")
     p.add_argument("--workdir", default=None, help="data and outputs (default benches/data/compare; quick: a temp dir)")
     p.add_argument("--results", default=None, help="also write the report to this Markdown file")
@@ -488,13 +554,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args.workdir = args.workdir or (tmp.name if tmp else os.path.join(HERE, "data", "compare"))
     os.makedirs(args.workdir, exist_ok=True)
     if args.texts is None:
-        args.texts = os.path.join(args.workdir, "quality-300.jsonl") if q else os.path.join(HERE, "data",
-                                                                                          "quality.jsonl")
+        args.texts = os.path.join(args.workdir, "quality-300.jsonl") if q else os.path.join(HERE, "data", "quality.jsonl")
     only = args.only.split(",")
     if "texts" in only and not os.path.exists(args.texts):
         # Built only for the section that reads it: --only pairs,query on a
         # fresh clone needs no text corpus (nor the files it is built from).
         import quality_corpus
+
         print(f"writing the corpus {args.texts} ...", file=sys.stderr)
         quality_corpus.write(args.texts, 300 if q else None)
 
@@ -522,12 +588,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for t in tools:
         tool = ct.BY_NAME[t]
         notes.append(f"{tool.label}: {tool.cores}" + (f"; {tool.setting}." if tool.setting else "."))
-    notes.append(f"Every row is the median of {args.repeat} interleaved rounds, except a run that took over "
-                 f"{args.slow:g} s (--slow) or failed in its first round: that row is a single run.")
+    notes.append(
+        f"Every row is the median of {args.repeat} interleaved rounds, except a run that took over "
+        f"{args.slow:g} s (--slow) or failed in its first round: that row is a single run."
+    )
     cmd = " ".join(["python benches/compare.py"] + list(argv if argv is not None else sys.argv[1:]))
-    report = (["# rsimhash side by side", "", f"`{cmd}`: {args.repeat} interleaved round(s), medians; "
-               f"{time.perf_counter() - t0:.0f} s in all.", ""] + machine(versions, args.elsewhere) + [""] + body
-              + (["## Notes", ""] + [f"- {n}" for n in notes] + [""] if notes else []))
+    report = (
+        [
+            "# rsimhash side by side",
+            "",
+            f"`{cmd}`: {args.repeat} interleaved round(s), medians; {time.perf_counter() - t0:.0f} s in all.",
+            "",
+        ]
+        + machine(versions, args.elsewhere)
+        + [""]
+        + body
+        + (["## Notes", ""] + [f"- {n}" for n in notes] + [""] if notes else [])
+    )
     text = "\n".join(report)
     print(text)
     if args.results:

@@ -44,9 +44,20 @@ class Tool:
     """A peer as ``compare.py`` runs it: what it is, how to install it, which
     tasks it can do and the largest size each is run at."""
 
-    def __init__(self, name: str, label: str, module: str, dist: str, pip: str, tasks: Sequence[str],
-                 caps: Optional[Dict[str, int]] = None, check: Optional[str] = None, note: str = "",
-                 cores: str = "one core", setting: str = ""):
+    def __init__(
+        self,
+        name: str,
+        label: str,
+        module: str,
+        dist: str,
+        pip: str,
+        tasks: Sequence[str],
+        caps: Optional[Dict[str, int]] = None,
+        check: Optional[str] = None,
+        note: str = "",
+        cores: str = "one core",
+        setting: str = "",
+    ):
         self.name, self.label, self.module, self.dist, self.pip = name, label, module, dist, pip
         self.tasks, self.caps, self.check, self.note = tuple(tasks), caps or {}, check, note
         # How many cores the tool uses, and the setting it runs with (each
@@ -61,38 +72,114 @@ PYBIND_BLOCKS = 4
 
 # ``check`` names an attribute that tells the two ``simhash`` packages apart.
 TOOLS = [
-    Tool("rsimhash", "rsimhash", "rsimhash", "rsimhash", "pip install rsimhash",
-         ("pairs", "query", "texts"), cores="all cores (rayon)",
-         setting="`batch.find_all(fps, 3)` and `Index(3)` with their default table designs"),
-    Tool("rsimhash-index", "rsimhash `Index`", "rsimhash", "rsimhash", "pip install rsimhash", ("pairs",),
-         cores="all cores (rayon)", setting="`Index(3)`, add then `find_all`"),
-    Tool("rsimhash-verified", "rsimhash verified", "rsimhash", "rsimhash", "pip install rsimhash", ("texts",),
-         cores="all cores (rayon)", setting="`similar.find_all` at Jaccard t"),
-    Tool("hammingbird", "hammingbird", "hammingbird", "hammingbird", "pip install hammingbird",
-         ("pairs", "query"), cores="all cores (rayon, per its README)",
-         setting="`find_pairs_self_bit` and `Index`, which take no tuning"),
-    Tool("simhash-pybind", "simhash-pybind (simhash-cpp)", "simhash", "simhash-pybind",
-         "python -m venv .venv-cpp && .venv-cpp/bin/pip install simhash-pybind numpy; "
-         "--python simhash-pybind=.venv-cpp/bin/python", ("pairs", "texts"),
-         check="find_all", cores="one core (C++, no threads)",
-         setting=f"`find_all(hashes, {PYBIND_BLOCKS}, 3)`: its README's example for distance 3 "
-                 "(its benchmark uses 5; 4 was the faster of the two at 10^6 here, 6 slower still)"),
-    Tool("simhash", "simhash (1e0ng)", "simhash", "simhash",
-         'python -m venv .venv-1e0ng && .venv-1e0ng/bin/pip install simhash "numpy<2"; '
-         "--python simhash=.venv-1e0ng/bin/python",
-         ("pairs", "query", "texts"), caps={"pairs": 1_000_000, "query": 1_000_000}, check="SimhashIndex",
-         note="pure Python: run up to 10^6 fingerprints (at 10^7, from its 10^6 figures: ~10 GB of index and an hour for all pairs)",
-         cores="one core (pure Python)", setting="`SimhashIndex(k=3)`, its only design (k + 1 blocks)"),
-    Tool("gaoya", "gaoya", "gaoya", "gaoya", "pip install gaoya", ("texts",),
-         note="its simhash index takes documents, not fingerprints", cores="all cores (its `par_bulk_*` calls)",
-         setting="`SimHash64StringIntIndex(6, 3, ...)`, word 3-grams lower-cased, as its README builds it"),
-    Tool("datasketch", "datasketch MinHash LSH", "datasketch", "datasketch", "pip install datasketch", ("texts",),
-         cores="one core (pure Python)", setting="128 permutations, `MinHashLSH(threshold=t)` with its own bands"),
-    Tool("rensa", "rensa MinHash LSH", "rensa", "rensa", "pip install rensa", ("texts",),
-         cores="one core", setting="128 permutations, `RMinHashLSH` with the bands datasketch would choose at t"),
-    Tool("numpy", "numpy brute force", "numpy", "numpy", "pip install numpy", ("pairs", "query"),
-         caps={"pairs": 30_000},
-         note="every pair compared: all pairs only up to 3 x 10^4 fingerprints", cores="one core"),
+    Tool(
+        "rsimhash",
+        "rsimhash",
+        "rsimhash",
+        "rsimhash",
+        "pip install rsimhash",
+        ("pairs", "query", "texts"),
+        cores="all cores (rayon)",
+        setting="`batch.find_all(fps, 3)` and `Index(3)` with their default table designs",
+    ),
+    Tool(
+        "rsimhash-index",
+        "rsimhash `Index`",
+        "rsimhash",
+        "rsimhash",
+        "pip install rsimhash",
+        ("pairs",),
+        cores="all cores (rayon)",
+        setting="`Index(3)`, add then `find_all`",
+    ),
+    Tool(
+        "rsimhash-verified",
+        "rsimhash verified",
+        "rsimhash",
+        "rsimhash",
+        "pip install rsimhash",
+        ("texts",),
+        cores="all cores (rayon)",
+        setting="`similar.find_all` at Jaccard t",
+    ),
+    Tool(
+        "hammingbird",
+        "hammingbird",
+        "hammingbird",
+        "hammingbird",
+        "pip install hammingbird",
+        ("pairs", "query"),
+        cores="all cores (rayon, per its README)",
+        setting="`find_pairs_self_bit` and `Index`, which take no tuning",
+    ),
+    Tool(
+        "simhash-pybind",
+        "simhash-pybind (simhash-cpp)",
+        "simhash",
+        "simhash-pybind",
+        "python -m venv .venv-cpp && .venv-cpp/bin/pip install simhash-pybind numpy; "
+        "--python simhash-pybind=.venv-cpp/bin/python",
+        ("pairs", "texts"),
+        check="find_all",
+        cores="one core (C++, no threads)",
+        setting=f"`find_all(hashes, {PYBIND_BLOCKS}, 3)`: its README's example for distance 3 "
+        "(its benchmark uses 5; 4 was the faster of the two at 10^6 here, 6 slower still)",
+    ),
+    Tool(
+        "simhash",
+        "simhash (1e0ng)",
+        "simhash",
+        "simhash",
+        'python -m venv .venv-1e0ng && .venv-1e0ng/bin/pip install simhash "numpy<2"; --python simhash=.venv-1e0ng/bin/python',
+        ("pairs", "query", "texts"),
+        caps={"pairs": 1_000_000, "query": 1_000_000},
+        check="SimhashIndex",
+        note="pure Python: run up to 10^6 fingerprints (at 10^7, from its 10^6 figures: ~10 GB of index and an hour for all pairs)",
+        cores="one core (pure Python)",
+        setting="`SimhashIndex(k=3)`, its only design (k + 1 blocks)",
+    ),
+    Tool(
+        "gaoya",
+        "gaoya",
+        "gaoya",
+        "gaoya",
+        "pip install gaoya",
+        ("texts",),
+        note="its simhash index takes documents, not fingerprints",
+        cores="all cores (its `par_bulk_*` calls)",
+        setting="`SimHash64StringIntIndex(6, 3, ...)`, word 3-grams lower-cased, as its README builds it",
+    ),
+    Tool(
+        "datasketch",
+        "datasketch MinHash LSH",
+        "datasketch",
+        "datasketch",
+        "pip install datasketch",
+        ("texts",),
+        cores="one core (pure Python)",
+        setting="128 permutations, `MinHashLSH(threshold=t)` with its own bands",
+    ),
+    Tool(
+        "rensa",
+        "rensa MinHash LSH",
+        "rensa",
+        "rensa",
+        "pip install rensa",
+        ("texts",),
+        cores="one core",
+        setting="128 permutations, `RMinHashLSH` with the bands datasketch would choose at t",
+    ),
+    Tool(
+        "numpy",
+        "numpy brute force",
+        "numpy",
+        "numpy",
+        "pip install numpy",
+        ("pairs", "query"),
+        caps={"pairs": 30_000},
+        note="every pair compared: all pairs only up to 3 x 10^4 fingerprints",
+        cores="one core",
+    ),
 ]
 BY_NAME = {t.name: t for t in TOOLS}
 
@@ -107,6 +194,7 @@ def available(tool: Tool) -> Optional[str]:
         return None
     try:
         from importlib.metadata import version
+
         return version(tool.dist)
     except Exception:  # noqa: BLE001
         return str(getattr(mod, "__version__", "unknown"))
@@ -152,6 +240,7 @@ def clock(fn: Callable[[], Any]) -> Tuple[Any, float]:
 
 def quiet_simhash_logger() -> None:
     import logging
+
     logging.getLogger("simhash").setLevel(logging.ERROR)  # "big bucket" warnings on every query
 
 
@@ -161,6 +250,7 @@ def quiet_simhash_logger() -> None:
 
 def pairs_rsimhash(fps: np.ndarray, k: int) -> Callable[[], np.ndarray]:
     import rsimhash
+
     return lambda: rsimhash.batch.find_all(fps, k)
 
 
@@ -171,23 +261,27 @@ def pairs_rsimhash_index(fps: np.ndarray, k: int) -> Callable[[], np.ndarray]:
         ix = rsimhash.Index(k)
         ix.add(fps)
         return ix.find_all()
+
     return run
 
 
 def pairs_hammingbird(fps: np.ndarray, k: int) -> Callable[[], Any]:
     import hammingbird
+
     rows = fps.view(np.uint8).reshape(-1, 8)  # Hamming distance does not depend on byte order
     return lambda: hammingbird.find_pairs_self_bit(rows, k)
 
 
 def pairs_simhash_pybind(fps: np.ndarray, k: int) -> Callable[[], Any]:
     import simhash
+
     values = fps.tolist()
     return lambda: simhash.find_all(values, PYBIND_BLOCKS, k)
 
 
 def pairs_simhash(fps: np.ndarray, k: int) -> Callable[[], Any]:
     from simhash import Simhash, SimhashIndex
+
     quiet_simhash_logger()
     values = [int(v) for v in fps]
 
@@ -197,6 +291,7 @@ def pairs_simhash(fps: np.ndarray, k: int) -> Callable[[], Any]:
         for i, v in enumerate(values):
             out.extend((i, int(j)) for j in index.get_near_dups(Simhash(v)) if int(j) > i)
         return out
+
     return run
 
 
@@ -205,7 +300,7 @@ def pairs_numpy(fps: np.ndarray, k: int) -> Callable[[], np.ndarray]:
         found = []
         step = max(1, 2**22 // max(len(fps), 1))
         for i0 in range(0, len(fps), step):
-            block = fps[i0:i0 + step]
+            block = fps[i0 : i0 + step]
             near = popcount(block[:, None] ^ fps[None, i0:]) <= k  # rows against themselves and after
             i, j = np.nonzero(near)
             i += i0
@@ -213,13 +308,20 @@ def pairs_numpy(fps: np.ndarray, k: int) -> Callable[[], np.ndarray]:
             keep = j > i
             found.append(np.stack([i[keep], j[keep]], axis=1))
         return np.concatenate(found) if found else np.zeros((0, 2), np.int64)
+
     return run
 
 
 def pairs_task(task: Dict[str, Any]) -> Dict[str, Any]:
     fps = np.load(task["fps"])
-    make = {"rsimhash": pairs_rsimhash, "rsimhash-index": pairs_rsimhash_index, "hammingbird": pairs_hammingbird,
-            "simhash-pybind": pairs_simhash_pybind, "simhash": pairs_simhash, "numpy": pairs_numpy}[task["tool"]]
+    make = {
+        "rsimhash": pairs_rsimhash,
+        "rsimhash-index": pairs_rsimhash_index,
+        "hammingbird": pairs_hammingbird,
+        "simhash-pybind": pairs_simhash_pybind,
+        "simhash": pairs_simhash,
+        "numpy": pairs_numpy,
+    }[task["tool"]]
     found, seconds = clock(make(fps, task["k"]))
     if task["tool"] == "simhash-pybind":  # pairs of values
         arr = np.array(sorted(found), dtype=np.uint64).reshape(-1, 2)
@@ -237,32 +339,38 @@ def pairs_task(task: Dict[str, Any]) -> Dict[str, Any]:
 
 def query_rsimhash(fps: np.ndarray, qs: np.ndarray, k: int):
     import rsimhash
+
     ix = rsimhash.Index(k)
 
     def build():
         ix.add(fps)
+
     queries = [int(q) for q in qs]
     return build, queries, lambda q: [i for i, _ in ix.query(q)]
 
 
 def query_hammingbird(fps: np.ndarray, qs: np.ndarray, k: int):
     import hammingbird
+
     ix = hammingbird.Index(8, k)
     rows = fps.view(np.uint8).reshape(-1, 8)
 
     def build():
         ix.add_batch(rows)
+
     queries = list(qs.view(np.uint8).reshape(-1, 8).copy())
     return build, queries, lambda q: [i for i, _ in ix.query(q)]
 
 
 def query_simhash(fps: np.ndarray, qs: np.ndarray, k: int):
     from simhash import Simhash, SimhashIndex
+
     quiet_simhash_logger()
     holder: List[Any] = []
 
     def build():
         holder.append(SimhashIndex([(str(i), Simhash(int(v))) for i, v in enumerate(fps)], k=k))
+
     queries = [int(q) for q in qs]
     return build, queries, lambda q: [int(i) for i in holder[0].get_near_dups(Simhash(q))]
 
@@ -273,8 +381,9 @@ def query_numpy(fps: np.ndarray, qs: np.ndarray, k: int):
 
 def query_task(task: Dict[str, Any]) -> Dict[str, Any]:
     fps, qs = np.load(task["fps"]), np.load(task["queries"])
-    make = {"rsimhash": query_rsimhash, "hammingbird": query_hammingbird, "simhash": query_simhash,
-            "numpy": query_numpy}[task["tool"]]
+    make = {"rsimhash": query_rsimhash, "hammingbird": query_hammingbird, "simhash": query_simhash, "numpy": query_numpy}[
+        task["tool"]
+    ]
     build, queries, one = make(fps, qs, task["k"])
     _, build_s = clock(build)
     lat = np.empty(len(queries))
@@ -290,8 +399,12 @@ def query_task(task: Dict[str, Any]) -> Dict[str, Any]:
     vals = fps[np.concatenate(found)] if found else np.zeros(0, np.uint64)
     rows = np.unique(np.stack([qi, vals], axis=1), axis=0) if len(vals) else np.zeros((0, 2), np.uint64)
     np.save(task["out"], rows)
-    return {"build_s": build_s, "median_us": float(np.median(lat)) / 1e3,
-            "p99_us": float(np.percentile(lat, 99)) / 1e3, "found": int(len(rows))}
+    return {
+        "build_s": build_s,
+        "median_us": float(np.median(lat)) / 1e3,
+        "p99_us": float(np.percentile(lat, 99)) / 1e3,
+        "found": int(len(rows)),
+    }
 
 
 # --------------------------------------------------------------------------
@@ -300,26 +413,31 @@ def query_task(task: Dict[str, Any]) -> Dict[str, Any]:
 
 def load_texts(path: str, max_docs: Optional[int]) -> List[str]:
     from bench_quality import load_texts as load  # stdlib only at import: fine under any interpreter
+
     return load(path, max_docs)
 
 
 def texts_rsimhash(texts: List[str], k: int):
     import rsimhash
+
     return (lambda: rsimhash.fingerprints(texts)), {None: lambda fps: rsimhash.batch.find_all(fps, k)}
 
 
 def texts_rsimhash_verified(texts: List[str], k: int):
     import rsimhash
+
     return (lambda: None), {t: (lambda _, t=t: rsimhash.similar_pairs(texts, t)[0]) for t in THRESHOLDS}
 
 
 def texts_simhash(texts: List[str], k: int):
     from simhash import Simhash, SimhashIndex
+
     quiet_simhash_logger()
 
     def pairs(sigs):
         index = SimhashIndex([(str(i), s) for i, s in enumerate(sigs)], k=k)
         return [(i, int(j)) for i, s in enumerate(sigs) for j in index.get_near_dups(s) if int(j) > i]
+
     return (lambda: [Simhash(t) for t in texts]), {None: pairs}  # its default features: char 4-grams
 
 
@@ -327,17 +445,19 @@ def texts_simhash_pybind(texts: List[str], k: int):
     import simhash
 
     def sigs():  # the package's own recipe: md5 of shingles of whitespace tokens
-        return [simhash.compute([simhash.unsigned_hash(" ".join(s).encode()) for s in simhash.shingle(t.split(), 3)])
-                for t in texts]
+        return [
+            simhash.compute([simhash.unsigned_hash(" ".join(s).encode()) for s in simhash.shingle(t.split(), 3)]) for t in texts
+        ]
 
     def pairs(values):
         docs: Dict[int, List[int]] = {}
         for i, v in enumerate(values):
             docs.setdefault(v, []).append(i)
-        out = [(a, b) for same in docs.values() for x, a in enumerate(same) for b in same[x + 1:]]
+        out = [(a, b) for same in docs.values() for x, a in enumerate(same) for b in same[x + 1 :]]
         for u, v in simhash.find_all(values, PYBIND_BLOCKS, k):  # distinct values only
             out.extend((a, b) for a in docs[u] for b in docs[v])
         return out
+
     return sigs, {None: pairs}
 
 
@@ -351,6 +471,7 @@ def texts_gaoya(texts: List[str], k: int):
         ix = gs.SimHash64StringIntIndex(*GAOYA_ARGS)
         ix.par_bulk_insert_docs(list(range(len(texts))), texts)
         return [(i, j) for i, found in enumerate(ix.par_bulk_query(texts)) for j in found if j > i]
+
     sig_ix = gs.SimHash64StringIntIndex(*GAOYA_ARGS)
     return (lambda: sig_ix.par_bulk_doc2signatures(texts)), {None: pairs}
 
@@ -359,6 +480,7 @@ def texts_minhash(texts: List[str], name: str):
     sys.path.insert(0, HERE)
     import bench_quality
     from rsimhash import _rsimhash
+
     sigs_fn = getattr(bench_quality, f"{name}_sigs")
     pairs_fn = getattr(bench_quality, f"{name}_pairs")
     held: Dict[str, Any] = {}
@@ -374,6 +496,7 @@ def texts_minhash(texts: List[str], name: str):
         s = held["sigs"]
         est = (s[p[:, 0]] == s[p[:, 1]]).mean(axis=1) if len(p) else np.zeros(0)
         return p[est >= t]
+
     return sigs, {t: (lambda sig, t=t: pairs_at(sig, t)) for t in THRESHOLDS}
 
 
@@ -383,16 +506,19 @@ def texts_task(task: Dict[str, Any]) -> Dict[str, Any]:
     if tool in ("datasketch", "rensa"):
         sigs, runs = texts_minhash(texts, tool)
     else:
-        sigs, runs = {"rsimhash": texts_rsimhash, "rsimhash-verified": texts_rsimhash_verified,
-                      "simhash": texts_simhash, "simhash-pybind": texts_simhash_pybind,
-                      "gaoya": texts_gaoya}[tool](texts, k)
+        sigs, runs = {
+            "rsimhash": texts_rsimhash,
+            "rsimhash-verified": texts_rsimhash_verified,
+            "simhash": texts_simhash,
+            "simhash-pybind": texts_simhash_pybind,
+            "gaoya": texts_gaoya,
+        }[tool](texts, k)
     sig, sig_s = clock(sigs)
     out: Dict[str, Any] = {"sig_s": sig_s if tool != "rsimhash-verified" else None, "runs": []}
     for t, run in runs.items():
         found, pairs_s = clock(lambda: run(sig))
         path = f"{task['out']}-{t}.npy"
-        np.save(path, index_pairs(np.array(found, dtype=np.int64).reshape(-1, 2) if len(found) else
-                                  np.zeros((0, 2), np.int64)))
+        np.save(path, index_pairs(np.array(found, dtype=np.int64).reshape(-1, 2) if len(found) else np.zeros((0, 2), np.int64)))
         out["runs"].append({"t": t, "pairs_s": pairs_s, "file": path})
     # gaoya's index hashes the texts itself on insert and query: its pairs time is
     # its whole job, the signatures pass only measures its throughput.
@@ -428,6 +554,7 @@ def peak_rss_mb() -> Optional[float]:
     except OSError:
         pass
     import resource
+
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return rss / 2**20 if sys.platform == "darwin" else rss / 1024
 

@@ -55,7 +55,7 @@ import sys
 import sysconfig
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 EXTRACTOR_VERSION = 3  # bump when paragraph extraction/filtering changes
 BUILDER_VERSION = 2  # bump when document assembly changes
@@ -72,8 +72,20 @@ DOC_MAX_BYTES = 16000
 # Paths never walked for *.txt / *.pod (virtual file systems, this project,
 # runtime scratch and mounts that do not belong to the machine's own text).
 EXCLUDED_ROOTS = (
-    "/proc", "/sys", "/dev", "/run", "/tmp", "/work", "/farm", "/old_root",
-    "/var/lib/docker", "/var/cache", "/lost+found", "/snap", "/mnt", "/media",
+    "/proc",
+    "/sys",
+    "/dev",
+    "/run",
+    "/tmp",
+    "/work",
+    "/farm",
+    "/old_root",
+    "/var/lib/docker",
+    "/var/cache",
+    "/lost+found",
+    "/snap",
+    "/mnt",
+    "/media",
 )
 
 # ~100 most frequent English words; used for the "is this English" test and
@@ -97,6 +109,7 @@ WS_RE = re.compile(r"\s+")
 # --------------------------------------------------------------------------
 # English filter and paragraph helpers
 # --------------------------------------------------------------------------
+
 
 def normalize(p: str) -> str:
     return WS_RE.sub(" ", p).strip()
@@ -246,8 +259,7 @@ def extract_python(text: str, path: str) -> List[str]:
             if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                 doc = ast.get_docstring(node, clean=True)
                 if doc:
-                    lines = [ln for ln in doc.splitlines()
-                             if not ln.lstrip().startswith((">>>", "... "))]
+                    lines = [ln for ln in doc.splitlines() if not ln.lstrip().startswith((">>>", "... "))]
                     out.extend(blocks_by_blank_lines("\n".join(lines)))
     # Comments: runs of consecutive whole-line comments form one paragraph.
     cur: List[str] = []
@@ -268,15 +280,55 @@ def extract_python(text: str, path: str) -> List[str]:
 
 # roff (man(7) and the common part of mdoc(7))
 ROFF_SPECIAL = {
-    "em": "\u2014", "en": "\u2013", "hy": "-", "aq": "'", "dq": '"', "lq": "\u201c",
-    "rq": "\u201d", "oq": "\u2018", "cq": "\u2019", "bu": "\u2022", "co": "\u00a9",
-    "rg": "\u00ae", "tm": "\u2122", "mu": "\u00d7", "de": "\u00b0", "ti": "~",
-    "ha": "^", "ga": "`", "rs": "\\", "ba": "|", "at": "@", "sh": "#", "sl": "/",
-    "lt": "<", "gt": ">", "<=": "<=", ">=": ">=", "->": "->", "<-": "<-",
-    "pl": "+", "mi": "-", "eq": "=", "dg": "\u2020", "ua": "^", "da": "v",
-    "R": "\u00ae", "Tm": "\u2122", "Lq": "\u201c", "Rq": "\u201d", "Aq": "'",
-    "lB": "[", "rB": "]", "lC": "{", "rC": "}", "Am": "&", "Ba": "|", "Le": "<=",
-    "Ge": ">=", "Pi": "pi",
+    "em": "\u2014",
+    "en": "\u2013",
+    "hy": "-",
+    "aq": "'",
+    "dq": '"',
+    "lq": "\u201c",
+    "rq": "\u201d",
+    "oq": "\u2018",
+    "cq": "\u2019",
+    "bu": "\u2022",
+    "co": "\u00a9",
+    "rg": "\u00ae",
+    "tm": "\u2122",
+    "mu": "\u00d7",
+    "de": "\u00b0",
+    "ti": "~",
+    "ha": "^",
+    "ga": "`",
+    "rs": "\\",
+    "ba": "|",
+    "at": "@",
+    "sh": "#",
+    "sl": "/",
+    "lt": "<",
+    "gt": ">",
+    "<=": "<=",
+    ">=": ">=",
+    "->": "->",
+    "<-": "<-",
+    "pl": "+",
+    "mi": "-",
+    "eq": "=",
+    "dg": "\u2020",
+    "ua": "^",
+    "da": "v",
+    "R": "\u00ae",
+    "Tm": "\u2122",
+    "Lq": "\u201c",
+    "Rq": "\u201d",
+    "Aq": "'",
+    "lB": "[",
+    "rB": "]",
+    "lC": "{",
+    "rC": "}",
+    "Am": "&",
+    "Ba": "|",
+    "Le": "<=",
+    "Ge": ">=",
+    "Pi": "pi",
 }
 ROFF_ESC_RE = re.compile(
     r"""\\(?:
@@ -293,10 +345,35 @@ ROFF_ESC_RE = re.compile(
     re.VERBOSE,
 )
 ROFF_SIMPLE = {
-    "-": "-", "e": "\\", "\\": "\\", " ": " ", "~": " ", "0": " ", "t": " ",
-    "'": "'", "`": "`", ".": ".", "_": "_", "!": "", "&": "", "|": "", "^": "",
-    "c": "", "%": "", ":": "", "/": "", ",": "", "{": "", "}": "", "p": "",
-    "a": "", "d": "", "u": "", "r": "", "z": "", "E": "",
+    "-": "-",
+    "e": "\\",
+    "\\": "\\",
+    " ": " ",
+    "~": " ",
+    "0": " ",
+    "t": " ",
+    "'": "'",
+    "`": "`",
+    ".": ".",
+    "_": "_",
+    "!": "",
+    "&": "",
+    "|": "",
+    "^": "",
+    "c": "",
+    "%": "",
+    ":": "",
+    "/": "",
+    ",": "",
+    "{": "",
+    "}": "",
+    "p": "",
+    "a": "",
+    "d": "",
+    "u": "",
+    "r": "",
+    "z": "",
+    "E": "",
 }
 
 
@@ -353,9 +430,36 @@ def roff_args(s: str) -> List[str]:
     return args
 
 
-MAN_BREAK = {"PP", "LP", "P", "TP", "HP", "sp", "SH", "SS", "TQ", "Pp", "Sh", "Ss",
-             "Bl", "El", "Bd", "Ed", "RS", "RE", "EX", "EE", "nf", "fi", "ne", "bp",
-             "TH", "Dd", "Dt", "Os"}
+MAN_BREAK = {
+    "PP",
+    "LP",
+    "P",
+    "TP",
+    "HP",
+    "sp",
+    "SH",
+    "SS",
+    "TQ",
+    "Pp",
+    "Sh",
+    "Ss",
+    "Bl",
+    "El",
+    "Bd",
+    "Ed",
+    "RS",
+    "RE",
+    "EX",
+    "EE",
+    "nf",
+    "fi",
+    "ne",
+    "bp",
+    "TH",
+    "Dd",
+    "Dt",
+    "Os",
+}
 MAN_SPACE_JOIN = {"B", "I", "SM", "SB", "R"}
 MAN_ALT_JOIN = {"BR", "BI", "IB", "IR", "RB", "RI"}
 MDOC_MACRO_RE = re.compile(r"^[A-Z][a-z]{1,2}$")
@@ -463,8 +567,11 @@ DOC_NAMES = re.compile(
     r"authors(\.gz)?|thanks(\.gz)?|faq(\.gz)?|.*\.(md|txt|rst)(\.gz)?|.*\.(gz))$",
     re.IGNORECASE,
 )
-DOC_SKIP_EXT = re.compile(r"\.(html?|xml|css|js|json|png|gif|jpe?g|svg|pdf|c|h|py|pl|sh|tar|"
-                          r"diff|patch|yaml|yml|cfg|conf|el|cocci|awk)(\.gz)?$", re.IGNORECASE)
+DOC_SKIP_EXT = re.compile(
+    r"\.(html?|xml|css|js|json|png|gif|jpe?g|svg|pdf|c|h|py|pl|sh|tar|"
+    r"diff|patch|yaml|yml|cfg|conf|el|cocci|awk)(\.gz)?$",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -517,8 +624,7 @@ def discover_sources() -> List[Source]:
     stdlib = sysconfig.get_paths()["stdlib"]
     if os.path.isdir(stdlib):
         for dirpath, dirnames, filenames in os.walk(stdlib):
-            dirnames[:] = sorted(d for d in dirnames
-                                 if d not in ("site-packages", "dist-packages", "__pycache__"))
+            dirnames[:] = sorted(d for d in dirnames if d not in ("site-packages", "dist-packages", "__pycache__"))
             for fn in sorted(filenames):
                 if fn.endswith(".py"):
                     p = os.path.join(dirpath, fn)
@@ -555,8 +661,7 @@ def discover_sources() -> List[Source]:
 
 def sources_hash(sources: Sequence[Source]) -> str:
     h = hashlib.sha256()
-    h.update(f"extractor={EXTRACTOR_VERSION} cap={MAX_BYTES_PER_SOURCE} "
-             f"maxpara={MAX_PARAGRAPH_BYTES}\n".encode())
+    h.update(f"extractor={EXTRACTOR_VERSION} cap={MAX_BYTES_PER_SOURCE} maxpara={MAX_PARAGRAPH_BYTES}\n".encode())
     for s in sources:
         h.update(f"{s.kind}\t{s.path}\t{s.size}\t{s.mtime_ns}\n".encode("utf-8", "surrogateescape"))
     return h.hexdigest()[:16]
@@ -566,14 +671,15 @@ def sources_hash(sources: Sequence[Source]) -> str:
 # Paragraph collection (cached)
 # --------------------------------------------------------------------------
 
+
 @dataclass
 class Paragraphs:
     src_hash: str
     sources: List[Source]
-    texts: List[str]                 # unique English paragraphs, in source order
-    nbytes: List[int]                # UTF-8 size of each
-    src_of: List[int]                # index into `sources` of each paragraph
-    raw_paragraphs: int = 0          # before filtering / dedupe
+    texts: List[str]  # unique English paragraphs, in source order
+    nbytes: List[int]  # UTF-8 size of each
+    src_of: List[int]  # index into `sources` of each paragraph
+    raw_paragraphs: int = 0  # before filtering / dedupe
     rejected_not_english: int = 0
     rejected_duplicate: int = 0
     rejected_cap: int = 0
@@ -603,8 +709,7 @@ def collect_paragraphs(sources: Sequence[Source], src_hash: str, verbose: bool =
     raw_n = not_en = dup = cap = 0
     for si, src in enumerate(sources):
         if verbose and si % 2000 == 0:
-            print(f"  [corpus] extracting {si}/{len(sources)} sources, "
-                  f"{sum(nbytes) / 1e6:.1f} MB unique so far", file=sys.stderr)
+            print(f"  [corpus] extracting {si}/{len(sources)} sources, {sum(nbytes) / 1e6:.1f} MB unique so far", file=sys.stderr)
         used = 0
         for raw in _extract_one(src):
             p = normalize(raw)
@@ -628,8 +733,7 @@ def collect_paragraphs(sources: Sequence[Source], src_hash: str, verbose: bool =
                 texts.append(q)
                 nbytes.append(b)
                 src_of.append(si)
-    return Paragraphs(src_hash, list(sources), texts, nbytes, src_of, raw_n, not_en, dup, cap,
-                      time.perf_counter() - t0)
+    return Paragraphs(src_hash, list(sources), texts, nbytes, src_of, raw_n, not_en, dup, cap, time.perf_counter() - t0)
 
 
 def _atomic_pickle(obj, path: str) -> None:
@@ -647,8 +751,7 @@ def _prune_stale(keep_hash: str) -> None:
     except OSError:
         return
     for fn in names:
-        if fn.startswith(("paragraphs-", "corpus-")) and fn.endswith(".pkl") \
-                and keep_hash not in fn:
+        if fn.startswith(("paragraphs-", "corpus-")) and fn.endswith(".pkl") and keep_hash not in fn:
             try:
                 os.remove(os.path.join(DATA_DIR, fn))
             except OSError:
@@ -675,8 +778,9 @@ def load_paragraphs(verbose: bool = False, sources: Optional[List[Source]] = Non
         d["sources"] = [Source(*s) for s in d["sources"]]
         return Paragraphs(**d)
     if verbose:
-        print(f"  [corpus] source set {h} not cached: extracting {len(sources)} files "
-              f"(one-off, a minute or two)", file=sys.stderr)
+        print(
+            f"  [corpus] source set {h} not cached: extracting {len(sources)} files (one-off, a minute or two)", file=sys.stderr
+        )
     paras = collect_paragraphs(sources, h, verbose)
     d = dict(vars(paras), kind="paragraphs")
     d["sources"] = [(s.kind, s.path, s.size, s.mtime_ns) for s in paras.sources]
@@ -688,6 +792,7 @@ def load_paragraphs(verbose: bool = False, sources: Optional[List[Source]] = Non
 # --------------------------------------------------------------------------
 # Documents
 # --------------------------------------------------------------------------
+
 
 @dataclass
 class Corpus:
@@ -738,7 +843,7 @@ def build_docs(paras: Paragraphs, seed: int, size_mb: float) -> Corpus:
                 if room < 200:
                     break
                 cut = p.rfind(" ", 0, room)  # ASCII-safe bound; refine below
-                p = p[:cut if cut > 0 else room]
+                p = p[: cut if cut > 0 else room]
                 while len(p.encode("utf-8")) > room:
                     p = p[: len(p) - 16]
                 b = len(p.encode("utf-8"))
@@ -760,8 +865,7 @@ def build_docs(paras: Paragraphs, seed: int, size_mb: float) -> Corpus:
     return Corpus(seed, size_mb, paras.src_hash, docs, doc_bytes, doc_sources, uses)
 
 
-def load_corpus(size_mb: float = 64, seed: int = 0, verbose: bool = False,
-                return_paragraphs: bool = False):
+def load_corpus(size_mb: float = 64, seed: int = 0, verbose: bool = False, return_paragraphs: bool = False):
     """Return the cached (or freshly built) corpus: a ``Corpus`` whose ``docs``
     is the list of documents (str).  With ``return_paragraphs`` also return
     the ``Paragraphs`` it was built from."""
@@ -770,8 +874,13 @@ def load_corpus(size_mb: float = 64, seed: int = 0, verbose: bool = False,
     path = os.path.join(DATA_DIR, f"corpus-{h}-b{BUILDER_VERSION}-seed{seed}-{size_mb:g}mb.pkl")
     paras = None
     d = _load_pickle(path)
-    if (isinstance(d, dict) and d.get("kind") == "corpus" and d.get("src_hash") == h
-            and d.get("seed") == seed and d.get("size_mb") == size_mb):
+    if (
+        isinstance(d, dict)
+        and d.get("kind") == "corpus"
+        and d.get("src_hash") == h
+        and d.get("seed") == seed
+        and d.get("size_mb") == size_mb
+    ):
         del d["kind"]
         obj = Corpus(**d)
     else:
@@ -793,6 +902,7 @@ def load_docs(size_mb: float = 64, seed: int = 0, verbose: bool = False) -> List
 # --------------------------------------------------------------------------
 # Statistics
 # --------------------------------------------------------------------------
+
 
 def corpus_stats(corpus: Corpus, paras: Paragraphs, top: int = 25) -> dict:
     sources = paras.sources
@@ -857,29 +967,31 @@ def corpus_stats(corpus: Corpus, paras: Paragraphs, top: int = 25) -> dict:
 
 
 def print_stats(st: dict) -> None:
-    print(f"corpus: {st['total_bytes'] / 1e6:.1f} MB, {st['docs']} docs, seed {st['seed']}, "
-          f"source set {st['src_hash']}")
-    print("doc bytes min/p10/median/p90/max: "
-          + "/".join(str(x) for x in st["doc_bytes_min_p10_median_p90_max"])
-          + f" (mean {st['doc_bytes_mean']})")
-    print(f"sources: {st['source_files_found']} files found, {st['source_files_contributing']} "
-          f"contribute; unique paragraphs {st['unique_paragraphs']} = "
-          f"{st['unique_paragraph_bytes'] / 1e6:.1f} MB (raw {st['raw_paragraphs']}, "
-          f"not English {st['rejected_not_english']}, duplicate {st['rejected_duplicate']}, "
-          f"over per-file cap {st['rejected_per_file_cap']})")
-    print("unique MB by kind: " + ", ".join(f"{k} {v / 1e6:.1f}"
-                                            for k, v in st["unique_bytes_by_kind"].items()))
-    print("corpus share by kind: " + ", ".join(f"{k} {v:.1%}"
-                                               for k, v in st["corpus_share_by_kind"].items()))
+    print(f"corpus: {st['total_bytes'] / 1e6:.1f} MB, {st['docs']} docs, seed {st['seed']}, source set {st['src_hash']}")
+    print(
+        "doc bytes min/p10/median/p90/max: "
+        + "/".join(str(x) for x in st["doc_bytes_min_p10_median_p90_max"])
+        + f" (mean {st['doc_bytes_mean']})"
+    )
+    print(
+        f"sources: {st['source_files_found']} files found, {st['source_files_contributing']} "
+        f"contribute; unique paragraphs {st['unique_paragraphs']} = "
+        f"{st['unique_paragraph_bytes'] / 1e6:.1f} MB (raw {st['raw_paragraphs']}, "
+        f"not English {st['rejected_not_english']}, duplicate {st['rejected_duplicate']}, "
+        f"over per-file cap {st['rejected_per_file_cap']})"
+    )
+    print("unique MB by kind: " + ", ".join(f"{k} {v / 1e6:.1f}" for k, v in st["unique_bytes_by_kind"].items()))
+    print("corpus share by kind: " + ", ".join(f"{k} {v:.1%}" for k, v in st["corpus_share_by_kind"].items()))
     print("largest single files (share of corpus):")
     for p, s in st["top_files_share"]:
         print(f"  {s:.3%}  {p}")
-    print(f"word tokens {st['word_tokens']}, distinct {st['distinct_words']}, mean length "
-          f"{st['mean_word_len']}, top-100-English-words coverage {st['stopword_coverage']:.1%}, "
-          f"non-ASCII chars {st['nonascii_char_fraction']:.3%}")
+    print(
+        f"word tokens {st['word_tokens']}, distinct {st['distinct_words']}, mean length "
+        f"{st['mean_word_len']}, top-100-English-words coverage {st['stopword_coverage']:.1%}, "
+        f"non-ASCII chars {st['nonascii_char_fraction']:.3%}"
+    )
     hist = st["word_len_hist"]
-    print("word length histogram: " + " ".join(
-        f"{k}{'+' if k == 20 else ''}:{v:.1%}" for k, v in hist.items()))
+    print("word length histogram: " + " ".join(f"{k}{'+' if k == 20 else ''}:{v:.1%}" for k, v in hist.items()))
     print("top words: " + " ".join(f"{w}({c})" for w, c in st["top_words"]))
 
 
@@ -899,12 +1011,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     t0 = time.perf_counter()
     corpus, paras = load_corpus(args.size_mb, args.seed, verbose=True, return_paragraphs=True)
-    print(f"loaded {len(corpus.docs)} docs, {corpus.total_bytes / 1e6:.1f} MB in "
-          f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    print(
+        f"loaded {len(corpus.docs)} docs, {corpus.total_bytes / 1e6:.1f} MB in {time.perf_counter() - t0:.1f} s", file=sys.stderr
+    )
     if args.stats or args.json:
         st = corpus_stats(corpus, paras)
         if args.json:
             import json
+
             print(json.dumps(st))
         else:
             print_stats(st)
@@ -915,6 +1029,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(corpus.docs[i])
     if args.dump:
         import json
+
         with open(args.dump, "w", encoding="utf-8") as f:
             for i, d in enumerate(corpus.docs):
                 f.write(json.dumps({"id": i, "text": d}, ensure_ascii=False) + "\n")

@@ -62,7 +62,7 @@ fn main() {
         let mut pairs = 0;
         for _ in 0..repeat {
             let t = Instant::now();
-            pairs = index.find_all(None).expect("find_all").len();
+            pairs = index.find_all(None, rsimhash::batch::Copies::All).expect("find_all").len();
             times.push(t.elapsed().as_secs_f64());
         }
         if repeat > 1 {
@@ -77,13 +77,7 @@ fn main() {
         if all || step == "query" {
             // Half stored fingerprints with bits flipped, half random.
             let count = std::env::var("QUERIES").ok().and_then(|q| q.parse().ok()).unwrap_or(200_000);
-            let queries: Vec<u64> = fps
-                .iter()
-                .cycle()
-                .take(count)
-                .enumerate()
-                .map(|(i, &f)| if i % 2 == 0 { f ^ 5 } else { f.rotate_left(7) })
-                .collect();
+            let queries: Vec<u64> = fps.iter().cycle().take(count).enumerate().map(|(i, &f)| if i % 2 == 0 { f ^ 5 } else { f.rotate_left(7) }).collect();
             let mut latency: Vec<u64> = queries
                 .iter()
                 .map(|&q| {
@@ -93,11 +87,7 @@ fn main() {
                 })
                 .collect();
             latency.sort_unstable();
-            println!(
-                "query median {} ns, p99 {} ns",
-                latency[latency.len() / 2],
-                latency[latency.len() * 99 / 100]
-            );
+            println!("query median {} ns, p99 {} ns", latency[latency.len() / 2], latency[latency.len() * 99 / 100]);
         }
         if all || step == "batch" {
             let queries = random(n.min(1_000_000), 42);
@@ -134,7 +124,7 @@ fn main() {
                     latency[which].push(t.elapsed().as_nanos() as f64);
                 }
                 let t = Instant::now();
-                std::hint::black_box(index.find_all(None).expect("find_all"));
+                std::hint::black_box(index.find_all(None, rsimhash::batch::Copies::All).expect("find_all"));
                 find_all[which].push(t.elapsed().as_secs_f64());
             }
         }

@@ -54,7 +54,7 @@ def troff_text(source: str) -> Optional[str]:
     for line in source.splitlines():
         if line.startswith(".so ") and not lines:
             return None
-        if line.startswith(('.\\"', "'\\\"", '.\\" ')) or line.startswith("\\\""):
+        if line.startswith(('.\\"', "'\\\"", '.\\" ')) or line.startswith('\\"'):
             continue
         if line.startswith((".", "'")):
             parts = line[1:].split(None, 1)

@@ -21,12 +21,19 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
 fi
 export RSIMHASH_BROWSER_TESTS=1   # a missing browser fails those tests here, never skips them
 
+step "lint: rustfmt, clippy (warnings denied), ruff check and ruff format"
+cargo fmt --check
+cargo clippy --locked --release --all-targets -- -D warnings
+cargo clippy --locked --release --lib --features python -- -D warnings   # the bindings too
+
 step "venv $venv"
 python3 -m venv --clear "$venv"
 py="$(cd "$venv" && pwd)/bin/python"
 "$py" -m pip install --quiet --upgrade pip
 "$py" -m pip install --quiet "maturin>=1.7,<2" "numpy>=1.21" "pytest>=7" "hypothesis>=6" pyarrow mypy tqdm zstandard griffe \
-    matplotlib "pandas<3" polars "pyspark[sql]>=3.5" html5lib "selenium>=4.11"
+    matplotlib "pandas<3" polars "pyspark[sql]>=3.5" html5lib "selenium>=4.11" "ruff>=0.6"
+"$(dirname "$py")/ruff" check python tests benches scripts
+"$(dirname "$py")/ruff" format --check python tests benches scripts
 
 step "release wheel"
 rm -rf dist

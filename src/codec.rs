@@ -705,8 +705,7 @@ mod tests {
             // Consecutive integers: h = 0 mostly.
             (any::<u64>(), 0usize..3000).prop_map(|(s, n)| (0..n as u64).map(|i| s.saturating_sub(n as u64) + i).collect()),
             // All keys share their leading bits.
-            (any::<u64>(), prop::collection::btree_set(0u64..1 << 20, 0..2000))
-                .prop_map(|(hi, s)| s.into_iter().map(|x| (hi << 20) | x).collect()),
+            (any::<u64>(), prop::collection::btree_set(0u64..1 << 20, 0..2000)).prop_map(|(hi, s)| s.into_iter().map(|x| (hi << 20) | x).collect()),
             // Maximal gaps: h = 63 and other extremes, 0 and 2^64-1.
             prop::collection::btree_set(prop_oneof![Just(0u64), Just(u64::MAX), Just(1u64 << 63), Just((1u64 << 63) - 1), any::<u64>()], 0..6)
                 .prop_map(|s| s.into_iter().collect()),
@@ -851,15 +850,40 @@ mod timing {
     fn encode_steps() {
         let n: usize = std::env::var("KEYS").ok().and_then(|b| b.parse().ok()).unwrap_or(4_000_000);
         let mut x = 1u64;
-        let mut keys: Vec<u64> = (0..n).map(|_| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x }).collect();
+        let mut keys: Vec<u64> = (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            })
+            .collect();
         keys.sort_unstable();
         keys.dedup();
         let best = |f: &mut dyn FnMut()| {
-            (0..7).map(|_| { let s = std::time::Instant::now(); f(); s.elapsed().as_secs_f64() }).fold(f64::MAX, f64::min) / keys.len() as f64 * 1e9
+            (0..7)
+                .map(|_| {
+                    let s = std::time::Instant::now();
+                    f();
+                    s.elapsed().as_secs_f64()
+                })
+                .fold(f64::MAX, f64::min)
+                / keys.len() as f64
+                * 1e9
         };
         let counts = symbol_counts(&keys);
         let code = Code::from_counts(&counts);
-        println!("counts {:.2} ns/key", best(&mut || { std::hint::black_box(symbol_counts(&keys)); }));
-        println!("encode {:.2} ns/key", best(&mut || { std::hint::black_box(encode(&keys, &code, 1024)); }));
+        println!(
+            "counts {:.2} ns/key",
+            best(&mut || {
+                std::hint::black_box(symbol_counts(&keys));
+            })
+        );
+        println!(
+            "encode {:.2} ns/key",
+            best(&mut || {
+                std::hint::black_box(encode(&keys, &code, 1024));
+            })
+        );
     }
 }

@@ -46,9 +46,7 @@
 //! little-endian bytes in place, and every wheel we ship is little-endian.
 
 #[cfg(target_endian = "big")]
-compile_error!(
-    "rsimhash reads its index files in place as little-endian integers: big-endian targets are not supported"
-);
+compile_error!("rsimhash reads its index files in place as little-endian integers: big-endian targets are not supported");
 
 mod bytes;
 mod guard;
@@ -198,9 +196,7 @@ impl Origin {
             let now = open::check(buf.bytes(), self.expect_spec);
             let problem = match now {
                 Err(problem) => Some(problem),
-                Ok((sections, crcs)) if sections != self.sections || crcs != self.crcs => {
-                    Some("another index file was written over it in place".to_string())
-                }
+                Ok((sections, crcs)) if sections != self.sections || crcs != self.crcs => Some("another index file was written over it in place".to_string()),
                 Ok(_) => None,
             };
             if let Some(problem) = problem {
@@ -232,18 +228,13 @@ impl fmt::Debug for Origin {
 impl fmt::Debug for Container {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let sections: Vec<_> = self.sections.iter().map(|(t, r)| (tag_name(t), r.clone())).collect();
-        f.debug_struct("Container")
-            .field("path", &self.path())
-            .field("mapped", &self.is_mapped())
-            .field("sections", &sections)
-            .finish()
+        f.debug_struct("Container").field("path", &self.path()).field("mapped", &self.is_mapped()).field("sections", &sections).finish()
     }
 }
 
 /// crc32c of each part, on rayon threads.
 fn checksums(parts: &[&[u8]]) -> Vec<u32> {
-    let chunks: Vec<(usize, &[u8])> =
-        parts.iter().enumerate().flat_map(|(i, p)| p.chunks(CRC_CHUNK).map(move |c| (i, c))).collect();
+    let chunks: Vec<(usize, &[u8])> = parts.iter().enumerate().flat_map(|(i, p)| p.chunks(CRC_CHUNK).map(move |c| (i, c))).collect();
     let crcs: Vec<u32> = chunks.par_iter().map(|(_, c)| crc32c::crc32c(c)).collect();
     // An empty part has no chunks and keeps 0, the crc32c of no bytes.
     let mut out = vec![0; parts.len()];

@@ -38,9 +38,7 @@ pub(crate) fn create_new(path: &Path) -> io::Result<File> {
 /// As [`create_new`]; a directory at `path` is an error.
 pub(crate) fn create_fresh(path: &Path) -> io::Result<File> {
     match fs::symlink_metadata(path) {
-        Ok(meta) if meta.is_dir() => {
-            return Err(io::Error::new(io::ErrorKind::IsADirectory, "a directory is in the way of a work file"))
-        }
+        Ok(meta) if meta.is_dir() => return Err(io::Error::new(io::ErrorKind::IsADirectory, "a directory is in the way of a work file")),
         Ok(_) => fs::remove_file(path)?,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
@@ -116,10 +114,8 @@ pub(crate) fn remove_stale(dir: &Path, dirs: Option<&str>, stale_pid: impl Fn(&s
         let path = entry.path();
         let Ok(meta) = fs::symlink_metadata(&path) else { continue };
         match dirs {
-            Some(marker) if meta.is_dir() => {
-                if fs::symlink_metadata(path.join(marker)).is_ok_and(|m| m.is_file()) {
-                    let _ = fs::remove_dir_all(&path);
-                }
+            Some(marker) if meta.is_dir() && fs::symlink_metadata(path.join(marker)).is_ok_and(|m| m.is_file()) => {
+                let _ = fs::remove_dir_all(&path);
             }
             None if !meta.is_dir() => {
                 let _ = fs::remove_file(&path);

@@ -168,11 +168,7 @@ pub fn fingerprint(text: &str, shingling: Shingling) -> u64 {
 /// [`crate::parallel::install`] to choose the number of threads).
 pub fn fingerprints<S: AsRef<str> + Sync>(texts: &[S], shingling: Shingling) -> Vec<u64> {
     let mut out = Vec::with_capacity(texts.len());
-    texts
-        .par_iter()
-        .with_min_len(16)
-        .map_init(|| Fingerprinter::new(shingling), |f, t| f.fingerprint(t.as_ref()))
-        .collect_into_vec(&mut out);
+    texts.par_iter().with_min_len(16).map_init(|| Fingerprinter::new(shingling), |f, t| f.fingerprint(t.as_ref())).collect_into_vec(&mut out);
     out
 }
 

@@ -42,7 +42,6 @@ pub const MAX_BATCH: usize = u32::MAX as usize;
 /// stays small enough to cost well under a microsecond.
 const BUFFER_MAX: usize = 1024;
 
-
 /// Inputs of an `add_unique` that a plain loop over the kept ones
 /// decides faster than a batch job's setup (a few hundred microseconds):
 /// at most 512 * 511 / 2 comparisons, some 100 us.
@@ -273,11 +272,7 @@ impl Index {
             return Ok((0..n as u64).map(|i| start + i).collect());
         };
         if ids.len() != n {
-            return Err(Error::InvalidParameter {
-                name: "ids",
-                expected: "one id per fingerprint",
-                found: format!("{} ids for {n} fingerprints", ids.len()),
-            });
+            return Err(Error::InvalidParameter { name: "ids", expected: "one id per fingerprint", found: format!("{} ids for {n} fingerprints", ids.len()) });
         }
         let mut sorted = ids.to_vec();
         sorted.sort_unstable();
@@ -461,8 +456,7 @@ impl Index {
     /// joins them, last, as a temporary run.
     fn with_batch_runs<R>(&self, f: impl FnOnce(&[&Run]) -> R) -> R {
         // Raw: it lives for one call, packing it would cost more than it saves.
-        let temp =
-            (!self.buffer.is_empty()).then(|| Run::build(Arc::clone(&self.design), Layout::Raw, self.buffer.clone()));
+        let temp = (!self.buffer.is_empty()).then(|| Run::build(Arc::clone(&self.design), Layout::Raw, self.buffer.clone()));
         let runs: Vec<&Run> = self.runs.iter().chain(temp.as_ref()).collect();
         f(&runs)
     }

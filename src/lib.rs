@@ -33,23 +33,23 @@ pub mod plan;
 mod radix;
 pub mod records;
 mod run;
+mod shingle;
+pub mod similar;
 mod table;
 #[cfg(test)]
 pub(crate) mod testing;
-pub mod unicode;
-mod shingle;
-pub mod similar;
 mod tokenize;
+pub mod unicode;
 mod vote;
 
 #[cfg(feature = "python")]
 mod py;
 
+pub use batch::Copies;
+pub use cluster::ClusterMethod;
 pub use error::{Error, Result};
 pub use fingerprint::{fingerprint, fingerprints, Fingerprinter, Mode, Shingling};
 pub use fnv::fnv1a64;
-pub use batch::Copies;
-pub use cluster::ClusterMethod;
 pub use index::{BatchMatches, Index};
 pub use table::Layout;
 pub use vote::{compute, compute_weighted};

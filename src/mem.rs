@@ -87,7 +87,7 @@ pub(crate) fn available() -> Option<u64> {
             let mapped = std::fs::read_to_string("/proc/self/statm").ok().and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok());
             // SAFETY: sysconf has no preconditions.
             let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
-            available = available.min((limit as u64).saturating_sub(mapped.unwrap_or(0) * page));
+            available = available.min(limit.saturating_sub(mapped.unwrap_or(0) * page));
         }
     }
     Some(available)

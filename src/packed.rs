@@ -18,7 +18,6 @@ use crate::codec::{self, check_block, BlockReader, Code, Decoder, Header, SYMBOL
 use crate::container::Bytes;
 use crate::table::prefetch;
 
-
 #[derive(Clone, Debug)]
 pub(crate) struct PackedTable {
     block_bytes: usize,
@@ -81,7 +80,14 @@ impl PackedTable {
     ///
     /// # Errors
     /// A message naming the first inconsistency.
-    pub fn from_parts(block_bytes: usize, lengths: [u8; SYMBOLS], data: Bytes, first: Bytes, ranks: Bytes, digest: impl Fn(u64) -> u64 + Sync) -> Result<(PackedTable, u64), String> {
+    pub fn from_parts(
+        block_bytes: usize,
+        lengths: [u8; SYMBOLS],
+        data: Bytes,
+        first: Bytes,
+        ranks: Bytes,
+        digest: impl Fn(u64) -> u64 + Sync,
+    ) -> Result<(PackedTable, u64), String> {
         if !(codec::MIN_BLOCK_BYTES..=codec::MAX_BLOCK_BYTES).contains(&block_bytes) {
             return Err(format!("a block size of {block_bytes} bytes"));
         }
@@ -92,18 +98,7 @@ impl PackedTable {
         let ranks = ranks.as_u32s().map_err(|e| e.to_string())?.to_vec();
         let (nf, nr) = (first.len(), ranks.len());
         let decoder = code.decoder();
-        let t = PackedTable {
-            block_bytes,
-            code,
-            decoder,
-            data,
-            first,
-            ranks,
-            dir: Vec::new(),
-            dir_bits: 0,
-            headers: Vec::new(),
-            row_table: OnceLock::new(),
-        };
+        let t = PackedTable { block_bytes, code, decoder, data, first, ranks, dir: Vec::new(), dir_bits: 0, headers: Vec::new(), row_table: OnceLock::new() };
         if nr != nf + 1 {
             return Err(format!("{nf} blocks but {nr} block ranks (expected one more)"));
         }
@@ -148,13 +143,7 @@ impl PackedTable {
 
     /// What [`Self::from_parts`] takes back.
     pub fn parts(&self) -> Parts<'_> {
-        Parts {
-            block_bytes: self.block_bytes,
-            lengths: self.code.lengths(),
-            data: self.data.as_slice(),
-            first: &self.first,
-            ranks: &self.ranks,
-        }
+        Parts { block_bytes: self.block_bytes, lengths: self.code.lengths(), data: self.data.as_slice(), first: &self.first, ranks: &self.ranks }
     }
 
     fn build_dir(&mut self) {
@@ -536,8 +525,7 @@ mod tests {
     fn keys() -> impl Strategy<Value = Vec<u64>> {
         prop_oneof![
             prop::collection::btree_set(prop_oneof![any::<u64>(), Just(0u64), Just(u64::MAX)], 0..3000),
-            (any::<u64>(), prop::collection::btree_set(0u64..5000, 0..3000))
-                .prop_map(|(hi, s)| s.into_iter().map(|x| (hi << 16) | x).collect()),
+            (any::<u64>(), prop::collection::btree_set(0u64..5000, 0..3000)).prop_map(|(hi, s)| s.into_iter().map(|x| (hi << 16) | x).collect()),
             // Few distinct top halves: many neighbours that marks must skip.
             prop::collection::btree_set((0u64..16, any::<u32>()).prop_map(|(a, b)| a << 32 | u64::from(b)), 0..3000),
         ]
@@ -610,8 +598,6 @@ mod tests {
     }
 }
 
-
-
 #[cfg(test)]
 mod timing {
     use super::*;
@@ -624,7 +610,14 @@ mod timing {
         let mut x = 1u64;
         let bits = std::env::var("KEY_BITS").ok().and_then(|b| b.parse().ok()).unwrap_or(64u32);
         let n: usize = std::env::var("KEYS").ok().and_then(|b| b.parse().ok()).unwrap_or(4_000_000);
-        let mut keys: Vec<u64> = (0..n).map(|_| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x >> (64 - bits) }).collect();
+        let mut keys: Vec<u64> = (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x >> (64 - bits)
+            })
+            .collect();
         keys.sort_unstable();
         keys.dedup();
         let mut best = f64::MAX;

@@ -152,8 +152,7 @@ impl Design {
         let all: Vec<u32> = (0..64).rev().collect();
         enumerate(k, levels, Vec::new(), all, &mut tables);
         let masks: Vec<u64> = tables.iter().map(|t| leading_mask(&t.inverse, t.prefix)).collect();
-        let earlier =
-            tables.iter().enumerate().map(|(t, spec)| masks[..t].iter().map(|&m| spec.perm.apply(m)).collect()).collect();
+        let earlier = tables.iter().enumerate().map(|(t, spec)| masks[..t].iter().map(|&m| spec.perm.apply(m)).collect()).collect();
         Ok(Design { k, levels: levels.to_vec(), tables, earlier })
     }
 
@@ -295,11 +294,7 @@ pub fn with_tables(k: u32, tables: usize) -> Result<Design> {
 
 /// Every design the planners consider for `k`, with at most `max_tables` tables.
 pub(crate) fn designs(k: u32, max_tables: usize) -> Vec<Design> {
-    candidates(k)
-        .into_iter()
-        .filter(|levels| table_count(k, levels) <= max_tables)
-        .filter_map(|levels| Design::new(k, &levels).ok())
-        .collect()
+    candidates(k).into_iter().filter(|levels| table_count(k, levels) <= max_tables).filter_map(|levels| Design::new(k, &levels).ok()).collect()
 }
 
 fn check_k(k: u32) -> Result<()> {

@@ -17,12 +17,11 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-
 use crate::codec::rows::each_pair;
-use crate::plan::Design;
-use crate::radix::{par_sort_by_top_bits, sort_bits, sort_by_top_bits};
 use crate::packed::search_all;
 use crate::packed::PackedTable;
+use crate::plan::Design;
+use crate::radix::{par_sort_by_top_bits, sort_bits, sort_by_top_bits};
 use crate::table::{Layout, RawTable, Table};
 
 /// Tables probed per batch of directory loads: all their loads are issued
@@ -68,12 +67,7 @@ impl Run {
                 Layout::Raw => None,
                 Layout::Packed(block_bytes) => Some(Table::Packed(Box::new(PackedTable::encode(&fps, block_bytes)))),
             },
-            || -> Vec<Table> {
-                spec[1..]
-                    .par_iter()
-                    .map_init(Default::default, |buffers, t| Table::build(&fps, &t.perm, t.prefix, layout, buffers))
-                    .collect()
-            },
+            || -> Vec<Table> { spec[1..].par_iter().map_init(Default::default, |buffers, t| Table::build(&fps, &t.perm, t.prefix, layout, buffers)).collect() },
         );
         let mut tables = Vec::with_capacity(spec.len());
         tables.push(first.unwrap_or_else(|| Table::new(fps, spec[0].prefix, layout)));
@@ -90,7 +84,6 @@ impl Run {
     pub fn fps(&self) -> Cow<'_, [u64]> {
         self.tables[0].keys()
     }
-
 
     /// Id slots, dead ones included.
     pub fn slots(&self) -> usize {
@@ -409,10 +402,7 @@ impl Run {
 
     /// Bytes of memory held.
     pub fn bytes(&self) -> usize {
-        self.tables.iter().map(Table::bytes).sum::<usize>()
-            + self.starts.capacity() * 4
-            + self.ids.capacity() * 8
-            + self.dead.capacity() * 8
+        self.tables.iter().map(Table::bytes).sum::<usize>() + self.starts.capacity() * 4 + self.ids.capacity() * 8 + self.dead.capacity() * 8
     }
 }
 
@@ -492,11 +482,8 @@ pub(crate) fn probe_batch(runs: &[&Run], queries: &[u64], k: u32) -> Vec<BatchHi
             found
         })
         .collect();
-    let mut hits: Vec<BatchHit> = per_table
-        .into_iter()
-        .flatten()
-        .filter_map(|(r, pos, fp, d)| Some((r, pos, runs[r as usize].live_index(fp)? as u32, d)))
-        .collect();
+    let mut hits: Vec<BatchHit> =
+        per_table.into_iter().flatten().filter_map(|(r, pos, fp, d)| Some((r, pos, runs[r as usize].live_index(fp)? as u32, d))).collect();
     hits.sort_unstable();
     hits
 }

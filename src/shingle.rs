@@ -161,12 +161,7 @@ trait Lanes: Sized {
 /// first starting `back` units before its cut. `cut(at)` is the first unit
 /// boundary at or after byte `at` (where the next part's own units start),
 /// `before(c)` the start of the unit that ends at boundary `c`.
-fn split4_by(
-    units: &[u8],
-    back: usize,
-    cut: impl Fn(usize) -> Option<usize>,
-    before: impl Fn(usize) -> Option<usize>,
-) -> Option<[&[u8]; 4]> {
+fn split4_by(units: &[u8], back: usize, cut: impl Fn(usize) -> Option<usize>, before: impl Fn(usize) -> Option<usize>) -> Option<[&[u8]; 4]> {
     let len = units.len();
     let mut ends = [len; 4];
     let mut starts = [0; 4];

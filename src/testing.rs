@@ -52,15 +52,14 @@ fn shuffled(mut items: Vec<u64>, seed: u64) -> Vec<u64> {
 /// bit positions, each mixed with random values and shuffled (or not).
 pub(crate) fn skewed(copies: usize, dense: usize) -> impl Strategy<Value = Vec<u64>> {
     let random = prop::collection::vec(any::<u64>(), 0..60);
-    let copied = (prop_oneof![any::<u64>(), Just(0u64), Just(u64::MAX)], 1..copies, 0usize..3)
-        .prop_map(|(v, n, near)| {
-            let mut out = vec![v; n];
-            // A few close values and their own copies beside them.
-            for b in 0..near {
-                out.extend(std::iter::repeat_n(v ^ (0b11 << (7 * b)), n / 3 + 1));
-            }
-            out
-        });
+    let copied = (prop_oneof![any::<u64>(), Just(0u64), Just(u64::MAX)], 1..copies, 0usize..3).prop_map(|(v, n, near)| {
+        let mut out = vec![v; n];
+        // A few close values and their own copies beside them.
+        for b in 0..near {
+            out.extend(std::iter::repeat_n(v ^ (0b11 << (7 * b)), n / 3 + 1));
+        }
+        out
+    });
     let dense_ball = (any::<u64>(), 2usize..=3, prop::collection::btree_set(0u32..64, 6..14), 1..dense, any::<u64>())
         .prop_map(|(c, r, bits, n, seed)| ball(c, r, &bits.into_iter().collect::<Vec<_>>(), n, seed));
     (prop_oneof![planted(30, 200), copied, dense_ball], random, any::<u64>(), any::<bool>()).prop_map(|(mut items, random, seed, shuffle)| {
@@ -90,10 +89,8 @@ pub(crate) fn brute_pairs(fps: &[u64], k: u32) -> Vec<[u64; 2]> {
 /// first copy (the lowest position) only, and first copies within `k`.
 pub(crate) fn brute_first_pairs(fps: &[u64], k: u32) -> Vec<[u64; 2]> {
     let first = |x: u64| fps.iter().position(|&f| f == fps[x as usize]).expect("itself") as u64;
-    let mut out: Vec<[u64; 2]> = brute_pairs(fps, k)
-        .into_iter()
-        .filter(|&[a, b]| (first(a) == a && first(b) == b) || (fps[a as usize] == fps[b as usize] && first(b) == a))
-        .collect();
+    let mut out: Vec<[u64; 2]> =
+        brute_pairs(fps, k).into_iter().filter(|&[a, b]| (first(a) == a && first(b) == b) || (fps[a as usize] == fps[b as usize] && first(b) == a)).collect();
     out.sort_unstable();
     out
 }

@@ -99,9 +99,7 @@ impl Tally {
                 return;
             }
         }
-        let mut lanes: [u64; 8] = std::array::from_fn(|i| {
-            u64::from_le_bytes(self.counts[8 * i..8 * i + 8].try_into().unwrap_or_default())
-        });
+        let mut lanes: [u64; 8] = std::array::from_fn(|i| u64::from_le_bytes(self.counts[8 * i..8 * i + 8].try_into().unwrap_or_default()));
         for &h in hashes {
             for (i, lane) in lanes.iter_mut().enumerate() {
                 *lane += SPREAD[((h >> (8 * i)) & 0xff) as usize];

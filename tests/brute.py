@@ -74,8 +74,8 @@ class BruteIndex:
         if k < 0:
             raise ValueError("k must be >= 0")
         self.k = k
-        self.items: dict[int, int] = {}   # id -> fingerprint
-        self.next_id = 0                   # largest id ever assigned + 1
+        self.items: dict[int, int] = {}  # id -> fingerprint
+        self.next_id = 0  # largest id ever assigned + 1
         self._cache = None
 
     # -- helpers -----------------------------------------------------------
@@ -93,8 +93,7 @@ class BruteIndex:
         """(ids ascending, fps in the same order) as uint64 arrays."""
         if self._cache is None:
             ids = sorted(self.items)
-            self._cache = (np.array(ids, dtype=np.uint64),
-                           np.array([self.items[i] for i in ids], dtype=np.uint64))
+            self._cache = (np.array(ids, dtype=np.uint64), np.array([self.items[i] for i in ids], dtype=np.uint64))
         return self._cache
 
     def _store(self, i, fp):
@@ -154,8 +153,7 @@ class BruteIndex:
                 qi.append(q)
                 out_ids.append(i)
                 out_d.append(dist)
-        return (np.array(qi, dtype=np.int64), np.array(out_ids, dtype=np.uint64),
-                np.array(out_d, dtype=np.uint8))
+        return (np.array(qi, dtype=np.int64), np.array(out_ids, dtype=np.uint64), np.array(out_d, dtype=np.uint8))
 
     def find_all(self, k=None):
         k = self._k(k)
@@ -169,7 +167,7 @@ class BruteIndex:
             d = popcount64(fps[lo:hi, None] ^ fps[None, lo:])
             r, c = np.nonzero(d <= k)
             r, c = r + lo, c + lo
-            keep = c > r                          # each unordered pair once
+            keep = c > r  # each unordered pair once
             r, c = r[keep], c[keep]
             # ids ascending, so ids[r] < ids[c]; nonzero is row-major -> rows sorted
             rows.append(np.stack([ids[r], ids[c]], axis=1).astype(np.uint64))
@@ -208,12 +206,12 @@ class BruteIndex:
         return list(groups.values())
 
     def _leader(self, k):
-        ids, fps = self._arrays()                  # id order
+        ids, fps = self._arrays()  # id order
         rep_fps = np.zeros(len(ids), dtype=np.uint64)
-        reps: list[int] = []                       # representative ids, ascending
+        reps: list[int] = []  # representative ids, ascending
         members: dict[int, list[int]] = {}
         for i, fp in zip(ids.tolist(), fps.tolist()):
-            d = popcount64(rep_fps[:len(reps)] ^ np.uint64(fp))
+            d = popcount64(rep_fps[: len(reps)] ^ np.uint64(fp))
             within = np.nonzero(d <= k)[0]
             if len(within):
                 members[reps[within[0]]].append(i)  # smallest id: reps ascending
@@ -237,16 +235,16 @@ class BruteIndex:
         fps = _as_list(fps)
         for v in fps:
             _check_u64(v)
-        old_ids, old_fps = self._arrays()          # stored before the call
-        ids = self._assign_ids(len(fps), ids)      # every input gets an id, as in add
-        new_ids: list[int] = []                    # new items of this call, in order
+        old_ids, old_fps = self._arrays()  # stored before the call
+        ids = self._assign_ids(len(fps), ids)  # every input gets an id, as in add
+        new_ids: list[int] = []  # new items of this call, in order
         new_fps = np.zeros(len(fps), dtype=np.uint64)
         is_new = np.zeros(len(fps), dtype=bool)
         matched = np.zeros(len(fps), dtype=np.uint64)
         for j, fp in enumerate(fps):
             q = np.uint64(fp)
             hits = old_ids[popcount64(old_fps ^ q) <= k].tolist()
-            d_new = popcount64(new_fps[:len(new_ids)] ^ q)
+            d_new = popcount64(new_fps[: len(new_ids)] ^ q)
             hits += [new_ids[t] for t in np.nonzero(d_new <= k)[0]]
             if hits:
                 matched[j] = min(hits)

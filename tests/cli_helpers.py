@@ -32,8 +32,9 @@ def vocabulary(seed: int = 7, size: int = 600) -> List[str]:
     return sorted(words)
 
 
-def make_records(n: int, seed: int = 0, *, dup_share: float = 0.4, words: Sequence[int] = (40, 120),
-                 string_ids: bool = False) -> List[Dict[str, Any]]:
+def make_records(
+    n: int, seed: int = 0, *, dup_share: float = 0.4, words: Sequence[int] = (40, 120), string_ids: bool = False
+) -> List[Dict[str, Any]]:
     """``n`` records ``{"id", "text"}``; about ``dup_share`` of them are an
     earlier text with 0..4 words replaced (0: an exact duplicate)."""
     rng = random.Random(seed)
@@ -62,12 +63,22 @@ def lines_of(data: bytes) -> List[bytes]:
     return data.splitlines(keepends=True)
 
 
-def run_cli(*args: Any, input: Optional[bytes] = None, cwd: Any = None,
-            env: Optional[Dict[str, str]] = None) -> "subprocess.CompletedProcess[bytes]":
+def run_cli(
+    *args: Any, input: Optional[bytes] = None, cwd: Any = None, env: Optional[Dict[str, str]] = None
+) -> "subprocess.CompletedProcess[bytes]":
     """``python -m rsimhash.cli ARGS``, stdout and stderr captured (so: piped)."""
     return subprocess.run(
-        [sys.executable, "-m", "rsimhash.cli", *[a if isinstance(a, str) else os.fspath(a) if isinstance(a, os.PathLike) else str(a) for a in args]],
-        input=input, capture_output=True, cwd=cwd, timeout=120, env=env,
+        [
+            sys.executable,
+            "-m",
+            "rsimhash.cli",
+            *[a if isinstance(a, str) else os.fspath(a) if isinstance(a, os.PathLike) else str(a) for a in args],
+        ],
+        input=input,
+        capture_output=True,
+        cwd=cwd,
+        timeout=120,
+        env=env,
     )
 
 

@@ -139,8 +139,8 @@ def with_valid_checksums(data: bytes, only=None) -> bytes:
     b = bytearray(data)
     for s in sections(data):
         if only is None or s.index == only:
-            struct.pack_into("<I", b, s.entry_at + 24, crc32c(bytes(b[s.offset:s.end])))
-    struct.pack_into("<I", b, 56, crc32c(bytes(b[HEADER_LEN:table_end(data)])))
+            struct.pack_into("<I", b, s.entry_at + 24, crc32c(bytes(b[s.offset : s.end])))
+    struct.pack_into("<I", b, 56, crc32c(bytes(b[HEADER_LEN : table_end(data)])))
     return with_header_crc(bytes(b))
 
 
@@ -164,7 +164,7 @@ def assemble(data: bytes, contents: list) -> bytes:
 def patch_entry_tag(data: bytes, section: Section, tag: str) -> bytes:
     """``data`` with the tag of one section-table entry replaced (checksums stale)."""
     b = bytearray(data)
-    b[section.entry_at:section.entry_at + 8] = tag.encode("ascii").ljust(8, b"\0")
+    b[section.entry_at : section.entry_at + 8] = tag.encode("ascii").ljust(8, b"\0")
     return bytes(b)
 
 

@@ -82,8 +82,15 @@ def pairs(doc: Any) -> List[Dict[str, Any]]:
         sides = [d for d in art.iter("div") if "side" in classes(d)]
         ids = [next(c for c in side.iter("code")).text for side in sides]
         texts = [next((shown_text(t) for t in side.iter("div") if "text" in classes(t)), None) for side in sides]
-        out.append({"distance": art.get("data-distance"), "similarity": art.get("data-similarity"),
-                    "ids": ids, "texts": texts, "id": art.get("id")})
+        out.append(
+            {
+                "distance": art.get("data-distance"),
+                "similarity": art.get("data-similarity"),
+                "ids": ids,
+                "texts": texts,
+                "id": art.get("id"),
+            }
+        )
     return out
 
 
@@ -97,15 +104,24 @@ def as_shown(text: str, limit: int) -> str:
 
 _INT = r"([\d,]+)"
 SUMMARY = {
-    "dedup": re.compile(rf"^rsimhash dedup: {_INT} records? read, {_INT} removed as near-duplicates \(.*?\), "
-                        rf"{_INT} kept, {_INT} bad lines?"),
-    "cluster": re.compile(rf"^rsimhash cluster: {_INT} records? read, {_INT} clusters(?: of two or more)? holding "
-                          rf"{_INT} records?.*?, {_INT} bad lines?"),
-    "find-all": re.compile(rf"^rsimhash find-all: {_INT} (?:fingerprints?|records?) read(?: \({_INT} distinct\))?, "
-                           rf"{_INT} pairs? .*?, {_INT} bad lines?"),
+    "dedup": re.compile(
+        rf"^rsimhash dedup: {_INT} records? read, {_INT} removed as near-duplicates \(.*?\), "
+        rf"{_INT} kept, {_INT} bad lines?"
+    ),
+    "cluster": re.compile(
+        rf"^rsimhash cluster: {_INT} records? read, {_INT} clusters(?: of two or more)? holding "
+        rf"{_INT} records?.*?, {_INT} bad lines?"
+    ),
+    "find-all": re.compile(
+        rf"^rsimhash find-all: {_INT} (?:fingerprints?|records?) read(?: \({_INT} distinct\))?, "
+        rf"{_INT} pairs? .*?, {_INT} bad lines?"
+    ),
 }
-KEYS = {"dedup": ["records", "removed", "kept", "bad_lines"], "cluster": ["records", "clusters", "clustered", "bad_lines"],
-        "find-all": ["records", "distinct", "pairs", "bad_lines"]}
+KEYS = {
+    "dedup": ["records", "removed", "kept", "bad_lines"],
+    "cluster": ["records", "clusters", "clustered", "bad_lines"],
+    "find-all": ["records", "distinct", "pairs", "bad_lines"],
+}
 
 
 def summary_numbers(kind: str, line: str) -> Dict[str, str]:

@@ -20,10 +20,9 @@ fn vectors() -> Vec<Value> {
     let json: Value = serde_json::from_str(&data).expect("valid JSON");
     match json {
         Value::Array(items) => items,
-        Value::Object(map) => ["fingerprints", "fnv1a64", "weighted"]
-            .iter()
-            .flat_map(|key| map[*key].as_array().cloned().unwrap_or_else(|| panic!("a {key:?} array")))
-            .collect(),
+        Value::Object(map) => {
+            ["fingerprints", "fnv1a64", "weighted"].iter().flat_map(|key| map[*key].as_array().cloned().unwrap_or_else(|| panic!("a {key:?} array"))).collect()
+        }
         _ => panic!("unexpected vectors file shape"),
     }
 }

@@ -42,8 +42,9 @@ def fingerprints(draw, max_centers=40, max_near=300):
     from one of them, exact copies included."""
     special = st.sampled_from([0, U64_MAX, 1, U64_MAX - 1, 0xFFFF, 0xFFFF << 48])
     centers = draw(st.lists(st.one_of(st.integers(0, U64_MAX), special), min_size=1, max_size=max_centers))
-    near = draw(st.lists(st.tuples(st.integers(0, len(centers) - 1), st.lists(st.integers(0, 63), max_size=9)),
-                         max_size=max_near))
+    near = draw(
+        st.lists(st.tuples(st.integers(0, len(centers) - 1), st.lists(st.integers(0, 63), max_size=9)), max_size=max_near)
+    )
     out = list(centers)
     for c, flips in near:
         v = centers[c]
@@ -155,11 +156,16 @@ def test_sources_all_give_the_same_answer(tmp_path):
     parts = tmp_path / "parts"
     parts.mkdir()
     for i, lo in enumerate(range(0, len(fps), 7000)):
-        np.save(parts / f"{i:02d}.npy", fps[lo:lo + 7000])
+        np.save(parts / f"{i:02d}.npy", fps[lo : lo + 7000])
     mm = np.load(tmp_path / "all.npy", mmap_mode="r")
-    for source in (str(tmp_path / "all.npy"), tmp_path / "all.npy", mm, str(parts),
-                   sorted(str(p) for p in parts.iterdir()), np.memmap(tmp_path / "all.npy", dtype=np.uint64,
-                                                                       mode="r", offset=128)):
+    for source in (
+        str(tmp_path / "all.npy"),
+        tmp_path / "all.npy",
+        mm,
+        str(parts),
+        sorted(str(p) for p in parts.iterdir()),
+        np.memmap(tmp_path / "all.npy", dtype=np.uint64, mode="r", offset=128),
+    ):
         np.testing.assert_array_equal(batch.find_all(source, 3), want)
     strided = np.repeat(fps, 2)[::2]
     np.testing.assert_array_equal(batch.find_all(strided, 3), want)
@@ -171,8 +177,7 @@ def test_parquet_sources(tmp_path):
     fps = planted(10_000)
     ids = np.arange(10_000, dtype=np.uint64) * 3 + 7
     signed = fps.view(np.int64)
-    pq.write_table(pa.table({"fp": fps, "doc": ids, "text": ["x"] * len(fps)}), tmp_path / "u.parquet",
-                   row_group_size=3000)
+    pq.write_table(pa.table({"fp": fps, "doc": ids, "text": ["x"] * len(fps)}), tmp_path / "u.parquet", row_group_size=3000)
     pq.write_table(pa.table({"simhash": signed}), tmp_path / "s.parquet")
     want = batch.find_all(fps, 3)
     np.testing.assert_array_equal(batch.find_all(tmp_path / "u.parquet", 3, column="fp"), want)
@@ -206,8 +211,7 @@ def test_outputs(tmp_path):
     assert batch.clusters(fps, 3, out=tmp_path / "c.tsv") == len(ids)
     lines = (tmp_path / "c.tsv").read_text().splitlines()
     assert lines[0] == "id\tcluster" and lines[1:] == [f"{a}\t{b}" for a, b in zip(ids.tolist(), labels.tolist())]
-    assert batch.clusters(fps, 3, out=tmp_path / "c.parquet", method="leader") == len(
-        batch.clusters(fps, 3, method="leader")[0])
+    assert batch.clusters(fps, 3, out=tmp_path / "c.parquet", method="leader") == len(batch.clusters(fps, 3, method="leader")[0])
     assert sorted(os.listdir(tmp_path)) == ["c.parquet", "c.tsv", "p.npy", "p.parquet"], "no work files left"
 
 
@@ -234,6 +238,7 @@ def test_progress_callback_counts_to_the_total():
 
 def test_memory_limits():
     from rsimhash.batch import parse_memory
+
     assert parse_memory("8GiB") == 8 << 30
     assert parse_memory("8g") == 8 << 30
     assert parse_memory("500MB") == 500 * 10**6

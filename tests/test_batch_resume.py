@@ -51,9 +51,14 @@ def reference(source, tmp_path_factory):
 def start(code: str, **env) -> subprocess.Popen:
     # SIGINT back to its default: a test run started in the background by a
     # shell has it ignored, and a child would then never see Ctrl-C.
-    return subprocess.Popen([sys.executable, "-c", code], env={**os.environ, **env},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    return subprocess.Popen(
+        [sys.executable, "-c", code],
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
 
 def job_code(source: str, out: str, **extra) -> str:

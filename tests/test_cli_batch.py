@@ -56,8 +56,18 @@ def test_dedup_writes_the_same_records(corpus, tmp_path, source):
     d, _ = corpus
     for side, extra in (("a", ()), ("b", TINY)):
         (tmp_path / side).mkdir()
-        p = ok(run_cli("dedup", "-i", d / source, "-o", tmp_path / side / "kept.jsonl",
-                       "--removed", tmp_path / side / "removed.tsv", *extra))
+        p = ok(
+            run_cli(
+                "dedup",
+                "-i",
+                d / source,
+                "-o",
+                tmp_path / side / "kept.jsonl",
+                "--removed",
+                tmp_path / side / "removed.tsv",
+                *extra,
+            )
+        )
         assert ("batch engine" in p.stderr.decode()) == bool(extra)
     same_files(tmp_path, ["kept.jsonl", "removed.tsv"])
     assert len((tmp_path / "a" / "removed.tsv").read_text().splitlines()) > 20
@@ -75,8 +85,11 @@ def test_dedup_from_stdin_and_other_formats(corpus, tmp_path):
     assert a.stdout == b.stdout and a.stdout.startswith(b"id\thash\n")
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
-    pq.write_table(pa.table({"id": [r["id"] for r in records], "text": [r["text"] for r in records]}),
-                   tmp_path / "c.parquet", row_group_size=128)
+    pq.write_table(
+        pa.table({"id": [r["id"] for r in records], "text": [r["text"] for r in records]}),
+        tmp_path / "c.parquet",
+        row_group_size=128,
+    )
     for side, extra in (("a", ()), ("b", TINY)):
         ok(run_cli("dedup", "-i", tmp_path / "c.parquet", "-o", tmp_path / f"{side}.parquet", *extra))
     assert pq.read_table(tmp_path / "a.parquet").equals(pq.read_table(tmp_path / "b.parquet"))
@@ -94,8 +107,7 @@ def test_bad_lines_are_skipped_and_reported_once(corpus, tmp_path):
     assert not os.path.exists(tmp_path / "k.jsonl")
 
 
-@pytest.mark.parametrize("flags", [(), ("--all",), ("--method", "leader"), ("--method", "leader", "--all"),
-                                   ("--sample", "400")])
+@pytest.mark.parametrize("flags", [(), ("--all",), ("--method", "leader"), ("--method", "leader", "--all"), ("--sample", "400")])
 def test_cluster_writes_the_same_clusters(corpus, flags):
     d, _ = corpus
     a, b = both("cluster", "-i", d / "c.jsonl", "-o", "-", *flags)
@@ -130,8 +142,12 @@ def test_work_directories(corpus, tmp_path):
     assert not made.exists(), "a --workdir the command made is removed again when empty"
     ok(run_cli("cluster", "-i", d / "c.jsonl", "-o", tmp_path / "c.tsv", *TINY))
     assert sorted(os.listdir(tmp_path)) == ["c.tsv", "k.jsonl", "work"], "a temporary work directory is removed"
-    assert_one_error(run_cli("dedup", "-i", d / "c.jsonl", "-o", tmp_path / "x.jsonl", "--workdir",
-                             d / "c.jsonl" / "sub"), 1, "--workdir", "cannot be written")
+    assert_one_error(
+        run_cli("dedup", "-i", d / "c.jsonl", "-o", tmp_path / "x.jsonl", "--workdir", d / "c.jsonl" / "sub"),
+        1,
+        "--workdir",
+        "cannot be written",
+    )
     for bad in ("lots", "0", "-5G"):
         assert_one_error(run_cli("find-all", "-i", d / "c.jsonl", "--memory-limit", bad), 2, "--memory-limit")
     assert not os.path.exists(tmp_path / "x.jsonl")

@@ -33,8 +33,7 @@ def expected_rows(records, fps, k, blocks=None, min_size=2, method="connected"):
     index = rsimhash.Index(k, blocks=blocks)
     index.add(fps)
     clusters = index.cluster(min_size=min_size, method=method)
-    rows = [[str(records[m]["id"]), str(int(fps[m])), str(c)] for c, members in enumerate(clusters)
-            for m in members.tolist()]
+    rows = [[str(records[m]["id"]), str(int(fps[m])), str(c)] for c, members in enumerate(clusters) for m in members.tolist()]
     return clusters, rows
 
 
@@ -44,8 +43,27 @@ def test_cluster_equals_index_cluster(corpus, tmp_path):
     assert len(clusters) >= 10, "the corpus must have clusters"
     out = tmp_path / "clusters.tsv"
     # the original tool's flags, underscores included
-    proc = ok(run_cli("cluster", "--input", path, "--format", "json", "--blocks", "5", "--distance", "3",
-                      "--output", out, "--text_column", "text", "--id_column", "id", "--window", "3"))
+    proc = ok(
+        run_cli(
+            "cluster",
+            "--input",
+            path,
+            "--format",
+            "json",
+            "--blocks",
+            "5",
+            "--distance",
+            "3",
+            "--output",
+            out,
+            "--text_column",
+            "text",
+            "--id_column",
+            "id",
+            "--window",
+            "3",
+        )
+    )
     table = read_tsv(out.read_bytes())
     assert table[0] == ["id", "hash", "cluster"]
     assert table[1:] == rows
@@ -137,9 +155,10 @@ def test_find_all_equals_index_find_all(corpus, tmp_path):
     text = out.read_text()
     assert [json.loads(line) for line in text.splitlines()] == pairs
     assert text.startswith(f"[{pairs[0][0]}, {pairs[0][1]}]\n")  # simhash-find-all's spelling
-    assert f"{len(values)} fingerprints read ({len(set(values))} distinct), {len(pairs)} pairs within 3 bits" \
+    assert (
+        f"{len(values)} fingerprints read ({len(set(values))} distinct), {len(pairs)} pairs within 3 bits"
         in stderr_lines(proc)[0]
+    )
     # stdin to stdout, no trailing newline, another distance
-    proc = ok(run_cli("find-all", "--input", "-", "-k", "8", "-q",
-                      input="\n".join(str(v) for v in values).encode()))
+    proc = ok(run_cli("find-all", "--input", "-", "-k", "8", "-q", input="\n".join(str(v) for v in values).encode()))
     assert [json.loads(line) for line in proc.stdout.decode().splitlines()] == expected_pairs(values, 8)

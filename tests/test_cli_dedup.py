@@ -17,7 +17,15 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 from cli_helpers import (  # noqa: E402
-    brute_dedup, fingerprints_of, leftovers, lines_of, make_records, ok, read_tsv, run_cli, stderr_lines,
+    brute_dedup,
+    fingerprints_of,
+    leftovers,
+    lines_of,
+    make_records,
+    ok,
+    read_tsv,
+    run_cli,
+    stderr_lines,
     write_jsonl,
 )
 
@@ -36,8 +44,11 @@ def corpus(tmp_path_factory):
 def expected(records, fps, k):
     keep, match = brute_dedup(fps, k)
     assert 0 < keep.count(False) < len(keep), "the corpus must have near-duplicates to remove at this k"
-    removed = [[str(r["id"]), str(records[m]["id"]), str(rsimhash.hamming(int(fps[i]), int(fps[m])))]
-               for i, (r, m) in enumerate(zip(records, match)) if m is not None]
+    removed = [
+        [str(r["id"]), str(records[m]["id"]), str(rsimhash.hamming(int(fps[i]), int(fps[m])))]
+        for i, (r, m) in enumerate(zip(records, match))
+        if m is not None
+    ]
     return keep, removed
 
 
@@ -46,8 +57,7 @@ def test_dedup_equals_brute_force(corpus, tmp_path, k, chunk_mb):
     path, records, data, fps = corpus
     keep, removed = expected(records, fps, k)
     out, rem = tmp_path / "kept.jsonl", tmp_path / "removed.tsv"
-    proc = ok(run_cli("dedup", "--input", path, "--output", out, "--removed", rem,
-                      "--distance", k, "--chunk-mb", chunk_mb))
+    proc = ok(run_cli("dedup", "--input", path, "--output", out, "--removed", rem, "--distance", k, "--chunk-mb", chunk_mb))
     kept_lines = [line for line, flag in zip(lines_of(data), keep) if flag]
     assert out.read_bytes() == b"".join(kept_lines)
     rows = read_tsv(rem.read_bytes())
@@ -67,11 +77,32 @@ def test_dedup_string_ids_and_other_columns(tmp_path):
     keep, match = brute_dedup(fps, 4)
     assert keep.count(False) > 0
     out, rem = tmp_path / "out.jsonl", tmp_path / "rem.tsv"
-    ok(run_cli("dedup", "-i", path, "-o", out, "--removed", rem, "--text_column", "body",
-               "--id-column", "doc", "--mode", "chars", "--width", "5", "-k", "4", "-q"))
+    ok(
+        run_cli(
+            "dedup",
+            "-i",
+            path,
+            "-o",
+            out,
+            "--removed",
+            rem,
+            "--text_column",
+            "body",
+            "--id-column",
+            "doc",
+            "--mode",
+            "chars",
+            "--width",
+            "5",
+            "-k",
+            "4",
+            "-q",
+        )
+    )
     assert out.read_bytes() == b"".join(line for line, f in zip(lines_of(data), keep) if f)
     assert [row[:2] for row in read_tsv(rem.read_bytes())[1:]] == [
-        [records[i]["doc"], records[m]["doc"]] for i, m in enumerate(match) if m is not None]
+        [records[i]["doc"], records[m]["doc"]] for i, m in enumerate(match) if m is not None
+    ]
 
 
 def test_dedup_keeps_bytes_exactly(tmp_path):
@@ -81,7 +112,7 @@ def test_dedup_keeps_bytes_exactly(tmp_path):
     lines = [
         b'{"id": 1,   "text": "%s"}\r\n' % base.encode(),
         b"\n",
-        b'{"text":"%s","id":2}\n' % base.encode(),               # exact duplicate: removed
+        b'{"text":"%s","id":2}\n' % base.encode(),  # exact duplicate: removed
         b"   \t\n",
         '{"id": "\u00e9t\u00e9", "text": "caf\u00e9 \\u00e9t\u00e9 \\n \\"quoted\\" words here"}\n'.encode(),
         b'{"id": 4, "text": "something else entirely, nothing like the others"}',
@@ -115,8 +146,9 @@ def test_dedup_gzip_in_and_out(corpus, tmp_path):
     gz = tmp_path / "corpus.jsonl.gz"
     gz.write_bytes(gzip.compress(data))
     ok(run_cli("dedup", "--input", gz, "--output", tmp_path / "kept.jsonl.gz", "--chunk-mb", "0.02"))
-    assert gzip.decompress((tmp_path / "kept.jsonl.gz").read_bytes()) == \
-        b"".join(line for line, f in zip(lines_of(data), keep) if f)
+    assert gzip.decompress((tmp_path / "kept.jsonl.gz").read_bytes()) == b"".join(
+        line for line, f in zip(lines_of(data), keep) if f
+    )
     # compressed stdin is recognised by its first bytes
     proc = ok(run_cli("dedup", "-i", "-", "-o", "-", "-q", input=gzip.compress(data)))
     assert proc.stdout == b"".join(line for line, f in zip(lines_of(data), keep) if f)
@@ -153,8 +185,7 @@ def test_dedup_parquet(corpus, tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
     path, records, data, fps = corpus
     keep, removed = expected(records, fps, 3)
-    table = pa.table({"id": [r["id"] for r in records], "text": [r["text"] for r in records],
-                      "n": list(range(len(records)))})
+    table = pa.table({"id": [r["id"] for r in records], "text": [r["text"] for r in records], "n": list(range(len(records)))})
     src = tmp_path / "corpus.parquet"
     pq.write_table(table, src, row_group_size=64)
     out = tmp_path / "kept.parquet"
@@ -193,8 +224,11 @@ def test_dedup_progress_bar_on_a_terminal(corpus, tmp_path):
         import struct
 
         fcntl.ioctl(sub_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
-    proc = subprocess.Popen([sys.executable, "-m", "rsimhash.cli", "dedup", "-i", path, "-o", tmp_path / "o",
-                             "--chunk-mb", "0.005"], stderr=sub_fd, stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rsimhash.cli", "dedup", "-i", path, "-o", tmp_path / "o", "--chunk-mb", "0.005"],
+        stderr=sub_fd,
+        stdout=subprocess.DEVNULL,
+    )
     os.close(sub_fd)
     seen = b""
     while True:
@@ -218,17 +252,27 @@ def test_console_script(corpus, tmp_path):
         pytest.skip("the rsimhash console script is not installed next to this Python")
     help_text = subprocess.run([script, "--help"], capture_output=True, timeout=60)
     assert help_text.returncode == 0 and b"dedup" in help_text.stdout
-    proc = subprocess.run([script, "dedup", "--input", corpus[0], "--output", tmp_path / "o.jsonl"],
-                          capture_output=True, timeout=60)
+    proc = subprocess.run(
+        [script, "dedup", "--input", corpus[0], "--output", tmp_path / "o.jsonl"], capture_output=True, timeout=60
+    )
     assert proc.returncode == 0 and proc.stderr.startswith(b"rsimhash dedup: 400 records read")
     assert leftovers(tmp_path) == []
 
 
 def test_every_subcommand_has_help():
-    for argv in (["--help"], ["dedup", "--help"], ["cluster", "--help"], ["find-all", "--help"],
-                 ["fingerprint", "--help"], ["index", "--help"], ["index", "build", "--help"],
-                 ["index", "add", "--help"], ["index", "query", "--help"], ["index", "info", "--help"],
-                 ["index", "verify", "--help"]):
+    for argv in (
+        ["--help"],
+        ["dedup", "--help"],
+        ["cluster", "--help"],
+        ["find-all", "--help"],
+        ["fingerprint", "--help"],
+        ["index", "--help"],
+        ["index", "build", "--help"],
+        ["index", "add", "--help"],
+        ["index", "query", "--help"],
+        ["index", "info", "--help"],
+        ["index", "verify", "--help"],
+    ):
         from rsimhash.cli import build_parser
 
         parser = build_parser()
@@ -239,6 +283,19 @@ def test_every_subcommand_has_help():
     assert version.returncode == 0 and version.stdout.decode().strip() == f"rsimhash {rsimhash.__version__}"
     # every flag of every command says what it does
     proc = ok(run_cli("cluster", "--help"))
-    for flag in ("--input", "--format", "--blocks", "--distance", "--output", "--sample", "--text-column",
-                 "--text_column", "--id-column", "--id_column", "--window", "--mode", "--all"):
+    for flag in (
+        "--input",
+        "--format",
+        "--blocks",
+        "--distance",
+        "--output",
+        "--sample",
+        "--text-column",
+        "--text_column",
+        "--id-column",
+        "--id_column",
+        "--window",
+        "--mode",
+        "--all",
+    ):
         assert flag.encode() in proc.stdout

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-import zlib
 import sys
+import zlib
 
 import pytest
 
@@ -16,7 +16,15 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 from cli_helpers import (  # noqa: E402
-    assert_one_error, fingerprints_of, leftovers, make_records, ok, read_tsv, run_cli, stderr_lines, write_jsonl,
+    assert_one_error,
+    fingerprints_of,
+    leftovers,
+    make_records,
+    ok,
+    read_tsv,
+    run_cli,
+    stderr_lines,
+    write_jsonl,
 )
 
 rsimhash = pytest.importorskip("rsimhash")
@@ -42,8 +50,22 @@ def expected_matches(stored, queries, k, **options):
 def test_build_query_add_info_verify(data, tmp_path):
     directory, base, more, probe = data
     idx = tmp_path / "corpus.rsh"
-    proc = ok(run_cli("index", "build", "--input", directory / "base.jsonl", "--output", idx, "--distance", "8",
-                      "--mode", "chars", "--width", "5"))
+    proc = ok(
+        run_cli(
+            "index",
+            "build",
+            "--input",
+            directory / "base.jsonl",
+            "--output",
+            idx,
+            "--distance",
+            "8",
+            "--mode",
+            "chars",
+            "--width",
+            "5",
+        )
+    )
     assert "200 records read" in stderr_lines(proc)[0]
     assert idx.exists() and (tmp_path / "corpus.rsh.ids").exists() and leftovers(tmp_path) == []
 
@@ -123,7 +145,7 @@ def test_damaged_index_and_foreign_ids_file(data, tmp_path):
     # an ids file with extra lines (left by an add that crashed before saving the index) is fine
     from rsimhash.cli.index import ids_end
 
-    body = ids_a[:ids_a.rindex(b"# rsimhash index ids end")] + b"123\textra\n"
+    body = ids_a[: ids_a.rindex(b"# rsimhash index ids end")] + b"123\textra\n"
     (tmp_path / "a.rsh.ids").write_bytes(body + ids_end(body.count(b"\n") - 1, zlib.crc32(body)))
     ok(run_cli("index", "verify", idx))
     # a short ids file is refused

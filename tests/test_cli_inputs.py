@@ -32,19 +32,22 @@ def jsonl(*bad_lines, at=20):
 
 # name, input file name, input bytes, extra args, exit code, needles ({f} is the input path)
 CASES = [
-    ("malformed json", "in.jsonl", jsonl('{"id": 99, "text": "unterminated\n'), [], 1,
-     ["{f}:21:", "not valid JSON"]),
+    ("malformed json", "in.jsonl", jsonl('{"id": 99, "text": "unterminated\n'), [], 1, ["{f}:21:", "not valid JSON"]),
     ("not an object", "in.jsonl", jsonl("[1, 2, 3]\n"), [], 1, ["{f}:21:", "expected a JSON object"]),
     ("missing text", "in.jsonl", jsonl('{"id": 99, "body": "x"}\n'), [], 1, ["{f}:21:", 'no "text" field']),
-    ("text not a string", "in.jsonl", jsonl('{"id": 99, "text": null}\n'), [], 1,
-     ["{f}:21:", '"text" must be a string']),
+    ("text not a string", "in.jsonl", jsonl('{"id": 99, "text": null}\n'), [], 1, ["{f}:21:", '"text" must be a string']),
     ("missing id", "in.jsonl", jsonl('{"text": "no id here"}\n'), [], 1, ["{f}:21:", 'no "id" field']),
-    ("bad id type", "in.jsonl", jsonl('{"id": 1.5, "text": "a float id"}\n'), [], 1,
-     ["{f}:21:", '"id" must be an integer or a string']),
+    (
+        "bad id type",
+        "in.jsonl",
+        jsonl('{"id": 1.5, "text": "a float id"}\n'),
+        [],
+        1,
+        ["{f}:21:", '"id" must be an integer or a string'],
+    ),
     ("id with a tab", "in.jsonl", jsonl('{"id": "a\\tb", "text": "x"}\n'), [], 1, ["{f}:21:", "tab"]),
     ("invalid utf-8", "in.jsonl", jsonl(), [], 1, ["{f}:31:", "not valid UTF-8"]),
-    ("missing text column given", "in.jsonl", jsonl(), ["--text-column", "body"], 1,
-     ["{f}:1:", 'no "body" field']),
+    ("missing text column given", "in.jsonl", jsonl(), ["--text-column", "body"], 1, ["{f}:1:", 'no "body" field']),
     ("missing id column given", "in.jsonl", jsonl(), ["--id-column", "key"], 1, ["{f}:1:", 'no "key" field']),
     ("non-numeric hash", "in.tsv", b"id\thash\n1\t123\n2\t12x\n", [], 1, ["{f}:3:", 'hash "12x"']),
     ("negative hash", "in.tsv", b"id\thash\n1\t-5\n", [], 1, ["{f}:2:", "0..2**64-1"]),
@@ -54,8 +57,14 @@ CASES = [
     ("unreadable path", "missing.jsonl", None, [], 1, ["{f}", "cannot read", "No such file"]),
     ("directory as input", "adir.jsonl", "dir", [], 1, ["{f}", "cannot read"]),
     ("corrupt gzip", "in.jsonl.gz", gzip.compress(jsonl())[:-30] + b"x" * 30, [], 1, ["{f}", "cannot be read"]),
-    ("distance >= blocks", "in.jsonl", jsonl(), ["--distance", "4", "--blocks", "4"], 2,
-     ["--distance 4 must be smaller than --blocks 4"]),
+    (
+        "distance >= blocks",
+        "in.jsonl",
+        jsonl(),
+        ["--distance", "4", "--blocks", "4"],
+        2,
+        ["--distance 4 must be smaller than --blocks 4"],
+    ),
     ("distance too large", "in.jsonl", jsonl(), ["--distance", "17"], 2, ["--distance", "0 and 16"]),
     ("unknown format", "in.jsonl", jsonl(), ["--format", "xml"], 2, ["--format", "invalid choice: 'xml'"]),
     ("unknown extension", "in.xml", jsonl(), [], 2, ["{f}", "give --format"]),
@@ -87,9 +96,15 @@ def test_bad_input_cluster(tmp_path, name, filename, content, extra, code, needl
     assert leftovers(tmp_path) == []
 
 
-@pytest.mark.parametrize("command", [
-    ["dedup", "--removed", "{d}/removed.tsv"], ["fingerprint"], ["index", "build"], ["find-all", "-f", "json"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["dedup", "--removed", "{d}/removed.tsv"],
+        ["fingerprint"],
+        ["index", "build"],
+        ["find-all", "-f", "json"],
+    ],
+)
 def test_bad_line_stops_every_command(tmp_path, command):
     """Output written before the bad line is not left behind: every output of
     the run stays as it was."""
@@ -120,8 +135,7 @@ def test_parquet_errors(tmp_path):
     path = tmp_path / "in.parquet"
     pq.write_table(pa.table({"id": [1, 2, 3], "body": ["a b c", None, "d e f"]}), path)
     assert_one_error(run_cli("fingerprint", "-i", path), 1, str(path), 'no column "text"', "body")
-    assert_one_error(run_cli("fingerprint", "-i", path, "--text-column", "body"), 1,
-                     f"{path}:row 2:", '"body" is null')
+    assert_one_error(run_cli("fingerprint", "-i", path, "--text-column", "body"), 1, f"{path}:row 2:", '"body" is null')
     proc = ok(run_cli("fingerprint", "-i", path, "--text-column", "body", "--skip-bad-lines"))
     assert [line.split("\t")[0] for line in proc.stdout.decode().splitlines()] == ["id", "1", "3"]
     not_parquet = tmp_path / "fake.parquet"
@@ -132,14 +146,14 @@ def test_parquet_errors(tmp_path):
 def test_cut_short_gzip_is_a_bad_line(tmp_path):
     """A stream that stops early names the line where it stops; with
     --skip-bad-lines the records before it are kept and it is counted."""
-    records = "".join(json.dumps({"id": i, "text": f"record {i} alpha{i} beta{i} gamma{i}"}) + "\n"
-                      for i in range(3000))
+    records = "".join(json.dumps({"id": i, "text": f"record {i} alpha{i} beta{i} gamma{i}"}) + "\n" for i in range(3000))
     packed = gzip.compress(records.encode())
     path = tmp_path / "in.jsonl.gz"
     path.write_bytes(packed[: len(packed) // 2])
     out = tmp_path / "kept.jsonl"
-    line = assert_one_error(run_cli("dedup", "-i", path, "-o", out, "-k", "0"), 1, str(path),
-                            "the gzip stream cannot be read past this line")
+    line = assert_one_error(
+        run_cli("dedup", "-i", path, "-o", out, "-k", "0"), 1, str(path), "the gzip stream cannot be read past this line"
+    )
     at = int(line.split(f"{path}:")[1].split(":")[0])
     assert 1 < at < 3000
     assert not out.exists()
@@ -163,8 +177,9 @@ def test_skip_bad_lines_caps_messages(tmp_path):
 def test_output_problems(tmp_path):
     path = tmp_path / "in.jsonl"
     path.write_bytes(jsonl())
-    assert_one_error(run_cli("dedup", "-i", path, "-o", tmp_path / "no" / "such" / "dir.jsonl"), 1,
-                     "cannot write", "No such file")
+    assert_one_error(
+        run_cli("dedup", "-i", path, "-o", tmp_path / "no" / "such" / "dir.jsonl"), 1, "cannot write", "No such file"
+    )
     assert_one_error(run_cli("dedup", "-i", path, "-o", tmp_path), 1, "cannot write", "directory")
     assert_one_error(run_cli("dedup", "-i", path, "-o", "-", "--removed", "-"), 2, "only one output")
     assert_one_error(run_cli("dedup", "-i", path), 2, "--output")
@@ -179,8 +194,11 @@ def test_output_problems(tmp_path):
 def test_broken_pipe_is_quiet(tmp_path):
     path = tmp_path / "in.jsonl"
     path.write_bytes(b"".join(jsonl() for _ in range(200)))  # 6,000 records
-    proc = subprocess.Popen([sys.executable, "-m", "rsimhash.cli", "fingerprint", "-i", path, "--chunk-mb", "0.01"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rsimhash.cli", "fingerprint", "-i", path, "--chunk-mb", "0.01"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     assert proc.stdout.readline() == b"id\thash\n"
     proc.stdout.close()  # as `| head -1` does
@@ -197,9 +215,12 @@ def test_ctrl_c_leaves_no_output(tmp_path):
     out.write_bytes(OLD)
     # SIGINT back to its default: a test run started in the background by a
     # shell has it ignored, and the child would then never see Ctrl-C.
-    proc = subprocess.Popen([sys.executable, "-m", "rsimhash.cli", "dedup", "-i", "-", "-o", out, "--chunk-mb", "0.001"],
-                            stdin=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rsimhash.cli", "dedup", "-i", "-", "-o", out, "--chunk-mb", "0.001"],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     assert proc.stdin is not None and proc.stderr is not None
     proc.stdin.write(jsonl())
     proc.stdin.flush()

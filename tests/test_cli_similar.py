@@ -33,8 +33,13 @@ def corpus(tmp_path_factory: Any) -> Dict[str, Any]:
     records[8]["text"] = records[9]["text"]
     path = tmp_path_factory.mktemp("similar") / "corpus.jsonl"
     data = write_jsonl(path, records)
-    return {"records": records, "path": path, "data": data, "texts": [r["text"] for r in records],
-            "ids": [r["id"] for r in records]}
+    return {
+        "records": records,
+        "path": path,
+        "data": data,
+        "texts": [r["text"] for r in records],
+        "ids": [r["id"] for r in records],
+    }
 
 
 def _runs(corpus: Dict[str, Any], tmp_path: Any, *args: Any, output: str = "out") -> List[bytes]:
@@ -43,8 +48,11 @@ def _runs(corpus: Dict[str, Any], tmp_path: Any, *args: Any, output: str = "out"
     outs = []
     work = tmp_path / "work"
     work.mkdir()
-    for how, extra, stdin in (("memory", [], None), ("two-pass", ["--memory-limit", "16KiB"], None),
-                              ("stdin", ["--workdir", work], corpus["data"])):
+    for how, extra, stdin in (
+        ("memory", [], None),
+        ("two-pass", ["--memory-limit", "16KiB"], None),
+        ("stdin", ["--workdir", work], corpus["data"]),
+    ):
         dest = tmp_path / f"{output}-{how}"
         source = "-" if stdin is not None else corpus["path"]
         proc = ok(run_cli(*args, "--input", source, "--output", dest, *extra, input=stdin))
@@ -82,8 +90,7 @@ def test_find_all_jaccard(corpus: Dict[str, Any], tmp_path: Any, measure: str) -
     pairs, sims = rsimhash.similar_pairs(corpus["texts"], T, measure=measure)
     assert len(pairs) > 50
     ids = corpus["ids"]
-    expected = [[ids[a], ids[b], _fmt(s)]
-                for (a, b), s in zip(pairs.tolist(), sims.tolist())]
+    expected = [[ids[a], ids[b], _fmt(s)] for (a, b), s in zip(pairs.tolist(), sims.tolist())]
     assert rows[1:] == expected
     texts = corpus["texts"]
     index = {i: n for n, i in enumerate(ids)}
@@ -142,8 +149,20 @@ def test_dedup_jaccard_removed(corpus: Dict[str, Any], tmp_path: Any) -> None:
     outs = []
     for extra in ([], ["--memory-limit", "16KiB"]):
         removed = tmp_path / f"removed{len(extra)}.tsv"
-        ok(run_cli("dedup", "--input", corpus["path"], "--output", tmp_path / "kept.jsonl", "--jaccard", T,
-                   "--removed", removed, *extra))
+        ok(
+            run_cli(
+                "dedup",
+                "--input",
+                corpus["path"],
+                "--output",
+                tmp_path / "kept.jsonl",
+                "--jaccard",
+                T,
+                "--removed",
+                removed,
+                *extra,
+            )
+        )
         outs.append(removed.read_bytes())
     assert outs[0] == outs[1]
     rows = read_tsv(outs[0])
@@ -175,23 +194,29 @@ def test_dedup_jaccard_parquet(corpus: Dict[str, Any], tmp_path: Any) -> None:
 
 
 def test_candidates_and_width(corpus: Dict[str, Any], tmp_path: Any) -> None:
-    out = ok(run_cli("find-all", "--input", corpus["path"], "--jaccard", 0.6, "--candidates", "chars,4,12",
-                     "--mode", "words", "--width", 2)).stdout
+    out = ok(
+        run_cli(
+            "find-all", "--input", corpus["path"], "--jaccard", 0.6, "--candidates", "chars,4,12", "--mode", "words", "--width", 2
+        )
+    ).stdout
     pairs, sims = rsimhash.similar_pairs(corpus["texts"], 0.6, width=2, candidates=("chars", 4, 12))
     assert len(read_tsv(out)) == len(pairs) + 1
 
 
-@pytest.mark.parametrize("args, needles", [
-    (["find-all", "--jaccard", "0"], ["--jaccard", "more than 0"]),
-    (["find-all", "--jaccard", "1.01"], ["--jaccard", "at most 1"]),
-    (["dedup", "--jaccard", "x", "--output", "-"], ["--jaccard", "'x'"]),
-    (["cluster", "--jaccard", "0.9", "--distance", "5"], ["--candidates"]),
-    (["dedup", "--jaccard", "0.9", "--blocks", "6", "--output", "-"], ["--candidates"]),
-    (["find-all", "--jaccard", "0.9", "--candidates", "words,3"], ["MODE,WIDTH,K"]),
-    (["find-all", "--jaccard", "0.9", "--candidates", "lines,3,4"], ["MODE,WIDTH,K"]),
-    (["find-all", "--jaccard", "0.9", "--candidates", "words,3,65"], ["k"]),
-    (["find-all", "--jaccard", "0.9", "--measure", "cosine"], ["--measure"]),
-])
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        (["find-all", "--jaccard", "0"], ["--jaccard", "more than 0"]),
+        (["find-all", "--jaccard", "1.01"], ["--jaccard", "at most 1"]),
+        (["dedup", "--jaccard", "x", "--output", "-"], ["--jaccard", "'x'"]),
+        (["cluster", "--jaccard", "0.9", "--distance", "5"], ["--candidates"]),
+        (["dedup", "--jaccard", "0.9", "--blocks", "6", "--output", "-"], ["--candidates"]),
+        (["find-all", "--jaccard", "0.9", "--candidates", "words,3"], ["MODE,WIDTH,K"]),
+        (["find-all", "--jaccard", "0.9", "--candidates", "lines,3,4"], ["MODE,WIDTH,K"]),
+        (["find-all", "--jaccard", "0.9", "--candidates", "words,3,65"], ["k"]),
+        (["find-all", "--jaccard", "0.9", "--measure", "cosine"], ["--measure"]),
+    ],
+)
 def test_usage_errors(corpus: Dict[str, Any], args: List[str], needles: List[str]) -> None:
     assert_one_error(run_cli(*args, "--input", corpus["path"]), 2, *needles)
 

@@ -42,9 +42,11 @@ import reference_v1 as ref  # noqa: E402
 from cli_helpers import leftovers, ok, run_cli  # noqa: E402
 
 rsimhash = pytest.importorskip("rsimhash")
-from rsimhash.cli import main  # noqa: E402
+from rsimhash.cli import (
+    main,  # noqa: E402
+    tune_plot,  # noqa: E402
+)
 from rsimhash.cli import tune as tune_module  # noqa: E402
-from rsimhash.cli import tune_plot  # noqa: E402
 
 MODES = (("words", 3), ("chars", 4), ("words", 1))  # the columns of the plain table, in order
 TARGETS = (0.95, 0.97, 0.99)
@@ -55,6 +57,7 @@ Pair = Tuple[int, int]
 
 
 # -- running the command ------------------------------------------------------------------
+
 
 @dataclass
 class Run:
@@ -108,12 +111,13 @@ def one_error(run: Run, code: int, *needles: str) -> str:
 
 # -- the corpus and the references ---------------------------------------------------------
 
+
 @dataclass
 class Corpus:
     path: Any
     texts: List[str]
-    high: Set[Pair]   # planted pairs at Jaccard >= 0.9 (positions, smaller first)
-    mid: Set[Pair]    # planted pairs at 0.8 <= Jaccard < 0.9
+    high: Set[Pair]  # planted pairs at Jaccard >= 0.9 (positions, smaller first)
+    mid: Set[Pair]  # planted pairs at 0.8 <= Jaccard < 0.9
 
 
 def _edit(rng: random.Random, words: List[str], vocab: List[str], jaccard: float) -> List[str]:
@@ -129,14 +133,13 @@ def _edit(rng: random.Random, words: List[str], vocab: List[str], jaccard: float
 
 def make_corpus(directory: Any, seed: int = 11) -> Corpus:
     rng = random.Random(seed)
-    vocab = sorted({"".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))
-                    for _ in range(4000)})
+    vocab = sorted({"".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9))) for _ in range(4000)})
     base = [[rng.choice(vocab) for _ in range(rng.randint(150, 300))] for _ in range(400)]
     docs: List[Tuple[str, int]] = [(" ".join(w), i) for i, w in enumerate(base)]  # (text, its base)
     sources = rng.sample(range(len(base)), 84)
     for n, b in enumerate(sources):
         if n < 2:
-            text = " ".join(base[b])                                    # exact copy
+            text = " ".join(base[b])  # exact copy
         elif n < 4:
             text = ". ".join(w.upper() if i % 2 else w.capitalize() + "," for i, w in enumerate(base[b]))
         elif n < 50:
@@ -144,7 +147,7 @@ def make_corpus(directory: Any, seed: int = 11) -> Corpus:
         else:
             text = " ".join(_edit(rng, base[b], vocab, rng.uniform(0.81, 0.885)))
         docs.append((text, b))
-    docs += [("", -1), (" -- !? -- ", -2)]                              # no tokens: empty sets
+    docs += [("", -1), (" -- !? -- ", -2)]  # no tokens: empty sets
     rng.shuffle(docs)
     texts = [t for t, _ in docs]
     where: Dict[int, List[int]] = {}
@@ -238,8 +241,15 @@ def brute_plain(texts: List[str], truth: Sequence[Pair], max_k: int) -> List[Pla
         d = distances(rsimhash.fingerprints(texts, mode=mode, width=width)) if texts else np.zeros((0, 0), int)
         pair_d = d[upper]
         true_d = [int(d[a, b]) for a, b in truth]
-        out.append(Plain(mode, width, [int((pair_d <= k).sum()) for k in range(max_k + 1)],
-                         [sum(x <= k for x in true_d) for k in range(max_k + 1)], len(truth)))
+        out.append(
+            Plain(
+                mode,
+                width,
+                [int((pair_d <= k).sum()) for k in range(max_k + 1)],
+                [sum(x <= k for x in true_d) for k in range(max_k + 1)],
+                len(truth),
+            )
+        )
     return out
 
 
@@ -264,6 +274,7 @@ def write_texts(path: Any, texts: Sequence[str]) -> Any:
 
 # -- fixtures ------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Corpus:
     return make_corpus(tmp_path_factory.mktemp("tune"))
@@ -284,6 +295,7 @@ def measured(corpus, tmp_path_factory) -> Tuple[Run, Dict[str, Any]]:
 
 # -- the figures against independent references -------------------------------------------
 
+
 def test_tokenisation_of_the_reference_is_the_specs():
     """The truth here rests on reference_v1's tokens: words of letters,
     lower-cased, anything else a separator."""
@@ -301,8 +313,9 @@ def test_truth_equals_the_exact_jaccard_pairs(corpus, truth, measured):
     assert fig["truth"]["compared"] >= len(truth)
     assert fig["threshold"] == 0.9 and fig["shingles"] == "words" and fig["width"] == 3
     n = len(corpus.texts)
-    assert fig["sample"] == dict(documents=n, how=f"all {n} records", lines=list(range(1, n + 1)),
-                                 input_records=n, input_records_exact=True)
+    assert fig["sample"] == dict(
+        documents=n, how=f"all {n} records", lines=list(range(1, n + 1)), input_records=n, input_records_exact=True
+    )
     assert fig["expected_size"] == n
 
 
@@ -315,12 +328,22 @@ def test_truth_of_small_overlapping_sets(threshold, tmp_path):
     vocab = [f"w{i}" for i in range(12)]
     texts = [" ".join(rng.sample(vocab, rng.randint(1, 8))) for _ in range(80)] + ["", "", "w1 w2 w3"]
     # and on each threshold: 1/4, 2/4, 3/5, 3/4, 4/5, 8/10
-    texts += ["w1", "w1 w2 w3 w4", "w5 w6", "w5 w6 w7 w8", "w0 w9 w10", "w0 w9 w10 w11 w1", "w4 w3 w2",
-              "w2 w3 w4 w5", "w1 w2 w3 w4 w5", "w11 w10 w9 w8 w7 w6 w5 w4", "w11 w10 w9 w8 w7 w6 w5 w4 w3 w2"]
+    texts += [
+        "w1",
+        "w1 w2 w3 w4",
+        "w5 w6",
+        "w5 w6 w7 w8",
+        "w0 w9 w10",
+        "w0 w9 w10 w11 w1",
+        "w4 w3 w2",
+        "w2 w3 w4 w5",
+        "w1 w2 w3 w4 w5",
+        "w11 w10 w9 w8 w7 w6 w5 w4",
+        "w11 w10 w9 w8 w7 w6 w5 w4 w3 w2",
+    ]
     rng.shuffle(texts)
     path = write_texts(tmp_path / "small.jsonl", texts)
-    fig = succeeded(tune("-i", path, "--width", "1", "--jaccard", threshold, "--max-k", "3", "-q",
-                         "--json", "-")).json_out()
+    fig = succeeded(tune("-i", path, "--width", "1", "--jaccard", threshold, "--max-k", "3", "-q", "--json", "-")).json_out()
     truth = true_pairs_all([word_set(t, 1) for t in texts], float(threshold))
     assert fig["truth"]["pairs"] == [list(p) for p in truth]
     assert fig["truth"]["similarity"] == [approx(j) for j in truth.values()]
@@ -331,9 +354,20 @@ def test_truth_of_small_overlapping_sets(threshold, tmp_path):
 def test_plain_rows_equal_brute_force_hamming(corpus, truth, measured):
     _, fig = measured
     plain = brute_plain(corpus.texts, list(truth), 10)
-    expected = [dict(mode=c.mode, width=c.width, k=k, found=c.found[k], true=c.true[k],
-                     precision=approx(c.precision(k)), recall=approx(c.recall(k)), f1=approx(c.f1(k)))
-                for c in plain for k in range(11)]
+    expected = [
+        dict(
+            mode=c.mode,
+            width=c.width,
+            k=k,
+            found=c.found[k],
+            true=c.true[k],
+            precision=approx(c.precision(k)),
+            recall=approx(c.recall(k)),
+            f1=approx(c.f1(k)),
+        )
+        for c in plain
+        for k in range(11)
+    ]
     assert fig["plain"] == expected
     # the corpus must make the rows worth checking: pairs found that are not true, and true pairs missed
     assert any(c.found[10] > c.true[10] for c in plain) and any(c.true[0] < c.truth for c in plain)
@@ -348,8 +382,7 @@ def test_verified_options_and_recommendation_equal_brute_force(corpus, truth, me
         for c in plain:
             k = next((k for k in range(11) if c.recall(k) >= v["target"]), None)
             if k is not None:
-                options.append(dict(mode=c.mode, width=c.width, k=k, candidate_pairs=c.found[k],
-                                    recall=approx(c.recall(k))))
+                options.append(dict(mode=c.mode, width=c.width, k=k, candidate_pairs=c.found[k], recall=approx(c.recall(k))))
         assert v["options"] == options
         assert options, "every target must be reached on this corpus"
         best = min(options, key=lambda o: (o["k"], o["candidate_pairs"]))
@@ -397,6 +430,7 @@ def test_leading_bits_equal_the_sorted_neighbours(corpus, measured):
 
 # -- the report ---------------------------------------------------------------------------
 
+
 def _cell(x: Any) -> str:
     return "-" if x is None else f"{x:.3f}"
 
@@ -408,7 +442,7 @@ def plain_rows(out: str) -> Tuple[List[str], Dict[int, List[Tuple[str, str, int]
     head = next(i for i, line in enumerate(lines) if line.startswith("plain simhash: the pairs within k bits"))
     names = [c.strip() for c in lines[head + 1].split("|")[1:]]
     rows = {}
-    for line in lines[head + 3:]:
+    for line in lines[head + 3 :]:
         if not re.match(r"^\s*\d+ \|", line):
             break
         k, *cells = line.split("|")
@@ -419,8 +453,9 @@ def plain_rows(out: str) -> Tuple[List[str], Dict[int, List[Tuple[str, str, int]
 def test_report_has_the_plain_rows_and_the_recommendation(corpus, truth, measured):
     run, fig = measured
     n = len(corpus.texts)
-    assert run.out.startswith(f"sample: all {n} records of {corpus.path}\n"
-                              f"truth: {len(truth)} pairs with Jaccard >= 0.9 of words 3-shingle sets")
+    assert run.out.startswith(
+        f"sample: all {n} records of {corpus.path}\ntruth: {len(truth)} pairs with Jaccard >= 0.9 of words 3-shingle sets"
+    )
     names, rows = plain_rows(run.out)
     assert names == [f"{m},{w}" for m, w in MODES]
     assert sorted(rows) == list(range(11))
@@ -430,7 +465,7 @@ def test_report_has_the_plain_rows_and_the_recommendation(corpus, truth, measure
 
     lines = run.out.splitlines()
     start = lines.index(f"recommendation for {n} documents (--expected-size to change):")
-    rec = lines[start + 1:]
+    rec = lines[start + 1 :]
     p = fig["recommendation"]["plain"]
     source = f"--input {shlex.quote(str(corpus.path))}"
     assert rec[0].startswith(f"  plain simhash: {p['mode']} width {p['width']}, k = {p['k']}, the best F1")
@@ -444,8 +479,11 @@ def test_report_has_the_plain_rows_and_the_recommendation(corpus, truth, measure
     got = pairs_of(eval(call, {"rsimhash": rsimhash, "texts": corpus.texts}))
     assert set(got) == within(corpus.texts, list(truth), mode, width, k)
     assert "None" not in run.out
-    assert re.fullmatch(rf"rsimhash tune: {n} documents measured, {len(truth)} true pairs, 0 bad lines, "
-                        r"[0-9.]+ s\n", run.err)
+    assert re.fullmatch(
+        rf"rsimhash tune: {n} documents measured, {len(truth)} true pairs, 0 bad lines, "
+        r"[0-9.]+ s\n",
+        run.err,
+    )
 
 
 def test_recommended_commands_run(corpus, measured, tmp_path):
@@ -491,6 +529,7 @@ def test_json_to_stdout_replaces_the_report(corpus, measured):
 
 # -- --plot ----------------------------------------------------------------------------------
 
+
 def test_plot_writes_a_png(corpus, tmp_path):
     pytest.importorskip("matplotlib")
     path = write_texts(tmp_path / "head.jsonl", corpus.texts[:120])
@@ -524,7 +563,11 @@ def _no_matplotlib_module(monkeypatch):
 
 def _no_matplotlib_installed(monkeypatch):
     for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")] + [
-            "matplotlib", "matplotlib.figure", "matplotlib.backends", "matplotlib.backends.backend_agg"]:
+        "matplotlib",
+        "matplotlib.figure",
+        "matplotlib.backends",
+        "matplotlib.backends.backend_agg",
+    ]:
         monkeypatch.setitem(sys.modules, name, None)  # import raises ImportError
 
 
@@ -532,8 +575,12 @@ def _no_matplotlib_installed(monkeypatch):
 def test_plot_without_matplotlib_says_what_to_install(hide, corpus, tmp_path, monkeypatch):
     hide(monkeypatch)
     # before anything else: the input is not read (it does not exist) and no output is opened
-    line = one_error(tune("--input", tmp_path / "missing.jsonl", "--plot", tmp_path / "p.png",
-                          "--json", tmp_path / "f.json"), 2, "--plot needs matplotlib", INSTALL)
+    line = one_error(
+        tune("--input", tmp_path / "missing.jsonl", "--plot", tmp_path / "p.png", "--json", tmp_path / "f.json"),
+        2,
+        "--plot needs matplotlib",
+        INSTALL,
+    )
     assert "missing.jsonl" not in line
     assert os.listdir(tmp_path) == []
     one_error(tune("--input", corpus.path, "--plot", "-"), 2, INSTALL)
@@ -549,8 +596,7 @@ def test_plot_into_a_missing_directory_fails_before_the_work(real_input, corpus,
         monkeypatch.setattr(tune_module, "measure", lambda *a: pytest.fail("measured before the outputs"))
     source = corpus.path if real_input else tmp_path / "missing.jsonl"  # missing: not even read
     target = tmp_path / "no-such-dir" / "curves.png"
-    one_error(tune("--input", source, "--plot", target, "--json", tmp_path / "f.json"), 1,
-              str(target), "cannot write")
+    one_error(tune("--input", source, "--plot", target, "--json", tmp_path / "f.json"), 1, str(target), "cannot write")
     assert os.listdir(tmp_path) == []
 
 
@@ -559,25 +605,39 @@ def test_plot_onto_a_directory_or_stdout(corpus, tmp_path):
     one_error(tune("--input", corpus.path, "--plot", tmp_path), 1, "it is a directory")
     one_error(tune("--input", corpus.path, "--plot", "-"), 2, "--plot needs a file name")
     # an unwritable --json fails too, and takes the plot's temporary file with it
-    one_error(tune("--input", corpus.path, "--plot", tmp_path / "p.png", "--json", tmp_path / "x" / "f.json"),
-              1, "cannot write")
+    one_error(tune("--input", corpus.path, "--plot", tmp_path / "p.png", "--json", tmp_path / "x" / "f.json"), 1, "cannot write")
     assert os.listdir(tmp_path) == []
 
 
 # -- bad arguments and odd inputs ---------------------------------------------------------------
 
-@pytest.mark.parametrize("value, needle", [
-    ("0", "must be in (0, 1]"), ("1.5", "must be in (0, 1]"), ("-0.5", "must be in (0, 1]"),
-    ("nan", "must be in (0, 1]"), ("inf", "must be in (0, 1]"), ("x", "expected a number in (0, 1], got 'x'"),
-])
+
+@pytest.mark.parametrize(
+    "value, needle",
+    [
+        ("0", "must be in (0, 1]"),
+        ("1.5", "must be in (0, 1]"),
+        ("-0.5", "must be in (0, 1]"),
+        ("nan", "must be in (0, 1]"),
+        ("inf", "must be in (0, 1]"),
+        ("x", "expected a number in (0, 1], got 'x'"),
+    ],
+)
 def test_bad_jaccard(value, needle, corpus):
     one_error(tune("--input", corpus.path, "--jaccard", value), 2, "--jaccard", needle)
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--sample", "0"], "--sample"), (["--max-k", "17"], "--max-k"), (["--seed", "x"], "--seed"),
-    (["--shingles", "bytes"], "--shingles"), (["--width", "0"], "--width"), (["--format", "hash"], "--format"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--sample", "0"], "--sample"),
+        (["--max-k", "17"], "--max-k"),
+        (["--seed", "x"], "--seed"),
+        (["--shingles", "bytes"], "--shingles"),
+        (["--width", "0"], "--width"),
+        (["--format", "hash"], "--format"),
+    ],
+)
 def test_bad_options(args, needle, corpus):
     one_error(tune("--input", corpus.path, *args), 2, needle)
 
@@ -636,6 +696,7 @@ def test_sample_without_true_pairs_has_nothing_to_tune_on(corpus, tmp_path):
 
 # -- sampling ---------------------------------------------------------------------------------
 
+
 def test_first_records_sample(corpus, tmp_path):
     n = len(corpus.texts)
     run = succeeded(tune("--input", corpus.path, "--sample", "200", "--json", tmp_path / "f.json"))
@@ -681,8 +742,7 @@ def test_seeded_sample_is_random_sized_and_reproducible(corpus, tmp_path):
     whole = sample(5, size=n + 10)
     assert whole["sample"]["how"] == f"all {n} records" and whole["sample"]["lines"] == list(range(1, n + 1))
     # with the chunks read one record at a time, the same sample
-    small = succeeded(tune("--input", corpus.path, "--sample", 150, "--seed", 5, "--chunk-mb", "0.001",
-                           "--json", "-")).json_out()
+    small = succeeded(tune("--input", corpus.path, "--sample", 150, "--seed", 5, "--chunk-mb", "0.001", "--json", "-")).json_out()
     assert small["sample"]["lines"] == lines
 
 
@@ -725,8 +785,9 @@ def test_char_shingles_of_another_width(corpus, tmp_path):
     recommended call that names those shingles."""
     texts = corpus.texts[:100]
     path = write_texts(tmp_path / "head.jsonl", texts)
-    run = succeeded(tune("--input", path, "--shingles", "chars", "--width", "5", "--jaccard", "0.8",
-                         "--json", tmp_path / "f.json"))
+    run = succeeded(
+        tune("--input", path, "--shingles", "chars", "--width", "5", "--jaccard", "0.8", "--json", tmp_path / "f.json")
+    )
     fig = json.loads((tmp_path / "f.json").read_text())
     truth = true_pairs_all([char_set(t, 5) for t in texts], 0.8)
     assert truth

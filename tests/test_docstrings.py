@@ -32,13 +32,42 @@ import rsimhash.spark  # noqa: E402
 
 # The public surface, as dotted names under ``rsimhash``; test_the_list_is_the_public_surface
 # holds it to ``__all__`` and to Index's public members.
-TOP = ["fnv1a64", "compute", "fingerprint", "fingerprints", "fingerprint_weighted", "hamming", "shingles",
-       "similar_pairs", "dedup", "report", "Index", "SPEC_VERSION", "UNICODE_VERSION", "batch"]
-INDEX = ["add", "add_unique", "cluster", "compressed", "design", "find_all", "info", "k", "load", "nbytes", "query",
-         "query_batch", "remove", "save", "tables", "verify"]
+TOP = [
+    "fnv1a64",
+    "compute",
+    "fingerprint",
+    "fingerprints",
+    "fingerprint_weighted",
+    "hamming",
+    "shingles",
+    "similar_pairs",
+    "dedup",
+    "report",
+    "Index",
+    "SPEC_VERSION",
+    "UNICODE_VERSION",
+    "batch",
+]
+INDEX = [
+    "add",
+    "add_unique",
+    "cluster",
+    "compressed",
+    "design",
+    "find_all",
+    "info",
+    "k",
+    "load",
+    "nbytes",
+    "query",
+    "query_batch",
+    "remove",
+    "save",
+    "tables",
+    "verify",
+]
 BATCH = ["clusters", "dedup", "find_all", "parse_memory", "similar_clusters", "similar_dedup", "similar_pairs"]
-SPARK = ["to_signed", "to_unsigned", "fingerprint_column", "near_duplicate_pairs", "near_duplicates_of", "clusters",
-         "dedup"]
+SPARK = ["to_signed", "to_unsigned", "fingerprint_column", "near_duplicate_pairs", "near_duplicates_of", "clusters", "dedup"]
 PUBLIC = TOP + [f"Index.{m}" for m in INDEX] + [f"batch.{n}" for n in BATCH] + [f"spark.{n}" for n in SPARK]
 
 # Runtime names of the public surface that need no example of their own.
@@ -100,7 +129,8 @@ def test_the_site_reads_the_stubs_not_the_compiled_module():
             config = f.read()
         assert re.search(r"^\s*allow_inspection:\s*false\b", config, re.M), (
             "mkdocs.yml must set the mkdocstrings python option allow_inspection: false, as this test loads "
-            "the package; with inspection the site shows the compiled Index's docstrings, not the stubs'")
+            "the package; with inspection the site shows the compiled Index's docstrings, not the stubs'"
+        )
 
 
 @pytest.mark.parametrize("name", PUBLIC)
@@ -117,5 +147,6 @@ def test_examples_run(name, request):
     result = runner.run(test, out=report.write, clear_globs=True)
     assert result.attempted > 0
     if result.failed:
-        pytest.fail(f"{result.failed} of {result.attempted} examples of rsimhash.{name} failed:\n{report.getvalue()}",
-                    pytrace=False)
+        pytest.fail(
+            f"{result.failed} of {result.attempted} examples of rsimhash.{name} failed:\n{report.getvalue()}", pytrace=False
+        )

@@ -80,8 +80,7 @@ def test_polars_series():
 def test_pyarrow_arrays():
     pa = pytest.importorskip("pyarrow")
     want = reference(3)
-    for column in (pa.array(TEXTS), pa.array(TEXTS, type=pa.large_string()),
-                   pa.chunked_array([TEXTS[:100], TEXTS[100:]])):
+    for column in (pa.array(TEXTS), pa.array(TEXTS, type=pa.large_string()), pa.chunked_array([TEXTS[:100], TEXTS[100:]])):
         got = rsimhash.dedup(column, 3)
         assert isinstance(got, pa.BooleanArray)
         assert got.to_pylist() == want.tolist()

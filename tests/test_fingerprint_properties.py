@@ -36,10 +36,12 @@ U64_MAX = (1 << 64) - 1
 
 # Modest example counts: the whole file must finish well under a minute on a
 # slow 2-core machine.
-FAST = settings(max_examples=examples(150), deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-SLOW = settings(max_examples=examples(60), deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FAST = settings(
+    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+SLOW = settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 
 
 def _assigned(c: str) -> bool:
@@ -50,7 +52,9 @@ def _assigned(c: str) -> bool:
 # Strategies
 # ---------------------------------------------------------------------------
 _INTERESTING_RAW = (
-    string.ascii_letters + string.digits + string.punctuation
+    string.ascii_letters
+    + string.digits
+    + string.punctuation
     # space kinds and invisible separators
     + " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
     + "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\u200b\u200c\u200d"
@@ -62,8 +66,11 @@ _INTERESTING_RAW = (
     # Hangul (not a no-space range), jamo
     + "한국어문장\u1100\u1161\u11a8\u3131\u314f"
     # Thai, Lao, Khmer, Myanmar with their marks/digits, and range neighbours
-    + "กขคงิีุู่้๑๒฿ฯๆ" + "ກຂຄ\u0eb4\u0ec8໑ໜ" + "កខគា\u17d2\u17b6\u17e1\u17d4"
-    + "ကခဂ\u103c\u103a\u1031၁၂\u109e\u109f" + "\u0f40\u0f00\u10a0\u10d0\u1820\u1800\u0dca"
+    + "กขคงิีุู่้๑๒฿ฯๆ"
+    + "ກຂຄ\u0eb4\u0ec8໑ໜ"
+    + "កខគា\u17d2\u17b6\u17e1\u17d4"
+    + "ကခဂ\u103c\u103a\u1031၁၂\u109e\u109f"
+    + "\u0f40\u0f00\u10a0\u10d0\u1820\u1800\u0dca"
     # combining marks (Mn, Mc, Me) and variation selectors
     + "\u0300\u0301\u0308\u0327\u0345\u0483\u0488\u20dd\u20e3\ufe0f\ufe0e\u093f\u0902"
     + "\u0915\u0941\U000e0100"
@@ -85,17 +92,44 @@ interesting_chars = st.sampled_from(INTERESTING)
 mixed_chars = st.one_of(interesting_chars, interesting_chars, assigned_chars)
 
 WORDS = [
-    "the", "quick", "Fox", "DOG", "a", "i", "3.14", "e-mail", "don't", "naïve",
-    "e\u0301te\u0301", "Straße", "STRASSE", "ΟΔΟΣ", "\u0130stanbul", "мир", "ПРИВЕТ",
-    "漢字", "テスト", "AI模型ok", "ภาษาไทย", "ខ្មែរ", "မြန်မာ", "한국어", "हिन्दी",
-    "عربي١٢٣", "שלום", "ＡＢＣ", "😀", "👨\u200d👩\u200d👧", "1\ufe0f\u20e3", "x²",
+    "the",
+    "quick",
+    "Fox",
+    "DOG",
+    "a",
+    "i",
+    "3.14",
+    "e-mail",
+    "don't",
+    "naïve",
+    "e\u0301te\u0301",
+    "Straße",
+    "STRASSE",
+    "ΟΔΟΣ",
+    "\u0130stanbul",
+    "мир",
+    "ПРИВЕТ",
+    "漢字",
+    "テスト",
+    "AI模型ok",
+    "ภาษาไทย",
+    "ខ្មែរ",
+    "မြန်မာ",
+    "한국어",
+    "हिन्दी",
+    "عربي١٢٣",
+    "שלום",
+    "ＡＢＣ",
+    "😀",
+    "👨\u200d👩\u200d👧",
+    "1\ufe0f\u20e3",
+    "x²",
 ]
 SEPARATORS = [" ", "  ", "\t", "\n", "\u00a0", "\u3000", ", ", ". ", "-", "", "\u200b"]
 
 free_text = st.text(mixed_chars, max_size=40)
 word_text = st.lists(
-    st.tuples(st.one_of(st.sampled_from(WORDS), st.text(mixed_chars, min_size=1, max_size=6)),
-              st.sampled_from(SEPARATORS)),
+    st.tuples(st.one_of(st.sampled_from(WORDS), st.text(mixed_chars, min_size=1, max_size=6)), st.sampled_from(SEPARATORS)),
     max_size=14,
 ).map(lambda parts: "".join(w + s for w, s in parts))
 texts = st.one_of(free_text, word_text)
@@ -105,15 +139,13 @@ widths = st.integers(min_value=1, max_value=6)
 
 u64 = st.one_of(
     st.integers(min_value=0, max_value=U64_MAX),
-    st.sampled_from([0, 1, U64_MAX, 1 << 63, (1 << 63) - 1, 0x5555555555555555,
-                     0xAAAAAAAAAAAAAAAA, 0xCBF29CE484222325]),
+    st.sampled_from([0, 1, U64_MAX, 1 << 63, (1 << 63) - 1, 0x5555555555555555, 0xAAAAAAAAAAAAAAAA, 0xCBF29CE484222325]),
 )
 
 finite_weights = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False),
     st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False),
-    st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, 1e16, -1e16, 1.7e308, -1.7e308,
-                     5e-324, -5e-324, 2.0 ** 53, 3.0]),
+    st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, 1e16, -1e16, 1.7e308, -1.7e308, 5e-324, -5e-324, 2.0**53, 3.0]),
     st.integers(min_value=-1000, max_value=1000).map(float),
 )
 weighted_feature = st.one_of(
@@ -126,9 +158,14 @@ weighted_feature = st.one_of(
 def _check(text, mode, width):
     expected = ref.fingerprint(text, mode, width)
     got = rsimhash.fingerprint(text, mode=mode, width=width)
-    assert got == expected, (
-        "mode=%s width=%d text=%r tokens=%r: expected 0x%016x got 0x%016x"
-        % (mode, width, text, ref.tokens(text), expected, got))
+    assert got == expected, "mode=%s width=%d text=%r tokens=%r: expected 0x%016x got 0x%016x" % (
+        mode,
+        width,
+        text,
+        ref.tokens(text),
+        expected,
+        got,
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -175,9 +212,7 @@ def test_every_interesting_char_alone_and_in_context():
 # Lone surrogates: separators in fingerprint(s), errors in fingerprint_weighted
 # ---------------------------------------------------------------------------
 surrogates = st.integers(min_value=0xD800, max_value=0xDFFF).map(chr)
-texts_with_surrogates = st.lists(
-    st.one_of(surrogates, surrogates, mixed_chars), min_size=1, max_size=30
-).map("".join)
+texts_with_surrogates = st.lists(st.one_of(surrogates, surrogates, mixed_chars), min_size=1, max_size=30).map("".join)
 
 
 @SLOW

@@ -20,7 +20,8 @@ import pytest
 
 rsimhash = pytest.importorskip("rsimhash")
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 from budget import examples  # noqa: E402
 from cli_helpers import assert_one_error, ok, run_cli, stderr_lines  # noqa: E402
@@ -78,8 +79,9 @@ def assert_same(path, fmt, chunk_bytes=1 << 20):
 
 
 values = st.one_of(st.just(0), st.just(U64_MAX), st.integers(0, U64_MAX))
-bad_numbers = st.sampled_from([b"abc", b"-5", b"+5", b"12x", b"1 2", b"0x1f", str(U64_MAX + 1).encode(),
-                               b"99999999999999999999999", b"\xd9\xa1", b"1.5"])
+bad_numbers = st.sampled_from(
+    [b"abc", b"-5", b"+5", b"12x", b"1 2", b"0x1f", str(U64_MAX + 1).encode(), b"99999999999999999999999", b"\xd9\xa1", b"1.5"]
+)
 blank = st.sampled_from([b"", b" ", b"\t", b"\r"])
 
 

@@ -52,18 +52,19 @@ CALLS = [
     ("dedup(k)", lambda v: rsimhash.dedup(TEXTS, k=v), "k"),
     ("dedup(threads)", lambda v: rsimhash.dedup(TEXTS, threads=v), "threads"),
     ("batch.find_all(k)", lambda v: rsimhash.batch.find_all(FPS, k=v, progress=False), "k"),
-    ("batch.find_all(memory_limit)", lambda v: rsimhash.batch.find_all(FPS, memory_limit=v, progress=False),
-     "memory_limit"),
+    ("batch.find_all(memory_limit)", lambda v: rsimhash.batch.find_all(FPS, memory_limit=v, progress=False), "memory_limit"),
     ("batch.find_all(threads)", lambda v: rsimhash.batch.find_all(FPS, threads=v, progress=False), "threads"),
     ("batch.find_all(blocks)", lambda v: rsimhash.batch.find_all(FPS, blocks=v, progress=False), "blocks"),
     ("batch.find_all(tables)", lambda v: rsimhash.batch.find_all(FPS, tables=v, progress=False), "tables"),
     ("batch.dedup(k)", lambda v: rsimhash.batch.dedup(FPS, k=v, progress=False), "k"),
     ("batch.clusters(k)", lambda v: rsimhash.batch.clusters(FPS, k=v, progress=False), "k"),
     ("batch.clusters(min_size)", lambda v: rsimhash.batch.clusters(FPS, min_size=v, progress=False), "min_size"),
-    ("batch.similar_pairs(threads)", lambda v: rsimhash.batch.similar_pairs(TEXTS, threads=v, progress=False),
-     "threads"),
-    ("batch.similar_clusters(min_size)",
-     lambda v: rsimhash.batch.similar_clusters(TEXTS, min_size=v, progress=False), "min_size"),
+    ("batch.similar_pairs(threads)", lambda v: rsimhash.batch.similar_pairs(TEXTS, threads=v, progress=False), "threads"),
+    (
+        "batch.similar_clusters(min_size)",
+        lambda v: rsimhash.batch.similar_clusters(TEXTS, min_size=v, progress=False),
+        "min_size",
+    ),
 ]
 
 
@@ -77,9 +78,14 @@ def test_huge_ints_are_a_value_error_naming_the_parameter(name, call, word):
         assert word in str(e.value), (value, str(e.value))
 
 
-@pytest.mark.parametrize("call", [lambda: rsimhash.fingerprints(TEXTS, threads=100_000),
-                                  lambda: rsimhash.batch.find_all(FPS, threads=100_000, progress=False),
-                                  lambda: rsimhash.similar_pairs(TEXTS, threads=100_000)])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: rsimhash.fingerprints(TEXTS, threads=100_000),
+        lambda: rsimhash.batch.find_all(FPS, threads=100_000, progress=False),
+        lambda: rsimhash.similar_pairs(TEXTS, threads=100_000),
+    ],
+)
 def test_absurd_thread_counts_are_refused(call):
     with pytest.raises(ValueError, match=r"threads must be from 1 to \d+"):
         call()
@@ -101,6 +107,7 @@ def test_messages_say_the_range():
 
 # -- the command line ----------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     d = tmp_path_factory.mktemp("args")
@@ -108,16 +115,19 @@ def corpus(tmp_path_factory):
     return d
 
 
-@pytest.mark.parametrize("args,needles", [
-    (["--threads", "99999999999999999999999"], ["--threads", "at most"]),
-    (["--threads", "100000"], ["--threads", "at most", "4 per core"]),
-    (["--blocks", "99999999999999999999999"], ["--blocks", "at most 64"]),
-    (["--window", "99999999999999999999999"], ["--window", "at most 2,147,483,647"]),
-    (["--chunk-mb", "99999999999"], ["--chunk-mb", "at most 1,048,576"]),
-    (["--memory-limit", "1e400GB"], ["--memory-limit"]),
-    (["--max-record-mb", "99999999999"], ["--max-record-mb", "at most 1,048,576"]),
-    (["--jaccard", "0.9", "--candidates", "words,99999999999999999999,3"], ["--candidates", "WIDTH must be"]),
-])
+@pytest.mark.parametrize(
+    "args,needles",
+    [
+        (["--threads", "99999999999999999999999"], ["--threads", "at most"]),
+        (["--threads", "100000"], ["--threads", "at most", "4 per core"]),
+        (["--blocks", "99999999999999999999999"], ["--blocks", "at most 64"]),
+        (["--window", "99999999999999999999999"], ["--window", "at most 2,147,483,647"]),
+        (["--chunk-mb", "99999999999"], ["--chunk-mb", "at most 1,048,576"]),
+        (["--memory-limit", "1e400GB"], ["--memory-limit"]),
+        (["--max-record-mb", "99999999999"], ["--max-record-mb", "at most 1,048,576"]),
+        (["--jaccard", "0.9", "--candidates", "words,99999999999999999999,3"], ["--candidates", "WIDTH must be"]),
+    ],
+)
 def test_cli_refuses_absurd_numbers_in_one_line(corpus, tmp_path, args, needles):
     p = run_cli("dedup", "--input", corpus / "c.jsonl", "--output", tmp_path / "o.jsonl", *args)
     assert_one_error(p, 2, *needles)
@@ -126,23 +136,33 @@ def test_cli_refuses_absurd_numbers_in_one_line(corpus, tmp_path, args, needles)
 
 # -- item 8: closed standard streams -------------------------------------------------------
 
+
 def _run_closed(args, close_fd):
     """``python -m rsimhash.cli ARGS`` with descriptor ``close_fd`` closed."""
+
     def closing():
         os.close(close_fd)
-    return subprocess.run([sys.executable, "-m", "rsimhash.cli", *[str(a) for a in args]],
-                          stdin=subprocess.DEVNULL if close_fd != 0 else None,
-                          stdout=subprocess.PIPE if close_fd != 1 else None, stderr=subprocess.PIPE,
-                          preexec_fn=closing, timeout=120)
+
+    return subprocess.run(
+        [sys.executable, "-m", "rsimhash.cli", *[str(a) for a in args]],
+        stdin=subprocess.DEVNULL if close_fd != 0 else None,
+        stdout=subprocess.PIPE if close_fd != 1 else None,
+        stderr=subprocess.PIPE,
+        preexec_fn=closing,
+        timeout=120,
+    )
 
 
-@pytest.mark.parametrize("command", [
-    ["dedup", "--input", "-", "--output", "{tmp}/o.jsonl"],
-    ["fingerprint", "--input", "-", "--output", "{tmp}/o.tsv"],
-    ["find-all", "--input", "-", "--format", "lines", "--output", "{tmp}/o.txt"],
-    ["dedup", "--input", "-", "--output", "{tmp}/o.jsonl", "--memory-limit", "1GiB"],
-    ["dedup", "--input", "-", "--output", "{tmp}/o.jsonl", "--format", "parquet"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["dedup", "--input", "-", "--output", "{tmp}/o.jsonl"],
+        ["fingerprint", "--input", "-", "--output", "{tmp}/o.tsv"],
+        ["find-all", "--input", "-", "--format", "lines", "--output", "{tmp}/o.txt"],
+        ["dedup", "--input", "-", "--output", "{tmp}/o.jsonl", "--memory-limit", "1GiB"],
+        ["dedup", "--input", "-", "--output", "{tmp}/o.jsonl", "--format", "parquet"],
+    ],
+)
 def test_closed_stdin_is_one_line_exit_2(tmp_path, command):
     p = _run_closed([a.format(tmp=tmp_path) for a in command], 0)
     line = assert_one_error(p, 2, "standard input", "closed")
@@ -150,12 +170,15 @@ def test_closed_stdin_is_one_line_exit_2(tmp_path, command):
     assert os.listdir(tmp_path) == [], "nothing written, no temporary files"
 
 
-@pytest.mark.parametrize("command", [
-    ["dedup", "--input", "{corpus}/c.jsonl", "--output", "-"],
-    ["fingerprint", "--input", "{corpus}/c.jsonl"],
-    ["dedup", "--input", "{corpus}/c.jsonl", "--output", "{tmp}/o.jsonl", "--removed", "-"],
-    ["tune", "--input", "{corpus}/c.jsonl", "--sample", "20"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["dedup", "--input", "{corpus}/c.jsonl", "--output", "-"],
+        ["fingerprint", "--input", "{corpus}/c.jsonl"],
+        ["dedup", "--input", "{corpus}/c.jsonl", "--output", "{tmp}/o.jsonl", "--removed", "-"],
+        ["tune", "--input", "{corpus}/c.jsonl", "--sample", "20"],
+    ],
+)
 def test_closed_stdout_is_one_line_exit_2(tmp_path, corpus, command):
     p = _run_closed([a.format(tmp=tmp_path, corpus=corpus) for a in command], 1)
     assert_one_error(p, 2, "standard output", "closed")

@@ -26,8 +26,18 @@ from cli_helpers import make_records, run_cli, write_jsonl
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals, symlinks and mounts")
 
-USER_FILES = ["notes.tmp", "experiment.run", "thesis.done", "t000.done", "t001-000.pairs", "t002-0000.spill",
-              "job.txt", "job.lock", "ids-0000.run", "keep.txt"]
+USER_FILES = [
+    "notes.tmp",
+    "experiment.run",
+    "thesis.done",
+    "t000.done",
+    "t001-000.pairs",
+    "t002-0000.spill",
+    "job.txt",
+    "job.lock",
+    "ids-0000.run",
+    "keep.txt",
+]
 
 
 def fill(directory, names=USER_FILES):
@@ -37,12 +47,14 @@ def fill(directory, names=USER_FILES):
 
 def untouched(directory, names=USER_FILES):
     return sorted(os.listdir(directory)) == sorted(names) and all(
-        (directory / name).read_text() == "the user's " + name for name in names)
+        (directory / name).read_text() == "the user's " + name for name in names
+    )
 
 
 def child(code: str, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs
+    )
 
 
 @pytest.fixture
@@ -65,6 +77,7 @@ def tmpfs(tmp_path):
 
 
 # -- item 1: a work directory keeps the user's files ---------------------------------
+
 
 def test_a_work_directory_keeps_the_users_files(tmp_path):
     """The issue's reproduction, for each job, with an array and with Parquet
@@ -106,7 +119,7 @@ KILLED_JOB = """
 def test_a_planted_symlink_is_not_followed_on_resume(tmp_path):
     rng = np.random.default_rng(5)
     fps = rng.integers(0, 2**64, size=1_000_000, dtype=np.uint64)
-    fps[1::97] = fps[::97][:len(fps[1::97])] ^ np.uint64(0b101)
+    fps[1::97] = fps[::97][: len(fps[1::97])] ^ np.uint64(0b101)
     source = tmp_path / "fps.npy"
     np.save(source, fps)
     expected = rsimhash.batch.find_all(fps, k=3, blocks=5, progress=False)
@@ -125,8 +138,9 @@ def test_a_planted_symlink_is_not_followed_on_resume(tmp_path):
             os.remove(os.path.join(own, name))
         os.symlink(outside, os.path.join(own, name))
     steps = []
-    got = rsimhash.batch.find_all(source, k=3, blocks=5, memory_limit="1MiB", workdir=work,
-                                  progress=lambda *a: steps.append(a[2]))
+    got = rsimhash.batch.find_all(
+        source, k=3, blocks=5, memory_limit="1MiB", workdir=work, progress=lambda *a: steps.append(a[2])
+    )
     assert np.array_equal(got, expected)
     assert outside.read_text() == "precious", "the symlinks' target is never written"
     assert not any(s.startswith("table 1 of") for s in steps), "the finished tables are not done again"
@@ -178,13 +192,15 @@ def test_killed_cli_runs_leave_nothing_after_the_next_run(tmp_path):
     work.mkdir()
     fill(work)
     out, removed = tmp_path / "kept.jsonl", tmp_path / "removed.tsv"
-    args = [sys.executable, "-m", "rsimhash.cli", "dedup", "--input", "-", "--output", str(out),
-            "--removed", str(removed), "-q"]
+    args = [sys.executable, "-m", "rsimhash.cli", "dedup", "--input", "-", "--output", str(out), "--removed", str(removed), "-q"]
     # stdin held open, so the run waits for input: first streaming (its
     # outputs' temporaries made), then copying stdin to its work directory.
     seen = []
-    for extra, made in (([], ".*.{pid}.*.tmp"), ([], ".*.{pid}.*.tmp"),
-                        (["--workdir", str(work)], "w/.rsimhash-work-{pid}-*/stdin-*")):
+    for extra, made in (
+        ([], ".*.{pid}.*.tmp"),
+        ([], ".*.{pid}.*.tmp"),
+        (["--workdir", str(work)], "w/.rsimhash-work-{pid}-*/stdin-*"),
+    ):
         proc = subprocess.Popen(args + extra, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         proc.stdin.write(data[:100])
         proc.stdin.flush()
@@ -199,8 +215,20 @@ def test_killed_cli_runs_leave_nothing_after_the_next_run(tmp_path):
     # .kept.jsonl.PID.*.tmp and .removed.tsv.PID.*.tmp, twice; a work directory
     assert [len(s) for s in seen] == [2, 2, 1]
     assert len(glob.glob(str(tmp_path / ".*.tmp"))) == 2
-    p = run_cli("dedup", "--input", tmp_path / "in.jsonl", "--output", out, "--removed", removed,
-                "--workdir", work, "--memory-limit", "1GiB", "-q")
+    p = run_cli(
+        "dedup",
+        "--input",
+        tmp_path / "in.jsonl",
+        "--output",
+        out,
+        "--removed",
+        removed,
+        "--workdir",
+        work,
+        "--memory-limit",
+        "1GiB",
+        "-q",
+    )
     assert p.returncode == 0, p.stderr
     assert sorted(os.listdir(tmp_path)) == ["in.jsonl", "kept.jsonl", "removed.tsv", "w"]
     assert untouched(work), "the killed runs' work directories go; the user's files stay"
@@ -241,6 +269,7 @@ def test_a_full_disk_leaves_no_spill_files(tmp_path, tmpfs):
 
 # -- items 9 and 10 ------------------------------------------------------------------------
 
+
 def test_repeated_ids_are_refused_by_every_job():
     fps = np.array([1, 2, 3, 4], dtype=np.uint64)
     ids = np.array([10, 20, 10, 30], dtype=np.uint64)
@@ -254,7 +283,7 @@ def test_clusters_out_resumes(tmp_path):
     say ``out=`` jobs do: killed midway, it resumes after the finished tables."""
     rng = np.random.default_rng(9)
     fps = rng.integers(0, 2**64, size=300_000, dtype=np.uint64)
-    fps[1::50] = fps[::50][:len(fps[1::50])] ^ np.uint64(0b11)
+    fps[1::50] = fps[::50][: len(fps[1::50])] ^ np.uint64(0b11)
     source = tmp_path / "fps.npy"
     np.save(source, fps)
     out = tmp_path / "c.tsv"
@@ -270,8 +299,7 @@ def test_clusters_out_resumes(tmp_path):
     assert proc.returncode == -signal.SIGKILL
     assert glob.glob(str(tmp_path / "c.tsv.work" / "rsimhash-job-*" / "t001.done"))
     steps = []
-    n = rsimhash.batch.clusters(source, k=3, blocks=5, memory_limit="1MiB", out=out,
-                                progress=lambda *a: steps.append(a[2]))
+    n = rsimhash.batch.clusters(source, k=3, blocks=5, memory_limit="1MiB", out=out, progress=lambda *a: steps.append(a[2]))
     assert not any(s.startswith("table 1 of") for s in steps)
     ids, labels = rsimhash.batch.clusters(fps, k=3, blocks=5, progress=False)
     rows = out.read_text().splitlines()

@@ -11,13 +11,11 @@ by a signal.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
-import pytest
 
 import rsimhash
 from budget import examples
@@ -98,8 +96,12 @@ def test_changed_files_never_crash_the_process(tmp_path):
     mapped index file, then every operation: each answers or raises
     ``ValueError``; the child exits 0, never by a signal."""
     rounds = examples(24)
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(FUZZ), str(rounds), "24", str(tmp_path)],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(FUZZ), str(rounds), "24", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
     answered, refused = map(int, proc.stdout.split())
     assert refused >= rounds and answered > 0
@@ -161,6 +163,7 @@ def test_verify_of_intact_and_in_memory_indexes(tmp_path):
 
 
 # -- item 5: the CLI's ids sidecar is checksummed ---------------------------------------
+
 
 def build(tmp_path, n=60):
     records = make_records(n, seed=11, string_ids=True)

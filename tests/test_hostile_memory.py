@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import rsimhash
-from cli_helpers import assert_one_error, make_records, ok, run_cli, write_jsonl
+from cli_helpers import assert_one_error, make_records, ok, run_cli
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_AS")
 ENV = {**os.environ, "MIMALLOC_ARENA_RESERVE": "0"}
@@ -75,8 +75,7 @@ def test_index_add_under_an_address_space_limit():
             except ValueError as e:
                 print("refused", "incomplete" in str(e))
         """)
-        proc = subprocess.run([sys.executable, "-c", code, str(mib)], capture_output=True, text=True, timeout=300,
-                              env=ENV)
+        proc = subprocess.run([sys.executable, "-c", code, str(mib)], capture_output=True, text=True, timeout=300, env=ENV)
         assert proc.returncode == 0, (mib, proc.returncode, proc.stderr[-2000:])
         lines = proc.stdout.split("\n")
         outcomes.append(lines[0].split()[0])
@@ -120,9 +119,11 @@ def test_a_batch_job_beyond_its_address_space():
 
 # -- records longer than the limit -------------------------------------------------------
 
+
 def _limited(mib: int):
     def set_limit():
         resource.setrlimit(resource.RLIMIT_AS, (mib << 20, mib << 20))
+
     return set_limit
 
 
@@ -131,9 +132,23 @@ def test_an_endless_line_is_a_bad_line_not_an_allocation(tmp_path):
     mimalloc's default reservation of 1 GiB) the run stops at 256 MiB with
     one line naming the limit, exit 1; it does not grow its buffer to the
     process's limit (then "out of memory")."""
-    proc = subprocess.run([sys.executable, "-m", "rsimhash.cli", "dedup", "--input", "/dev/zero", "--format", "json",
-                           "--output", str(tmp_path / "o.jsonl")], capture_output=True, timeout=120,
-                          preexec_fn=_limited(3072))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rsimhash.cli",
+            "dedup",
+            "--input",
+            "/dev/zero",
+            "--format",
+            "json",
+            "--output",
+            str(tmp_path / "o.jsonl"),
+        ],
+        capture_output=True,
+        timeout=120,
+        preexec_fn=_limited(3072),
+    )
     assert_one_error(proc, 1, "/dev/zero:1", "longer than 256 MiB", "--max-record-mb")
     assert not (tmp_path / "o.jsonl").exists()
 
@@ -151,8 +166,7 @@ def test_a_long_line_is_skipped_with_skip_bad_lines(tmp_path, fmt):
         path = tmp_path / "c.tsv"
     path.write_text("\n".join(lines) + "\n")
     out = tmp_path / "o.txt"
-    assert_one_error(run_cli("dedup", "-i", path, "-o", out, "--max-record-mb", "1"), 1, f"{path.name}:8",
-                     "longer than 1 MiB")
+    assert_one_error(run_cli("dedup", "-i", path, "-o", out, "--max-record-mb", "1"), 1, f"{path.name}:8", "longer than 1 MiB")
     p = ok(run_cli("dedup", "-i", path, "-o", out, "--max-record-mb", "1", "--skip-bad-lines", "--chunk-mb", "0.25"))
     assert "longer than 1 MiB" in p.stderr.decode() and "1 bad line skipped" in p.stderr.decode()
     kept = out.read_text().splitlines()

@@ -25,14 +25,19 @@ ID_WORDS = r"(?i)(\bids?\b|duplicate|already|exist|stored)"
 def filled(k=3, n=10):
     idx = Index(k=k)
     fps = np.array([(i * 0x9E3779B97F4A7C15) % (1 << 64) for i in range(n)], dtype=np.uint64)
-    fps[1] = fps[0] ^ np.uint64(1)          # one pair within k
+    fps[1] = fps[0] ^ np.uint64(1)  # one pair within k
     idx.add(fps)
     return idx
 
 
 def snapshot(idx):
-    return (len(idx), idx.find_all().tolist(), idx.query(0), idx.query(U64_MAX),
-            idx.query_batch(np.array([1, 2], dtype=np.uint64))[1].tolist())
+    return (
+        len(idx),
+        idx.find_all().tolist(),
+        idx.query(0),
+        idx.query(U64_MAX),
+        idx.query_batch(np.array([1, 2], dtype=np.uint64))[1].tolist(),
+    )
 
 
 class Unchanged:
@@ -117,8 +122,7 @@ def test_unachievable_tables_names_the_achievable(k):
         with pytest.raises(ValueError, match=r"(?i)table") as info:
             Index(k=k, tables=bad)
         msg = str(info.value)
-        assert any(str(t) in msg for t in ok), (
-            "message should name the achievable table counts %s: %r" % (ok[:10], msg))
+        assert any(str(t) in msg for t in ok), "message should name the achievable table counts %s: %r" % (ok[:10], msg)
     bad = next((t for t in range(1, 61) if t not in ok), None)
     if bad is not None:
         with pytest.raises(ValueError, match=r"(?i)table"):
@@ -233,15 +237,15 @@ def test_add_duplicate_id_in_one_call():
 
 
 def test_add_id_already_stored():
-    idx = filled()                     # ids 0..9
+    idx = filled()  # ids 0..9
     with Unchanged(idx, ValueError, ID_WORDS):
         idx.add([1], ids=[5])
-    with Unchanged(idx, ValueError, ID_WORDS):   # only the last one clashes
+    with Unchanged(idx, ValueError, ID_WORDS):  # only the last one clashes
         idx.add([1, 2, 3], ids=[100, 101, 9])
 
 
 def test_failed_add_leaves_the_id_counter_alone():
-    idx = filled()                     # ids 0..9
+    idx = filled()  # ids 0..9
     with pytest.raises(ValueError):
         idx.add([1, 2], ids=[1000, 3])
     assert idx.add(7).tolist() == [10]
@@ -373,8 +377,7 @@ def test_k_equal_to_index_k_and_zero_work(method):
 @pytest.mark.parametrize("method", ["", "Connected", "components", "single", None, "leader "])
 def test_cluster_unknown_method(method):
     idx = filled()
-    with pytest.raises((ValueError, TypeError) if method is None else ValueError,
-                       match=r"(?i)(method|connected|leader)"):
+    with pytest.raises((ValueError, TypeError) if method is None else ValueError, match=r"(?i)(method|connected|leader)"):
         idx.cluster(method=method)
 
 
@@ -397,7 +400,7 @@ def test_cluster_min_size_wrong_type():
 # remove
 # ---------------------------------------------------------------------------
 def test_remove_unknown_ids_count_zero():
-    idx = filled()                     # ids 0..9
+    idx = filled()  # ids 0..9
     assert idx.remove([100, 200]) == 0
     assert idx.remove(np.array([3, 100], dtype=np.uint64)) == 1
     assert idx.remove(3) == 0
@@ -453,7 +456,7 @@ def test_add_unique_ids_wrong_length():
 
 def test_add_unique_ids_checked_like_add():
     """Explicit ids of add_unique are checked like add's, for every input."""
-    idx = filled()                     # ids 0..9
+    idx = filled()  # ids 0..9
     with Unchanged(idx, ValueError, ID_WORDS):
         idx.add_unique([1 << 40, 1 << 41], ids=[100, 100])
     with Unchanged(idx, ValueError, ID_WORDS):
@@ -470,7 +473,7 @@ def test_largest_id_then_default_ids_run_out():
         idx.add(2)
     with Unchanged(idx, ValueError, r"(?i)id"):
         idx.add_unique([2])
-    assert idx.add([2], ids=[0]).tolist() == [0]      # explicit ids still work
+    assert idx.add([2], ids=[0]).tolist() == [0]  # explicit ids still work
 
 
 def test_default_ids_reaching_the_top_exactly():
@@ -487,9 +490,14 @@ def test_default_ids_reaching_the_top_exactly():
 # ---------------------------------------------------------------------------
 def test_index_usable_after_errors():
     idx = filled()
-    for call in (lambda: idx.add(-1), lambda: idx.add(np.zeros((2, 2), dtype=np.uint64)),
-                 lambda: idx.query(1 << 64), lambda: idx.find_all(k=4),
-                 lambda: idx.add([1], ids=[0]), lambda: idx.cluster(method="x")):
+    for call in (
+        lambda: idx.add(-1),
+        lambda: idx.add(np.zeros((2, 2), dtype=np.uint64)),
+        lambda: idx.query(1 << 64),
+        lambda: idx.find_all(k=4),
+        lambda: idx.add([1], ids=[0]),
+        lambda: idx.cluster(method="x"),
+    ):
         with pytest.raises((TypeError, ValueError)):
             call()
     assert len(idx) == 10

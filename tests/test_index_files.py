@@ -56,7 +56,7 @@ def assert_bad_file(path, mmap=True, match=None):
         Index.load(path, mmap=mmap)
     msg = str(info.value)
     assert msg.startswith(bad_file_prefix(path)), msg
-    problem = msg[len(bad_file_prefix(path)):]
+    problem = msg[len(bad_file_prefix(path)) :]
     if match is not None:
         assert match in problem, "expected %r in %r" % (match, msg)
     return problem
@@ -99,7 +99,7 @@ def build_scenario(idx, model, k, seed=0):
     fps[40:80] = np.uint64(U64_MAX)
     fps[80:100] = fps[100]
     ids = rng.choice(10**12, size=len(fps), replace=False).astype(np.uint64) + np.uint64(10**6)
-    ids[0] = U64_MAX - 5000          # room left for default ids after it
+    ids[0] = U64_MAX - 5000  # room left for default ids after it
     ids[1] = 1 << 63
     ops.add(fps, ids)
     stored = np.array(sorted(model.items), dtype=np.uint64)
@@ -179,8 +179,7 @@ def answers(obj, k, probes):
         out["find_all k=%s" % kk] = obj.find_all(kk).tolist()
     for method in ("connected", "leader"):
         for min_size in (1, 2):
-            out["cluster %s min_size=%d" % (method, min_size)] = [
-                c.tolist() for c in obj.cluster(None, min_size, method)]
+            out["cluster %s min_size=%d" % (method, min_size)] = [c.tolist() for c in obj.cluster(None, min_size, method)]
     out["cluster leader k=0"] = [c.tolist() for c in obj.cluster(0, 1, "leader")]
     return out
 
@@ -191,10 +190,10 @@ def assert_same_answers(got, exp, what):
         if got[key] != exp[key]:
             if key == "query":
                 bad = next(i for i, (g, e) in enumerate(zip(got[key], exp[key])) if g != e)
-                raise AssertionError("%s: query of probe #%d differs:\n got %s\n expected %s"
-                                     % (what, bad, got[key][bad], exp[key][bad]))
-            raise AssertionError("%s: %s differs:\n got %.600s\n expected %.600s"
-                                 % (what, key, got[key], exp[key]))
+                raise AssertionError(
+                    "%s: query of probe #%d differs:\n got %s\n expected %s" % (what, bad, got[key][bad], exp[key][bad])
+                )
+            raise AssertionError("%s: %s differs:\n got %.600s\n expected %.600s" % (what, key, got[key], exp[key]))
 
 
 # ---------------------------------------------------------------------------
@@ -272,13 +271,16 @@ def test_round_trip_matches_original_and_brute_force(tmp_path, layout, mmap):
     assert stray_tmp_files(tmp_path, "index.rsh") == []
 
 
-@pytest.mark.parametrize("k,design,layout", [
-    (0, {}, {"compress": True, "block_bytes": 16}),
-    (1, {}, {"compress": False}),
-    (5, {"blocks": 7}, {"compress": True, "block_bytes": 1024}),
-    (3, {"tables": 10}, {"compress": True, "block_bytes": 64}),
-    (2, {"tables": 6}, {"compress": False}),
-])
+@pytest.mark.parametrize(
+    "k,design,layout",
+    [
+        (0, {}, {"compress": True, "block_bytes": 16}),
+        (1, {}, {"compress": False}),
+        (5, {"blocks": 7}, {"compress": True, "block_bytes": 1024}),
+        (3, {"tables": 10}, {"compress": True, "block_bytes": 64}),
+        (2, {"tables": 6}, {"compress": False}),
+    ],
+)
 def test_round_trip_other_designs(tmp_path, k, design, layout):
     (model1, probes1, exp1), (model2, probes2, exp2) = brute_stages(k, design)
     idx, _ = built_index(k, design, layout)
@@ -323,7 +325,7 @@ def test_id_counter_survives_round_trip(tmp_path, mmap):
     item was removed before saving; and they stay exhausted after U64_MAX."""
     idx = Index(k=2)
     idx.add(np.arange(100, dtype=np.uint64), ids=np.arange(1000, 1100, dtype=np.uint64))
-    idx.add(np.arange(5, dtype=np.uint64))          # ids 1100..1104, buffered
+    idx.add(np.arange(5, dtype=np.uint64))  # ids 1100..1104, buffered
     assert idx.remove(np.arange(1000, 1105, dtype=np.uint64)) == 105
     path = tmp_path / "x.rsh"
     idx.save(path)
@@ -370,8 +372,7 @@ SPECIAL = [0, 1, U64_MAX, U64_MAX - 1, 1 << 63, 0x5555555555555555]
 
 @st.composite
 def fp_lists(draw, k, max_size=40):
-    centers = draw(st.lists(st.one_of(st.integers(0, U64_MAX), st.sampled_from(SPECIAL)),
-                            min_size=1, max_size=4))
+    centers = draw(st.lists(st.one_of(st.integers(0, U64_MAX), st.sampled_from(SPECIAL)), min_size=1, max_size=4))
     out = []
     for _ in range(draw(st.integers(0, max_size))):
         v = draw(st.sampled_from(centers))
@@ -384,15 +385,30 @@ def fp_lists(draw, k, max_size=40):
 @st.composite
 def scenarios(draw):
     k = draw(st.integers(0, 4), label="k")
-    layout = draw(st.sampled_from([{"compress": True, "block_bytes": 16}, {"compress": True, "block_bytes": 1024},
-                                   {"compress": True, "block_bytes": 100}, {"compress": False}]), label="layout")
-    ops = draw(st.lists(st.one_of(
-        st.tuples(st.just("add"), fp_lists(k)),
-        st.tuples(st.just("bulk"), st.integers(0, 2**32), st.integers(1000, 1500)),
-        st.tuples(st.just("add_unique"), fp_lists(k, 15)),
-        st.tuples(st.just("remove"), st.floats(0, 1)),
-        st.tuples(st.just("save_load"), st.booleans()),
-    ), max_size=7), label="ops")
+    layout = draw(
+        st.sampled_from(
+            [
+                {"compress": True, "block_bytes": 16},
+                {"compress": True, "block_bytes": 1024},
+                {"compress": True, "block_bytes": 100},
+                {"compress": False},
+            ]
+        ),
+        label="layout",
+    )
+    ops = draw(
+        st.lists(
+            st.one_of(
+                st.tuples(st.just("add"), fp_lists(k)),
+                st.tuples(st.just("bulk"), st.integers(0, 2**32), st.integers(1000, 1500)),
+                st.tuples(st.just("add_unique"), fp_lists(k, 15)),
+                st.tuples(st.just("remove"), st.floats(0, 1)),
+                st.tuples(st.just("save_load"), st.booleans()),
+            ),
+            max_size=7,
+        ),
+        label="ops",
+    )
     return k, layout, ops
 
 
@@ -451,8 +467,7 @@ def small_file(tmp_path_factory):
     idx.save(path)
     data = path.read_bytes()
     qs = np.array(planted(rng, 100, 3).tolist() + [0, U64_MAX], dtype=np.uint64)
-    return {"path": path, "data": data, "index": idx, "info": info, "qs": qs,
-            "signature": fmt.signature(idx, qs)}
+    return {"path": path, "data": data, "index": idx, "info": info, "qs": qs, "signature": fmt.signature(idx, qs)}
 
 
 def test_layout_follows_the_format_document(small_file):
@@ -464,16 +479,16 @@ def test_layout_follows_the_format_document(small_file):
     assert fmt.header_field(data, "file_len") == len(data)
     assert data[32:56] == bytes(24)
     assert fmt.header_field(data, "header_crc") == fmt.crc32c(data[:60])
-    assert fmt.header_field(data, "table_crc") == fmt.crc32c(data[64:fmt.table_end(data)])
+    assert fmt.header_field(data, "table_crc") == fmt.crc32c(data[64 : fmt.table_end(data)])
     secs = fmt.sections(data)
     end = fmt.table_end(data)
     for s in secs:
-        entry = data[s.entry_at:s.entry_at + 32]
+        entry = data[s.entry_at : s.entry_at + 32]
         assert entry[28:32] == bytes(4), s
         assert s.offset % 64 == 0 and s.offset >= end, (s, end)
         assert s.offset - end < 64, "more padding than alignment needs: %s" % (s,)
-        assert data[end:s.offset] == bytes(s.offset - end), "padding before %s is not zero" % (s,)
-        assert fmt.crc32c(data[s.offset:s.end]) == s.crc, s
+        assert data[end : s.offset] == bytes(s.offset - end), "padding before %s is not zero" % (s,)
+        assert fmt.crc32c(data[s.offset : s.end]) == s.crc, s
         end = s.end
     assert end == len(data)
     tags = [s.tag for s in secs]
@@ -535,8 +550,9 @@ def test_every_flipped_bit_is_refused(small_file, tmp_path):
     for s in fmt.sections(data):
         if s.length:
             path.write_bytes(fmt.flip_bit(data, s.offset + s.length // 2, 3))
-            assert_bad_file(path, match='section "%s" (bytes %d..%d) fails its checksum: the file is corrupt'
-                            % (s.tag, s.offset, s.end))
+            assert_bad_file(
+                path, match='section "%s" (bytes %d..%d) fails its checksum: the file is corrupt' % (s.tag, s.offset, s.end)
+            )
 
 
 def test_flipped_header_bits_name_the_header(small_file, tmp_path):
@@ -546,10 +562,10 @@ def test_flipped_header_bits_name_the_header(small_file, tmp_path):
         path.write_bytes(fmt.flip_bit(data, pos, 5))
         problem = assert_bad_file(path)
         assert "header" in problem and "corrupt" in problem, (pos, problem)
-    for pos in range(8):   # the magic
+    for pos in range(8):  # the magic
         path.write_bytes(fmt.flip_bit(data, pos, 1))
         assert_bad_file(path, match="not an rsimhash index file (it starts with ")
-    path.write_bytes(fmt.flip_bit(data, fmt.HEADER_LEN + 9, 0))   # the table
+    path.write_bytes(fmt.flip_bit(data, fmt.HEADER_LEN + 9, 0))  # the table
     assert_bad_file(path, match="section table fails its checksum")
 
 
@@ -570,8 +586,9 @@ def test_truncation_at_every_boundary(small_file, tmp_path):
                 assert str(cut) in problem and str(len(data)) in problem, (cut, problem)
 
 
-@pytest.mark.parametrize("extra", [b"\0", bytes(64), b"\n", b"more data", None], ids=[
-    "one-zero", "64-zeros", "newline", "text", "second-copy"])
+@pytest.mark.parametrize(
+    "extra", [b"\0", bytes(64), b"\n", b"more data", None], ids=["one-zero", "64-zeros", "newline", "text", "second-copy"]
+)
 def test_trailing_bytes_are_refused(small_file, tmp_path, extra):
     data = small_file["data"]
     extra = data if extra is None else extra
@@ -642,8 +659,12 @@ def load_forged(path, forged, qs, tmp_path, what):
 def section_mutations(s, rng):
     """(name, position -> new byte) edits of one section's bytes."""
     n = s.length
-    edits = [("first bit", {0: None}), ("last bit", {n - 1: None}), ("middle bit", {n // 2: None}),
-             ("random byte 0xff", {int(rng.integers(0, n)): 0xFF})]
+    edits = [
+        ("first bit", {0: None}),
+        ("last bit", {n - 1: None}),
+        ("middle bit", {n // 2: None}),
+        ("random byte 0xff", {int(rng.integers(0, n)): 0xFF}),
+    ]
     if n >= 8:
         edits.append(("first word all ones", {i: 0xFF for i in range(8)}))
         edits.append(("last word zero", {i: 0 for i in range(n - 8, n)}))
@@ -692,13 +713,13 @@ def test_forged_header_and_table_damage_is_refused(small_file, tmp_path):
     def entry(s, offset=None, length=None, tag=None, reserved=None):
         b = bytearray(data)
         if tag is not None:
-            b[s.entry_at:s.entry_at + 8] = tag.ljust(8, b"\0")
+            b[s.entry_at : s.entry_at + 8] = tag.ljust(8, b"\0")
         if offset is not None:
-            b[s.entry_at + 8:s.entry_at + 16] = offset.to_bytes(8, "little")
+            b[s.entry_at + 8 : s.entry_at + 16] = offset.to_bytes(8, "little")
         if length is not None:
-            b[s.entry_at + 16:s.entry_at + 24] = length.to_bytes(8, "little")
+            b[s.entry_at + 16 : s.entry_at + 24] = length.to_bytes(8, "little")
         if reserved is not None:
-            b[s.entry_at + 28:s.entry_at + 32] = reserved.to_bytes(4, "little")
+            b[s.entry_at + 28 : s.entry_at + 32] = reserved.to_bytes(4, "little")
         return fmt.with_valid_checksums(bytes(b), only=s.index)
 
     for s in (secs[0], secs[1], secs[2], secs[7], secs[-2], secs[-1]):
@@ -718,8 +739,12 @@ def test_forged_header_and_table_damage_is_refused(small_file, tmp_path):
     # sections swapped around: FIRST <-> RANKS of one table, two IDS
     first = next(s for s in secs if s.tag == "FIRST")
     ranks = secs[first.index + 1]
-    cases.append(("FIRST and RANKS tags swapped", fmt.with_valid_checksums(
-        fmt.patch_entry_tag(fmt.patch_entry_tag(data, first, "RANKS"), ranks, "FIRST"))))
+    cases.append(
+        (
+            "FIRST and RANKS tags swapped",
+            fmt.with_valid_checksums(fmt.patch_entry_tag(fmt.patch_entry_tag(data, first, "RANKS"), ranks, "FIRST")),
+        )
+    )
     sig = small_file["signature"]
     for what, forged in cases:
         outcome, detail = load_forged(path, forged, qs, tmp_path, what)
@@ -733,12 +758,12 @@ def test_forged_header_and_table_damage_is_refused(small_file, tmp_path):
 def test_forged_repeated_id_is_refused_or_harmless(small_file, tmp_path):
     data = small_file["data"]
     ids_sections = [s for s in fmt.sections(data) if s.tag == "IDS"]
-    second = ids_sections[1]           # the run of ids 2500..3799
-    ids = np.frombuffer(data[second.offset:second.end], dtype=np.uint64).copy()
-    j = next(i for i, v in enumerate(ids.tolist()) if v % 9)   # a live item
-    ids[j] = 1                         # a live id of the first run
+    second = ids_sections[1]  # the run of ids 2500..3799
+    ids = np.frombuffer(data[second.offset : second.end], dtype=np.uint64).copy()
+    j = next(i for i, v in enumerate(ids.tolist()) if v % 9)  # a live item
+    ids[j] = 1  # a live id of the first run
     b = bytearray(data)
-    b[second.offset:second.end] = ids.tobytes()
+    b[second.offset : second.end] = ids.tobytes()
     path = tmp_path / "repeated.rsh"
     path.write_bytes(fmt.with_valid_checksums(bytes(b), only=second.index))
     try:
@@ -755,14 +780,16 @@ def test_tables_swapped_within_a_run_are_refused(small_file, tmp_path, tables):
     checksum good: each now holds another permutation's order, so queries
     would miss matches without a sound. Load must refuse the file."""
     data = small_file["data"]
-    contents = [[s.tag, data[s.offset:s.end]] for s in fmt.sections(data)]
+    contents = [[s.tag, data[s.offset : s.end]] for s in fmt.sections(data)]
     assert fmt.assemble(data, contents) == data  # the writer of the test lays files out as rsimhash does
     for tag in ("TABLE", "BLOCKS", "FIRST", "RANKS"):
-        of_tag = [c for c in contents if c[0] == tag]   # run 0's tables first
+        of_tag = [c for c in contents if c[0] == tag]  # run 0's tables first
         a, b = of_tag[tables[0]], of_tag[tables[1]]
         a[1], b[1] = b[1], a[1]
     forged = fmt.assemble(data, [tuple(c) for c in contents])
-    outcome, detail = load_forged(tmp_path / "swapped.rsh", forged, small_file["qs"], tmp_path, "tables %d and %d swapped" % tables)
+    outcome, detail = load_forged(
+        tmp_path / "swapped.rsh", forged, small_file["qs"], tmp_path, "tables %d and %d swapped" % tables
+    )
     assert outcome == "refused", detail
     assert "does not hold the fingerprints of table 0" in detail, detail
 
@@ -791,15 +818,18 @@ def test_foreign_files(tmp_path, name, mmap):
     assert problem == "not an rsimhash index file (it starts with %s)" % shown, problem
 
 
-@pytest.mark.parametrize("content,expected", [
-    (b"", "empty file"),
-    (b"\x89", "truncated"),
-    (b"\x89RSIM", "truncated"),
-    (fmt.MAGIC, "truncated"),
-    (fmt.MAGIC + bytes(55), "truncated"),
-    (fmt.MAGIC + b"\x01" + bytes(55), "the header fails its checksum: the file is corrupt"),
-    (fmt.MAGIC + bytes(56), "format version 0"),
-])
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        (b"", "empty file"),
+        (b"\x89", "truncated"),
+        (b"\x89RSIM", "truncated"),
+        (fmt.MAGIC, "truncated"),
+        (fmt.MAGIC + bytes(55), "truncated"),
+        (fmt.MAGIC + b"\x01" + bytes(55), "the header fails its checksum: the file is corrupt"),
+        (fmt.MAGIC + bytes(56), "format version 0"),
+    ],
+)
 def test_short_and_empty_files(tmp_path, content, expected):
     path = tmp_path / "short.rsh"
     path.write_bytes(content)
@@ -840,7 +870,7 @@ def test_special_files_are_refused_without_blocking(tmp_path):
     for path in paths:
         outcome = []
 
-        def load(path=path):
+        def load(path=path, outcome=outcome):
             try:
                 Index.load(path)
                 outcome.append("loaded")
@@ -871,8 +901,9 @@ def test_future_format_version(small_file, tmp_path, version, fix_crc):
     path.write_bytes(fmt.patch_header(small_file["data"], fix_crc=fix_crc, format_version=version))
     for mmap in (True, False):
         problem = assert_bad_file(path, mmap=mmap)
-        assert problem == ("written by a newer rsimhash (format version %d; this version reads 1): "
-                           "upgrade rsimhash" % version), problem
+        assert problem == ("written by a newer rsimhash (format version %d; this version reads 1): upgrade rsimhash" % version), (
+            problem
+        )
 
 
 def test_format_version_0(small_file, tmp_path):
@@ -1031,8 +1062,7 @@ def load_continuously(path, sigs, qs, stop, results, mmap):
 def run_readers(path, sigs, qs, seconds, mmaps=(True, True, False)):
     stop = threading.Event()
     results = [[] for _ in mmaps]
-    threads = [threading.Thread(target=load_continuously, args=(path, sigs, qs, stop, r, m))
-               for r, m in zip(results, mmaps)]
+    threads = [threading.Thread(target=load_continuously, args=(path, sigs, qs, stop, r, m)) for r, m in zip(results, mmaps)]
     for t in threads:
         t.start()
     time.sleep(seconds)
@@ -1107,10 +1137,10 @@ def test_mapped_index_survives_replacement_and_deletion(tmp_path):
 
     other = Index(k=k)
     other.add(planted(rng, 7000, k))
-    other.save(path)                       # replaces the file under the mapping
+    other.save(path)  # replaces the file under the mapping
     assert len(Index.load(path)) == 7000
     assert_same_answers(answers(mapped, k, probes), expected, "mapped, file replaced")
-    os.remove(path)                        # and deletes it
+    os.remove(path)  # and deletes it
     assert_same_answers(answers(mapped, k, probes), expected, "mapped, file deleted")
     # still usable for writes, and can be saved again
     more = planted(rng, 1500, k)
@@ -1188,8 +1218,7 @@ def test_failed_save_leaves_the_existing_file_untouched(tmp_path):
     path = tmp_path / "keep.rsh"
     small_index().save(path)
     before = path.read_bytes()
-    out = subprocess.run([sys.executable, "-c", FSIZE_CHILD, HERE, os.fspath(path)],
-                         capture_output=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", FSIZE_CHILD, HERE, os.fspath(path)], capture_output=True, timeout=120)
     assert out.returncode == 0, out.stderr.decode(errors="replace")
     result = json.loads(out.stdout)
     assert result is not None, "the save succeeded despite the file size limit"
@@ -1201,8 +1230,7 @@ def test_failed_save_leaves_the_existing_file_untouched(tmp_path):
     assert Index.load(path).find_all().tolist() == [[0, 1], [0, 2], [1, 2]]
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
-                    reason="root writes into read-only directories")
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root writes into read-only directories")
 def test_save_into_read_only_directory(tmp_path):
     d = tmp_path / "ro"
     d.mkdir()
@@ -1221,8 +1249,21 @@ def test_save_into_read_only_directory(tmp_path):
 # ---------------------------------------------------------------------------
 # 8. info()
 # ---------------------------------------------------------------------------
-INFO_KEYS = {"items", "k", "tables", "design", "compressed", "block_bytes", "runs", "buffered", "nbytes",
-             "table_bytes", "table_bytes_per_item_per_table", "spec_version", "format_version"}
+INFO_KEYS = {
+    "items",
+    "k",
+    "tables",
+    "design",
+    "compressed",
+    "block_bytes",
+    "runs",
+    "buffered",
+    "nbytes",
+    "table_bytes",
+    "table_bytes_per_item_per_table",
+    "spec_version",
+    "format_version",
+}
 
 
 @pytest.mark.parametrize("layout", ROUND_TRIP_LAYOUTS)
@@ -1266,5 +1307,5 @@ def test_raw_index_is_raw_after_load(tmp_path, mmap):
     idx.save(tmp_path / "raw.rsh")
     loaded = Index.load(tmp_path / "raw.rsh", mmap=mmap)
     info = loaded.info()
-    assert info["compressed"] is False   # round trips (checked above too)
+    assert info["compressed"] is False  # round trips (checked above too)
     assert info["table_bytes_per_item_per_table"] >= 8, info

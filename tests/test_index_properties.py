@@ -97,9 +97,9 @@ def make_index(k: int, design) -> Index:
 
 @st.composite
 def configs(draw, min_k=0, max_k=5):
-    k = draw(st.one_of(st.integers(min_k, max_k),
-                       st.sampled_from([v for v in (0, 1, 3) if min_k <= v <= max_k] or [min_k])),
-             label="k")
+    k = draw(
+        st.one_of(st.integers(min_k, max_k), st.sampled_from([v for v in (0, 1, 3) if min_k <= v <= max_k] or [min_k])), label="k"
+    )
     design = draw(st.sampled_from(designs(k)), label="design")
     return k, design
 
@@ -108,11 +108,29 @@ def configs(draw, min_k=0, max_k=5):
 # Fingerprint strategies
 # ---------------------------------------------------------------------------
 SPECIAL = [
-    0, 1, 2, 3, U64_MAX, U64_MAX - 1, U64_MAX - 2, U64_MAX - 3,
-    1 << 63, (1 << 63) - 1, (1 << 63) + 1, 1 << 32, (1 << 32) - 1,
-    0x5555555555555555, 0xAAAAAAAAAAAAAAAA, 0x0F0F0F0F0F0F0F0F,
-    0xFFFFFFFF00000000, 0x00000000FFFFFFFF, 0xFFFF00000000FFFF, 0x0000FFFFFFFF0000,
-    0x8000000000000001, 0x7FFFFFFFFFFFFFFE, 0xCBF29CE484222325,
+    0,
+    1,
+    2,
+    3,
+    U64_MAX,
+    U64_MAX - 1,
+    U64_MAX - 2,
+    U64_MAX - 3,
+    1 << 63,
+    (1 << 63) - 1,
+    (1 << 63) + 1,
+    1 << 32,
+    (1 << 32) - 1,
+    0x5555555555555555,
+    0xAAAAAAAAAAAAAAAA,
+    0x0F0F0F0F0F0F0F0F,
+    0xFFFFFFFF00000000,
+    0x00000000FFFFFFFF,
+    0xFFFF00000000FFFF,
+    0x0000FFFFFFFF0000,
+    0x8000000000000001,
+    0x7FFFFFFFFFFFFFFE,
+    0xCBF29CE484222325,
 ]
 BLOCK_WIDTHS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 21, 22, 32]
 
@@ -140,8 +158,7 @@ def flipped(draw, base: int, n: int) -> int:
 def block_variant(draw, base: int) -> int:
     """base with some bits changed inside one run of bits only."""
     width = draw(st.sampled_from(BLOCK_WIDTHS))
-    start = draw(st.one_of(st.integers(0, 64 - width),
-                           st.integers(0, 64 // width - 1).map(lambda i: i * width)))
+    start = draw(st.one_of(st.integers(0, 64 - width), st.integers(0, 64 // width - 1).map(lambda i: i * width)))
     mask = draw(st.integers(1, (1 << width) - 1))
     return base ^ (mask << start)
 
@@ -165,9 +182,24 @@ def fp_lists(draw, k: int, min_size=0, max_size=40):
     n = draw(st.integers(min_size, max_size), label="n")
     out = []
     for _ in range(n):
-        kind = draw(st.sampled_from(
-            ["planted", "planted", "planted", "exact_k", "k_plus_1", "block",
-             "spread", "spread_k1", "random", "dup", "dup", "special"]))
+        kind = draw(
+            st.sampled_from(
+                [
+                    "planted",
+                    "planted",
+                    "planted",
+                    "exact_k",
+                    "k_plus_1",
+                    "block",
+                    "spread",
+                    "spread_k1",
+                    "random",
+                    "dup",
+                    "dup",
+                    "special",
+                ]
+            )
+        )
         c = draw(st.sampled_from(centers))
         if kind == "planted":
             v = draw(flipped(c, draw(st.integers(0, k))))
@@ -197,8 +229,11 @@ def probes(draw, stored, k: int, max_size=12):
     n = draw(st.integers(1, max_size))
     out = []
     for _ in range(n):
-        kind = draw(st.sampled_from(["stored", "near", "near", "exact", "block", "random", "special"])
-                    if stored else st.sampled_from(["random", "special"]))
+        kind = draw(
+            st.sampled_from(["stored", "near", "near", "exact", "block", "random", "special"])
+            if stored
+            else st.sampled_from(["random", "special"])
+        )
         if kind == "stored":
             v = draw(st.sampled_from(stored))
         elif kind == "near":
@@ -231,8 +266,9 @@ def id_lists(draw, n: int):
     elif kind == "huge":
         elems = st.integers(HUGE_ID_LO, HUGE_ID_HI)
     else:  # both sides of 2**63 (signed/unsigned mix-ups) and the top
-        elems = st.one_of(st.integers(0, 20), st.integers((1 << 63) - 10, (1 << 63) + 10),
-                          st.integers(HUGE_ID_LO, HUGE_ID_LO + 20))
+        elems = st.one_of(
+            st.integers(0, 20), st.integers((1 << 63) - 10, (1 << 63) + 10), st.integers(HUGE_ID_LO, HUGE_ID_LO + 20)
+        )
     return draw(st.lists(elems, min_size=n, max_size=n, unique=True))
 
 
@@ -276,7 +312,8 @@ def check_query(idx, model, fp, k=None):
         extra = sorted(set(got) - set(exp))
         raise AssertionError(
             "query(0x%016x, k=%s): missing %s extra %s\n expected %s\n got      %s\n index %s"
-            % (fp, k, missing, extra, exp[:30], got[:30], describe(model)))
+            % (fp, k, missing, extra, exp[:30], got[:30], describe(model))
+        )
 
 
 def check_query_batch(idx, model, fps, k=None, form="array"):
@@ -284,8 +321,7 @@ def check_query_batch(idx, model, fps, k=None, form="array"):
     got = idx.query_batch(q) if k is None else idx.query_batch(q, k=k)
     assert isinstance(got, tuple) and len(got) == 3
     qi, ids, dist = got
-    assert qi.dtype == np.int64 and ids.dtype == np.uint64 and dist.dtype == np.uint8, (
-        qi.dtype, ids.dtype, dist.dtype)
+    assert qi.dtype == np.int64 and ids.dtype == np.uint64 and dist.dtype == np.uint8, (qi.dtype, ids.dtype, dist.dtype)
     assert qi.ndim == ids.ndim == dist.ndim == 1
     assert len(qi) == len(ids) == len(dist)
     eqi, eids, edist = model.query_batch(fps, k)
@@ -294,9 +330,14 @@ def check_query_batch(idx, model, fps, k=None, form="array"):
     if got_rows != exp_rows:
         raise AssertionError(
             "query_batch(k=%s) differs: missing %s extra %s\n probes %s\n index %s"
-            % (k, sorted(set(exp_rows) - set(got_rows))[:20],
-               sorted(set(got_rows) - set(exp_rows))[:20],
-               ["0x%016x" % v for v in fps[:20]], describe(model)))
+            % (
+                k,
+                sorted(set(exp_rows) - set(got_rows))[:20],
+                sorted(set(got_rows) - set(exp_rows))[:20],
+                ["0x%016x" % v for v in fps[:20]],
+                describe(model),
+            )
+        )
 
 
 def check_find_all(idx, model, k=None):
@@ -307,9 +348,11 @@ def check_find_all(idx, model, k=None):
     if not np.array_equal(got, exp):
         g = set(map(tuple, got.tolist()))
         e = set(map(tuple, exp.tolist()))
-        detail = ("missing %s extra %s" % (sorted(e - g)[:20], sorted(g - e)[:20])
-                  if g != e else "same pairs, wrong order or repeated rows (%d vs %d rows)"
-                  % (len(got), len(exp)))
+        detail = (
+            "missing %s extra %s" % (sorted(e - g)[:20], sorted(g - e)[:20])
+            if g != e
+            else "same pairs, wrong order or repeated rows (%d vs %d rows)" % (len(got), len(exp))
+        )
         raise AssertionError("find_all(k=%s): %s\n index %s" % (k, detail, describe(model)))
 
 
@@ -360,7 +403,7 @@ def built(draw, min_k=0, max_k=5, max_size=40, allow_huge_ids=True):
         form = draw(forms, label="form")
         ids = None if ids_all is None else ids_all[lo:hi]
         if len(part) == 1 and draw(st.booleans()):
-            arg = part[0]                                   # a plain int
+            arg = part[0]  # a plain int
         else:
             arg = as_form(part, form)
         if ids is None:
@@ -368,8 +411,7 @@ def built(draw, min_k=0, max_k=5, max_size=40, allow_huge_ids=True):
         else:
             got = idx.add(arg, ids=as_form(ids, draw(forms)))
         exp = model.add(part, ids)
-        assert isinstance(got, np.ndarray) and got.dtype == np.uint64 and got.ndim == 1, (
-            type(got), getattr(got, "dtype", None))
+        assert isinstance(got, np.ndarray) and got.dtype == np.uint64 and got.ndim == 1, (type(got), getattr(got, "dtype", None))
         assert got.tolist() == exp.tolist(), "add ids: expected %s got %s" % (exp.tolist(), got.tolist())
     note("index: design=%r %s" % (design, describe(model)))
     return idx, model, fps, k
@@ -557,8 +599,7 @@ def test_find_all(data):
 
 
 @FAST
-@given(data=st.data(), method=st.sampled_from(["connected", "leader"]),
-       min_size=st.sampled_from([1, 2, 3]))
+@given(data=st.data(), method=st.sampled_from(["connected", "leader"]), min_size=st.sampled_from([1, 2, 3]))
 def test_cluster(data, method, min_size):
     idx, model, fps, k = data.draw(built(max_size=60), label="built")
     check_cluster(idx, model, data.draw(sub_k(k), label="k"), min_size, method)
@@ -579,10 +620,10 @@ def test_remove(data):
     idx, model, fps, k = data.draw(built(allow_huge_ids=False), label="built")
     stored = sorted(model.items)
     for _ in range(data.draw(st.integers(1, 3), label="rounds")):
-        chosen = data.draw(st.lists(st.sampled_from(stored), unique=True) if stored
-                           else st.just([]), label="remove ids")
-        unknown = data.draw(st.lists(st.integers(0, 1 << 63).filter(lambda i: i not in model.items),
-                                     max_size=3, unique=True), label="unknown ids")
+        chosen = data.draw(st.lists(st.sampled_from(stored), unique=True) if stored else st.just([]), label="remove ids")
+        unknown = data.draw(
+            st.lists(st.integers(0, 1 << 63).filter(lambda i: i not in model.items), max_size=3, unique=True), label="unknown ids"
+        )
         ids = chosen + unknown
         ids = data.draw(st.permutations(ids)) if ids else ids
         if len(ids) == 1 and data.draw(st.booleans()):
@@ -628,12 +669,13 @@ def test_add_unique_explicit_ids(data):
     cand = data.draw(fp_lists(k, max_size=25), label="candidates")
     cand += data.draw(probes(fps, k, max_size=6), label="near stored") if fps else []
     used = set(model.items)
-    new_ids = data.draw(st.lists(st.integers(0, 1 << 40).filter(lambda i: i not in used),
-                                 min_size=len(cand), max_size=len(cand), unique=True), label="ids")
+    new_ids = data.draw(
+        st.lists(st.integers(0, 1 << 40).filter(lambda i: i not in used), min_size=len(cand), max_size=len(cand), unique=True),
+        label="ids",
+    )
     kq = data.draw(sub_k(k), label="k")
     kw = {} if kq is None else {"k": kq}
-    is_new, matched = idx.add_unique(as_form(cand, data.draw(forms)),
-                                     ids=as_form(new_ids, data.draw(forms)), **kw)
+    is_new, matched = idx.add_unique(as_form(cand, data.draw(forms)), ids=as_form(new_ids, data.draw(forms)), **kw)
     e_new, e_matched = model.add_unique(cand, new_ids, kq)
     check_add_unique_result(is_new, matched, e_new, e_matched, cand)
     check_all(idx, model, data.draw(probes(fps + cand, k)), k)
@@ -643,12 +685,16 @@ def check_add_unique_result(is_new, matched, e_new, e_matched, cand):
     assert isinstance(is_new, np.ndarray) and is_new.dtype == np.bool_, getattr(is_new, "dtype", None)
     assert isinstance(matched, np.ndarray) and matched.dtype == np.uint64, getattr(matched, "dtype", None)
     assert is_new.shape == matched.shape == (len(cand),)
-    assert is_new.tolist() == e_new.tolist(), (
-        "is_new: expected %s got %s for %s" % (e_new.tolist(), is_new.tolist(),
-                                               ["0x%016x" % v for v in cand]))
+    assert is_new.tolist() == e_new.tolist(), "is_new: expected %s got %s for %s" % (
+        e_new.tolist(),
+        is_new.tolist(),
+        ["0x%016x" % v for v in cand],
+    )
     dup = ~e_new
-    assert matched[dup].tolist() == e_matched[dup].tolist(), (
-        "matched (at duplicates): expected %s got %s" % (e_matched[dup].tolist(), matched[dup].tolist()))
+    assert matched[dup].tolist() == e_matched[dup].tolist(), "matched (at duplicates): expected %s got %s" % (
+        e_matched[dup].tolist(),
+        matched[dup].tolist(),
+    )
 
 
 @FAST
@@ -712,9 +758,14 @@ def test_design_does_not_change_answers(data):
     for design in designs(k):
         idx = make_index(k, design)
         idx.add(np.array(fps, dtype=np.uint64))
-        answers.append((design, idx.find_all().tolist(),
-                        [c.tolist() for c in idx.cluster(min_size=1, method="leader")],
-                        [idx.query(fp) for fp in fps[:10]]))
+        answers.append(
+            (
+                design,
+                idx.find_all().tolist(),
+                [c.tolist() for c in idx.cluster(min_size=1, method="leader")],
+                [idx.query(fp) for fp in fps[:10]],
+            )
+        )
     for design, *rest in answers[1:]:
         assert rest == list(answers[0][1:]), "design %r differs from %r" % (design, answers[0][0])
 
@@ -765,8 +816,7 @@ class IndexMachine(RuleBasedStateMachine):
         pool = st.one_of(st.integers(0, 400), st.integers(self.model.next_id, self.model.next_id + 50))
         if self.removed:
             pool = st.one_of(pool, st.sampled_from(self.removed))
-        return data.draw(st.lists(pool.filter(lambda i: i not in self.model.items),
-                                  min_size=n, max_size=n, unique=True))
+        return data.draw(st.lists(pool.filter(lambda i: i not in self.model.items), min_size=n, max_size=n, unique=True))
 
     # -- rules ----------------------------------------------------------
     @rule(data=st.data())
@@ -792,8 +842,10 @@ class IndexMachine(RuleBasedStateMachine):
             ids = self.draw_fresh_ids(data, len(fps))
             got = self.idx.add(arg, ids=as_form(ids, data.draw(forms)))
             exp = self.model.add(fps, ids)
-        assert got.dtype == np.uint64 and got.tolist() == exp.tolist(), (
-            "add: ids expected %s got %s" % (exp.tolist(), got.tolist()))
+        assert got.dtype == np.uint64 and got.tolist() == exp.tolist(), "add: ids expected %s got %s" % (
+            exp.tolist(),
+            got.tolist(),
+        )
 
     @rule(data=st.data())
     def add_unique(self, data):
@@ -818,8 +870,7 @@ class IndexMachine(RuleBasedStateMachine):
     def remove(self, data):
         stored = sorted(self.model.items)
         chosen = data.draw(st.lists(st.sampled_from(stored), unique=True, max_size=20)) if stored else []
-        unknown = data.draw(st.lists(st.integers(0, 10_000).filter(lambda i: i not in self.model.items),
-                                     unique=True, max_size=2))
+        unknown = data.draw(st.lists(st.integers(0, 10_000).filter(lambda i: i not in self.model.items), unique=True, max_size=2))
         ids = chosen + unknown
         if len(ids) == 1 and data.draw(st.booleans()):
             arg = ids[0]
@@ -846,8 +897,7 @@ class IndexMachine(RuleBasedStateMachine):
     def query_batch(self, data):
         check_query_batch(self.idx, self.model, self.draw_fps(data, 10), data.draw(sub_k(self.k)))
 
-    @rule(data=st.data(), method=st.sampled_from(["connected", "leader"]),
-          min_size=st.sampled_from([1, 2, 3]))
+    @rule(data=st.data(), method=st.sampled_from(["connected", "leader"]), min_size=st.sampled_from([1, 2, 3]))
     def cluster(self, data, method, min_size):
         check_cluster(self.idx, self.model, data.draw(sub_k(self.k)), min_size, method)
 
@@ -863,7 +913,8 @@ class IndexMachine(RuleBasedStateMachine):
 
 
 IndexMachine.TestCase.settings = settings(
-    max_examples=examples(60), stateful_step_count=30, deadline=None, suppress_health_check=_HC)
+    max_examples=examples(60), stateful_step_count=30, deadline=None, suppress_health_check=_HC
+)
 test_index_state_machine = IndexMachine.TestCase
 
 
@@ -872,8 +923,12 @@ class IndexRunsMachine(IndexMachine):
     index holds several runs (sorted tables) besides its online buffer, with
     merges and rebuilds of mostly-dead runs in between."""
 
-    @initialize(cfg=configs(0, 4), centers=st.lists(bases, min_size=1, max_size=5),
-                seed=st.integers(0, 2**32 - 1), n=st.integers(900, 2600))
+    @initialize(
+        cfg=configs(0, 4),
+        centers=st.lists(bases, min_size=1, max_size=5),
+        seed=st.integers(0, 2**32 - 1),
+        n=st.integers(900, 2600),
+    )
     def setup(self, cfg, centers, seed, n):
         super().setup(cfg, centers)
         self.rng = np.random.default_rng(seed)
@@ -931,7 +986,8 @@ class IndexRunsMachine(IndexMachine):
 
 
 IndexRunsMachine.TestCase.settings = settings(
-    max_examples=examples(10), stateful_step_count=20, deadline=None, suppress_health_check=_HC)
+    max_examples=examples(10), stateful_step_count=20, deadline=None, suppress_health_check=_HC
+)
 test_index_runs_state_machine = IndexRunsMachine.TestCase
 
 
@@ -940,7 +996,8 @@ class IndexRunsMachineLong(IndexRunsMachine):
 
 
 IndexRunsMachineLong.TestCase.settings = settings(
-    max_examples=examples(50), stateful_step_count=40, deadline=None, suppress_health_check=_HC)
+    max_examples=examples(50), stateful_step_count=40, deadline=None, suppress_health_check=_HC
+)
 test_index_runs_state_machine_long = pytest.mark.slow(IndexRunsMachineLong.TestCase)
 
 
@@ -949,7 +1006,8 @@ class IndexMachineLong(IndexMachine):
 
 
 IndexMachineLong.TestCase.settings = settings(
-    max_examples=examples(300), stateful_step_count=60, deadline=None, suppress_health_check=_HC)
+    max_examples=examples(300), stateful_step_count=60, deadline=None, suppress_health_check=_HC
+)
 test_index_state_machine_long = pytest.mark.slow(IndexMachineLong.TestCase)
 
 
@@ -960,13 +1018,13 @@ def clustered(rng, n, n_centers, k, dup_frac=0.1):
     """n fingerprints around n_centers centers, 0..k+1 flips, some exact copies."""
     centers = rng.integers(0, U64_MAX, size=n_centers, dtype=np.uint64, endpoint=True)
     special = np.array([0, U64_MAX, 1 << 63, 0x5555555555555555], dtype=np.uint64)
-    centers[:4] = special[:len(centers[:4])]
+    centers[:4] = special[: len(centers[:4])]
     out = centers[rng.integers(0, n_centers, size=n)].copy()
     nflips = rng.integers(0, k + 2, size=n)
     for j in range(int(nflips.max()) if n else 0):
         bit = rng.integers(0, 64, size=n).astype(np.uint64)
         sel = nflips > j
-        out[sel] ^= (np.uint64(1) << bit[sel])
+        out[sel] ^= np.uint64(1) << bit[sel]
     dup = rng.random(n) < dup_frac
     if n > 1:
         src = rng.integers(0, n, size=n)
@@ -974,8 +1032,7 @@ def clustered(rng, n, n_centers, k, dup_frac=0.1):
     return out
 
 
-def bulk_run(k, design, batches, batch_size, seed, check_every, remove_every=0,
-             unique_every=0, sizes=None):
+def bulk_run(k, design, batches, batch_size, seed, check_every, remove_every=0, unique_every=0, sizes=None):
     rng = np.random.default_rng(seed)
     idx = make_index(k, design)
     model = BruteIndex(k)
@@ -984,7 +1041,7 @@ def bulk_run(k, design, batches, batch_size, seed, check_every, remove_every=0,
     pos = 0
     for b in range(batches):
         size = batch_size if sizes is None else int(sizes[b % len(sizes)])
-        part = all_fps[pos:pos + size]
+        part = all_fps[pos : pos + size]
         pos += size
         if unique_every and b % unique_every == unique_every - 1:
             is_new, matched = idx.add_unique(part)
@@ -1007,10 +1064,12 @@ def bulk_run(k, design, batches, batch_size, seed, check_every, remove_every=0,
         if b % check_every == check_every - 1 or b == batches - 1:
             check_len(idx, model)
             ids, fps = model._arrays()
-            qs = np.concatenate([
-                fps[rng.integers(0, len(fps), size=min(100, len(fps)))] if len(fps) else fps,
-                clustered(rng, 100, 50, k),
-            ])
+            qs = np.concatenate(
+                [
+                    fps[rng.integers(0, len(fps), size=min(100, len(fps)))] if len(fps) else fps,
+                    clustered(rng, 100, 50, k),
+                ]
+            )
             flips = rng.integers(0, 64, size=len(qs)).astype(np.uint64)
             qs[::2] ^= np.uint64(1) << flips[::2]
             check_query_batch(idx, model, qs.tolist())
@@ -1030,8 +1089,7 @@ def test_bulk_small_batches(k, design):
 
 
 def test_bulk_with_removes_and_add_unique():
-    idx, model = bulk_run(3, (), batches=120, batch_size=100, seed=11, check_every=30,
-                          remove_every=7, unique_every=5)
+    idx, model = bulk_run(3, (), batches=120, batch_size=100, seed=11, check_every=30, remove_every=7, unique_every=5)
     check_cluster(idx, model, None, 2, "leader")
 
 
@@ -1047,7 +1105,7 @@ def test_bulk_single_int_adds():
         model.add(fp)
         if n in checkpoints:
             check_len(idx, model)
-            for q in fps[max(0, n - 20):n] + fps[:5]:
+            for q in fps[max(0, n - 20) : n] + fps[:5]:
                 check_query(idx, model, q)
                 check_query(idx, model, q ^ 1, 2)
     check_find_all(idx, model)
@@ -1059,15 +1117,14 @@ def test_remove_most_of_every_run(design):
     rng = np.random.default_rng(21)
     idx = make_index(3, design)
     model = BruteIndex(3)
-    for size in (3000, 1500, 1100, 700, 1, 50):       # several runs plus a buffer
+    for size in (3000, 1500, 1100, 700, 1, 50):  # several runs plus a buffer
         fps = clustered(rng, size, max(2, size // 8), 3)
         assert idx.add(fps).tolist() == model.add(fps).tolist()
     check_find_all(idx, model)
     for frac in (0.3, 0.8, 1.0):
         stored = np.array(sorted(model.items), dtype=np.uint64)
         first_run = stored[stored < 3000]
-        victims = np.concatenate([first_run[rng.random(len(first_run)) < frac],
-                                  stored[rng.random(len(stored)) < frac / 3]])
+        victims = np.concatenate([first_run[rng.random(len(first_run)) < frac], stored[rng.random(len(stored)) < frac / 3]])
         victims = np.unique(victims)
         assert idx.remove(victims) == model.remove(victims.tolist())
         check_len(idx, model)
@@ -1090,8 +1147,17 @@ def test_remove_most_of_every_run(design):
 @pytest.mark.parametrize("k,design", [(3, ()), (5, ()), (1, (("blocks", 3),)), (4, (("blocks", 6),))])
 def test_bulk_slow(k, design):
     """60,000 items in batches of 1, 7, 100, 1000, with removes and add_unique."""
-    bulk_run(k, design, batches=240, batch_size=250, seed=100 + k, check_every=60,
-             remove_every=11, unique_every=13, sizes=[1, 7, 100, 1000, 142])
+    bulk_run(
+        k,
+        design,
+        batches=240,
+        batch_size=250,
+        seed=100 + k,
+        check_every=60,
+        remove_every=11,
+        unique_every=13,
+        sizes=[1, 7, 100, 1000, 142],
+    )
 
 
 @pytest.mark.slow

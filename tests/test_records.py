@@ -23,7 +23,8 @@ import pytest
 
 rsimhash = pytest.importorskip("rsimhash")
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 from rsimhash.cli.errors import BadLines, InputError  # noqa: E402
 from rsimhash.cli.inputs import Source  # noqa: E402
@@ -53,8 +54,7 @@ def read(path, engine, *, skip=True, chunk_bytes=1 << 20, **options):
     """Everything a reader gives: records, bad-line messages, bytes written back."""
     bad = Collect() if skip else BadLines(False)
     records, written = [], []
-    with Source(path, "json", engine=engine, shingling=SHINGLING, bad=bad, chunk_bytes=chunk_bytes,
-                **options) as source:
+    with Source(path, "json", engine=engine, shingling=SHINGLING, bad=bad, chunk_bytes=chunk_bytes, **options) as source:
         for chunk in source.chunks():
             fps = fingerprints_of(chunk, *SHINGLING, None).tolist()
             lines = np.asarray(chunk.lines).tolist()
@@ -82,6 +82,7 @@ def assert_same(path, **options):
 
 # -- generated lines ---------------------------------------------------------------------
 
+
 def escaped(text: str, rng: random.Random) -> str:
     """A JSON string literal of ``text``, escaped in one of several ways."""
     how = rng.random()
@@ -104,43 +105,80 @@ def escaped(text: str, rng: random.Random) -> str:
 TEXTS = st.one_of(
     st.text(max_size=40),
     st.text(alphabet=st.characters(codec="utf-8"), max_size=40),
-    st.sampled_from(["", " ", "a b c d e", "Tab\there", "line\nbreak", "nul\x00byte", "caf\u00e9 \U0001F600",
-                     "\u2028\u2029", "quote\"back\\slash", "\ud800", "a\udfffb"]),
+    st.sampled_from(
+        [
+            "",
+            " ",
+            "a b c d e",
+            "Tab\there",
+            "line\nbreak",
+            "nul\x00byte",
+            "caf\u00e9 \U0001f600",
+            "\u2028\u2029",
+            'quote"back\\slash',
+            "\ud800",
+            "a\udfffb",
+        ]
+    ),
 )
 
 IDS = st.one_of(
-    st.integers(-(2 ** 63), 2 ** 64 - 1),
-    st.integers(-(10 ** 30), 10 ** 30),
+    st.integers(-(2**63), 2**64 - 1),
+    st.integers(-(10**30), 10**30),
     st.text(max_size=12),
-    st.sampled_from(["-0", "1.0", "1e3", "true", "null", "[1]", '{"a": 1}', '"a\\tb"', '"\\u00e9"', "NaN",
-                     "-Infinity", "MISSING", "0", "007"]),
+    st.sampled_from(
+        ["-0", "1.0", "1e3", "true", "null", "[1]", '{"a": 1}', '"a\\tb"', '"\\u00e9"', "NaN", "-Infinity", "MISSING", "0", "007"]
+    ),
 )
 
 OTHERS = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=10),
-    st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=3),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.text(max_size=10),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=3),
 )
 
 
 @st.composite
 def lines(draw):
     """One line of a JSON-lines file, with its line end."""
-    rng = random.Random(draw(st.integers(0, 2 ** 32)))
-    kind = draw(st.sampled_from(["record"] * 8 + ["blank", "broken", "array", "bad utf-8", "bom", "nan",
-                                                   "long int", "control", "nested text"]))
+    rng = random.Random(draw(st.integers(0, 2**32)))
+    kind = draw(
+        st.sampled_from(
+            ["record"] * 8 + ["blank", "broken", "array", "bad utf-8", "bom", "nan", "long int", "control", "nested text"]
+        )
+    )
     end = draw(st.sampled_from(["\n", "\r\n", " \n"]))
     if kind == "blank":
         return draw(st.sampled_from(["", " ", "\t", "\r", "\x0b", "\x0c "])) + "\n"
     if kind == "broken":
-        return draw(st.sampled_from(['{"text": "a"', '{"text": "a",}', "{'text': 'a'}", '{"text": "a"} x',
-                                     "nul", '{"text": "a\\x"}', '{"text": "\\u12"}', "{"])) + end
+        return (
+            draw(
+                st.sampled_from(
+                    [
+                        '{"text": "a"',
+                        '{"text": "a",}',
+                        "{'text': 'a'}",
+                        '{"text": "a"} x',
+                        "nul",
+                        '{"text": "a\\x"}',
+                        '{"text": "\\u12"}',
+                        "{",
+                    ]
+                )
+            )
+            + end
+        )
     if kind == "array":
         return '["text", "a"]' + end
     fields = []
     text = draw(TEXTS)
     text_repr = "MISSING" if draw(st.integers(0, 20)) == 0 else escaped(text, rng)
     if draw(st.integers(0, 15)) == 0:
-        text_repr = draw(st.sampled_from(["null", "5", "[\"a\"]", '{"text": "x"}']))
+        text_repr = draw(st.sampled_from(["null", "5", '["a"]', '{"text": "x"}']))
     if kind == "nested text":
         fields.append('"meta": {"text": %s}' % escaped(text, rng))
     if text_repr != "MISSING":
@@ -148,8 +186,22 @@ def lines(draw):
     rid = draw(IDS)
     if isinstance(rid, int):
         rid_repr = str(rid)
-    elif rid in ("-0", "1.0", "1e3", "true", "null", "[1]", '{"a": 1}', '"a\\tb"', '"\\u00e9"', "NaN",
-                 "-Infinity", "MISSING", "0", "007"):
+    elif rid in (
+        "-0",
+        "1.0",
+        "1e3",
+        "true",
+        "null",
+        "[1]",
+        '{"a": 1}',
+        '"a\\tb"',
+        '"\\u00e9"',
+        "NaN",
+        "-Infinity",
+        "MISSING",
+        "0",
+        "007",
+    ):
         rid_repr = rid
     else:
         rid_repr = escaped(rid, rng)
@@ -170,7 +222,7 @@ def lines(draw):
         line = line.replace("a", "\x01", 1)
     if kind == "bom":
         line = "\ufeff" + line
-    data = (line + end)
+    data = line + end
     if kind == "bad utf-8":
         raw = data.encode("utf-8", "surrogatepass")
         cut = draw(st.integers(0, max(0, len(raw) - 2)))
@@ -183,17 +235,20 @@ def as_bytes(line):
 
 
 @settings(max_examples=150, deadline=None)
-@given(body=st.lists(lines(), max_size=40), final_newline=st.booleans(),
-       chunk_bytes=st.sampled_from([16, 200, 4096, 1 << 20]), need_ids=st.booleans(),
-       id_given=st.booleans())
+@given(
+    body=st.lists(lines(), max_size=40),
+    final_newline=st.booleans(),
+    chunk_bytes=st.sampled_from([16, 200, 4096, 1 << 20]),
+    need_ids=st.booleans(),
+    id_given=st.booleans(),
+)
 def test_core_reads_like_the_reference(tmp_path_factory, body, final_newline, chunk_bytes, need_ids, id_given):
     data = b"".join(as_bytes(line) for line in body)
     if not final_newline and data.endswith(b"\n"):
         data = data[:-1]
     path = tmp_path_factory.mktemp("records") / "in.jsonl"
     path.write_bytes(data)
-    assert_same(str(path), chunk_bytes=chunk_bytes, need_ids=need_ids,
-                id_column="id" if id_given else None)
+    assert_same(str(path), chunk_bytes=chunk_bytes, need_ids=need_ids, id_column="id" if id_given else None)
 
 
 @settings(max_examples=30, deadline=None)
@@ -322,8 +377,9 @@ def test_stdin_through_the_core(tmp_path):
 
     data = corpus(300)
     out = tmp_path / "kept.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "rsimhash.cli", "dedup", "-i", "-", "-o", str(out), "--quiet"],
-                          input=data, capture_output=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rsimhash.cli", "dedup", "-i", "-", "-o", str(out), "--quiet"], input=data, capture_output=True
+    )
     assert proc.returncode == 0, proc.stderr
     kept = out.read_bytes()
     assert kept and all(line in data for line in io.BytesIO(kept))

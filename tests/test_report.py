@@ -13,20 +13,23 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
+import report_helpers as rh  # noqa: E402
 from budget import examples  # noqa: E402
 from cli_helpers import ok, run_cli  # noqa: E402
-import report_helpers as rh  # noqa: E402
 
 rsimhash = pytest.importorskip("rsimhash")
 pytest.importorskip("html5lib")
 
-from rsimhash._report import diff as diffmod, found as foundmod, sample  # noqa: E402
+from rsimhash._report import diff as diffmod  # noqa: E402
+from rsimhash._report import found as foundmod
+from rsimhash._report import sample
 from rsimhash._report.page import TEXT_CHARS  # noqa: E402
 
 NEWS = os.path.join(HERE, "..", "examples", "news.jsonl")
@@ -50,8 +53,33 @@ def cli(capsys):
 
 # -- the word-level diff ---------------------------------------------------------
 texts = st.text(st.characters(), max_size=60) | st.lists(
-    st.sampled_from(["the", "The", "cat", "mat", " ", "\n", "!", "é", "e\u0301", "漢", "字", "مرحبا", "👍", "🏽",
-                     "\u200d", "🇫", "🇷", "\ud800", "\x00", "\r\n", "  "]), max_size=40).map("".join)
+    st.sampled_from(
+        [
+            "the",
+            "The",
+            "cat",
+            "mat",
+            " ",
+            "\n",
+            "!",
+            "é",
+            "e\u0301",
+            "漢",
+            "字",
+            "مرحبا",
+            "👍",
+            "🏽",
+            "\u200d",
+            "🇫",
+            "🇷",
+            "\ud800",
+            "\x00",
+            "\r\n",
+            "  ",
+        ]
+    ),
+    max_size=40,
+).map("".join)
 
 
 @settings(max_examples=examples(300), deadline=None)
@@ -136,13 +164,13 @@ def test_groups_of_pairs_are_the_connected_components(edges):
             comps.remove(cy)
             cx |= cy
     expect = sorted(sorted(c) for c in comps if len(c) >= 2)
-    got = sorted(sorted(members[starts[g]:starts[g + 1]].tolist()) for g in range(len(starts) - 1))
+    got = sorted(sorted(members[starts[g] : starts[g + 1]].tolist()) for g in range(len(starts) - 1))
     assert got == expect
 
 
 def test_removed_groups_each_kept_record_with_what_it_removed():
     f = foundmod.removed(["b", "c", "e", "d"], ["a", "a", "d", "a"], [1, 2, 0, 3], "distance")
-    groups = [[f.names[c] for c in f.members[f.starts[g]:f.starts[g + 1]]] for g in range(len(f.starts) - 1)]
+    groups = [[f.names[c] for c in f.members[f.starts[g] : f.starts[g + 1]]] for g in range(len(f.starts) - 1)]
     assert groups == [["a", "b", "c", "d"], ["d", "e"]]
     assert f.distance.tolist() == [1, 2, 0, 3]
 
@@ -158,8 +186,7 @@ def _page_checks(page_path, kind, summary, input_path):
     assert nums.get("summary") == summary
     shown = rh.check_pairs(doc, rh.texts_by_id(input_path), TEXT_CHARS)
     scripts = list(doc.iter("script"))
-    assert len(scripts) == 1 and "http" not in page.decode("utf-8").split("<style>")[0].lower().replace(
-        "http-equiv", "")
+    assert len(scripts) == 1 and "http" not in page.decode("utf-8").split("<style>")[0].lower().replace("http-equiv", "")
     return doc, nums, shown
 
 
@@ -195,13 +222,16 @@ def test_generated_corpus_of_100k_records(tmp_path, cli):
     assert took < 60
 
 
-@pytest.mark.parametrize("command, extra, kind", [
-    ("cluster", [], "cluster"),
-    ("cluster", ["--jaccard", "0.7"], "cluster"),
-    ("find-all", ["--format", "json"], "find-all"),
-    ("find-all", ["--jaccard", "0.7"], "find-all"),
-    ("dedup", ["--jaccard", "0.7"], "dedup"),
-])
+@pytest.mark.parametrize(
+    "command, extra, kind",
+    [
+        ("cluster", [], "cluster"),
+        ("cluster", ["--jaccard", "0.7"], "cluster"),
+        ("find-all", ["--format", "json"], "find-all"),
+        ("find-all", ["--jaccard", "0.7"], "find-all"),
+        ("dedup", ["--jaccard", "0.7"], "dedup"),
+    ],
+)
 def test_cluster_find_all_and_verified_reports(tmp_path, cli, command, extra, kind):
     path = tmp_path / "corpus.jsonl"
     path.write_bytes(rh.corpus_lines(2000, seed=5))
@@ -241,9 +271,11 @@ def test_hash_input_and_stdin_have_no_texts_but_a_page(tmp_path, cli):
 
 def test_script_in_a_record_is_shown_not_run(tmp_path, cli):
     path = tmp_path / "x.jsonl"
-    evil = "<script>alert(1)</script> and <img src=x onerror=alert(2)> &amp; \"quoted\""
-    path.write_text('{"id": "<b>id</b>", "text": %s}\n{"id": 2, "text": %s}\n'
-                    % (json.dumps(evil), json.dumps(evil + " again")), encoding="utf-8")
+    evil = '<script>alert(1)</script> and <img src=x onerror=alert(2)> &amp; "quoted"'
+    path.write_text(
+        '{"id": "<b>id</b>", "text": %s}\n{"id": 2, "text": %s}\n' % (json.dumps(evil), json.dumps(evil + " again")),
+        encoding="utf-8",
+    )
     page = tmp_path / "page.html"
     assert cli("dedup", "--input", path, "--output", tmp_path / "k.jsonl", "--report", page, "--distance", 16)[0] == 0
     raw = page.read_text(encoding="utf-8")
@@ -290,13 +322,17 @@ def test_python_report_of_arrays_and_dataframes():
     fps = rsimhash.fingerprints(texts)
     index = rsimhash.Index(3)
     index.add(fps)
-    for kw in ({"clusters": index.cluster()}, {"pairs": index.find_all()},
-               {"removed": pd.DataFrame({"id": [5, 7], "duplicate_of": [1, 1], "distance": [2, 0]})}):
+    for kw in (
+        {"clusters": index.cluster()},
+        {"pairs": index.find_all()},
+        {"removed": pd.DataFrame({"id": [5, 7], "duplicate_of": [1, 1], "distance": [2, 0]})},
+    ):
         p = rsimhash.report(texts, **kw)
         rh.check_pairs(rh.parse(p.encode("utf-8")), by_id, TEXT_CHARS)
     pairs, sims = rsimhash.similar_pairs(texts, 0.7)
-    p = rsimhash.report(pd.Series(texts), pairs=pairs, similarity=sims, jaccard=0.7,
-                        shards=["a" if i < 300 else "b" for i in range(600)])
+    p = rsimhash.report(
+        pd.Series(texts), pairs=pairs, similarity=sims, jaccard=0.7, shards=["a" if i < 300 else "b" for i in range(600)]
+    )
     doc = rh.parse(p.encode("utf-8"))
     assert {"chart-similarity", "chart-shards"} <= {f.get("id") for f in doc.iter("figure")}
     assert p.numbers["pairs"] == str(len(pairs))
@@ -311,6 +347,8 @@ def test_page_size_is_bounded_whatever_the_texts():
     page = rsimhash.report(texts, ids=["<id>" * 100 + str(i) for i in range(len(texts))], k=16, show=1000)
     size = len(page.encode("utf-8"))
     assert 3_000_000 < size < MB5 and "left out to keep the page small" in page
+
+
 any_text = st.text(st.characters(), max_size=40)
 
 

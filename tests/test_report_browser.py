@@ -36,7 +36,7 @@ REQUIRED = os.environ.get("RSIMHASH_BROWSER_TESTS") == "1"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 NEWS = os.path.join(HERE, "..", "examples", "news.jsonl")
-EVIL = "<script>alert(1)</script> <img src=x onerror=\"window.pwned=1\"> & more"
+EVIL = '<script>alert(1)</script> <img src=x onerror="window.pwned=1"> & more'
 WORLD = ["مرحبا بالعالم، هذا نص عربي قصير", "漢字かな交じり文の例です", "emoji 👨‍👩‍👧 🇫🇷 👍🏽 ok"]
 
 
@@ -58,8 +58,14 @@ def browser():
     os.environ.setdefault("SE_OFFLINE", "true")  # selenium never fetches a driver or browser
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1280,1400", "--lang=en-US"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1400",
+        "--lang=en-US",
+    ):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(30)
@@ -116,8 +122,10 @@ def test_filter_hides_pairs_above_the_chosen_distance(browser, pages):
     from selenium.webdriver.common.keys import Keys
 
     _open(browser, pages["many"])
-    state = ("return Array.from(document.querySelectorAll('article.pair'))"
-             ".map(p => [p.id, +p.dataset.distance, p.getClientRects().length > 0])")  # shown: has a box
+    state = (
+        "return Array.from(document.querySelectorAll('article.pair'))"
+        ".map(p => [p.id, +p.dataset.distance, p.getClientRects().length > 0])"
+    )  # shown: has a box
     pairs = browser.execute_script(state)
     assert {d for _, d, _ in pairs} == {0, 1, 2, 3} and all(seen for _, _, seen in pairs)
     slider = browser.find_element(By.ID, "max-distance")
@@ -144,16 +152,18 @@ def test_a_script_in_a_record_runs_nothing_and_any_script_shows(browser, pages, 
 
     _open(browser, pages["world"])
     with pytest.raises(NoAlertPresentException):
-        browser.switch_to.alert.text
+        _ = browser.switch_to.alert.text
     assert browser.execute_script("return window.pwned === undefined && document.scripts.length === 1")
     assert browser.find_elements(By.TAG_NAME, "img") == []
     texts = [e.get_attribute("textContent") for e in browser.find_elements(By.CSS_SELECTOR, "article.pair div.text")]
     assert EVIL in texts and all(any(w == t for t in texts) for w in WORLD)
-    arabic = next(e for e in browser.find_elements(By.CSS_SELECTOR, "article.pair div.text")
-                  if e.get_attribute("textContent") == WORLD[0])
+    arabic = next(
+        e for e in browser.find_elements(By.CSS_SELECTOR, "article.pair div.text") if e.get_attribute("textContent") == WORLD[0]
+    )
     assert browser.execute_script("return getComputedStyle(arguments[0]).direction", arabic) == "rtl"
-    latin = next(e for e in browser.find_elements(By.CSS_SELECTOR, "article.pair div.text")
-                 if e.get_attribute("textContent") == EVIL)
+    latin = next(
+        e for e in browser.find_elements(By.CSS_SELECTOR, "article.pair div.text") if e.get_attribute("textContent") == EVIL
+    )
     assert browser.execute_script("return getComputedStyle(arguments[0]).direction", latin) == "ltr"
     # screenshots, for people to look at: never committed
     shots = tempfile.mkdtemp(prefix="rsimhash-report-screenshots-")

@@ -46,7 +46,6 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 import reference_v1 as ref  # noqa: E402
-
 import rsimhash  # noqa: E402
 from rsimhash import batch  # noqa: E402
 
@@ -95,8 +94,7 @@ def brute_pairs(texts, threshold, *, shingles="words", width=3, candidates, meas
 def all_alike(sets, threshold, measure="jaccard"):
     """Every pair at least ``threshold`` alike, candidates or not."""
     n = len(sets)
-    return {(i, j): s for i in range(n) for j in range(i + 1, n)
-            if (s := ref_similarity(sets[i], sets[j], measure)) >= threshold}
+    return {(i, j): s for i in range(n) for j in range(i + 1, n) if (s := ref_similarity(sets[i], sets[j], measure)) >= threshold}
 
 
 def brute_dedup(n, found):
@@ -174,8 +172,28 @@ def assert_clusters(got, want):
 # Corpora
 # ---------------------------------------------------------------------------
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
-_UNICODE_WORDS = ["été", "Straße", "ΣΟΦΙΑ", "σοφία", "Привет", "мир", "İstanbul", "ﬁle", "naïve", "٣٤٥",
-                  "東", "京", "漢字", "かな", "ภาษา", "한국어", "שלום", "عربي", "x²", "Ⅻ"]
+_UNICODE_WORDS = [
+    "été",
+    "Straße",
+    "ΣΟΦΙΑ",
+    "σοφία",
+    "Привет",
+    "мир",
+    "İstanbul",
+    "ﬁle",
+    "naïve",
+    "٣٤٥",
+    "東",
+    "京",
+    "漢字",
+    "かな",
+    "ภาษา",
+    "한국어",
+    "שלום",
+    "عربي",
+    "x²",
+    "Ⅻ",
+]
 # Separators that leave the tokens as they are: Unicode spaces and punctuation.
 _SEPS = [" ", "  ", "\t", "\n", ", ", ". ", "\u00a0", "\u3000", " - ", "\u2003", " / "]
 
@@ -259,11 +277,13 @@ def corpora(draw):
     return draw(st.permutations(texts))
 
 
-thresholds = st.one_of(st.sampled_from([1.0, 0.9, 0.8, 0.75, 2 / 3, 0.6, 0.5, 0.4, 1 / 3, 0.25, 0.1, 0.01]),
-                       st.floats(min_value=0.01, max_value=1.0))
+thresholds = st.one_of(
+    st.sampled_from([1.0, 0.9, 0.8, 0.75, 2 / 3, 0.6, 0.5, 0.4, 1 / 3, 0.25, 0.1, 0.01]), st.floats(min_value=0.01, max_value=1.0)
+)
 shinglings = st.sampled_from([("words", 3), ("words", 1), ("words", 2), ("chars", 4), ("chars", 2)])
-candidate_choices = st.tuples(st.sampled_from(["words", "chars"]), st.integers(1, 4),
-                              st.one_of(st.sampled_from([0, 3, 16]), st.integers(0, 16)))
+candidate_choices = st.tuples(
+    st.sampled_from(["words", "chars"]), st.integers(1, 4), st.one_of(st.sampled_from([0, 3, 16]), st.integers(0, 16))
+)
 
 
 def distinct_ids(rng, n):
@@ -283,60 +303,101 @@ def distinct_ids(rng, n):
 # 1. Exact answers against brute force
 # ---------------------------------------------------------------------------
 @QUICK
-@given(texts=corpora(), threshold=thresholds, shingling=shinglings, candidates=candidate_choices,
-       measure=st.sampled_from(["jaccard", "containment"]), with_ids=st.booleans(),
-       threads=st.sampled_from([None, 1, 2]), seed=st.integers(0, 1 << 32))
-@example(texts=["a b c", "a b c", "", "", "a", "a b", "b a"], threshold=1.0, shingling=("words", 3),
-         candidates=("words", 1, 0), measure="jaccard", with_ids=False, threads=None, seed=0)
-@example(texts=["a b c d", "a b c d e f", "a b"], threshold=0.5, shingling=("words", 1),
-         candidates=("words", 3, 16), measure="jaccard", with_ids=True, threads=1, seed=0)
-@example(texts=["a b c d", "a b c d e f", "a b"], threshold=0.5, shingling=("words", 1),
-         candidates=("words", 3, 16), measure="containment", with_ids=False, threads=1, seed=0)
-def test_similar_pairs_and_dedup_equal_brute_force(texts, threshold, shingling, candidates, measure, with_ids,
-                                                   threads, seed):
+@given(
+    texts=corpora(),
+    threshold=thresholds,
+    shingling=shinglings,
+    candidates=candidate_choices,
+    measure=st.sampled_from(["jaccard", "containment"]),
+    with_ids=st.booleans(),
+    threads=st.sampled_from([None, 1, 2]),
+    seed=st.integers(0, 1 << 32),
+)
+@example(
+    texts=["a b c", "a b c", "", "", "a", "a b", "b a"],
+    threshold=1.0,
+    shingling=("words", 3),
+    candidates=("words", 1, 0),
+    measure="jaccard",
+    with_ids=False,
+    threads=None,
+    seed=0,
+)
+@example(
+    texts=["a b c d", "a b c d e f", "a b"],
+    threshold=0.5,
+    shingling=("words", 1),
+    candidates=("words", 3, 16),
+    measure="jaccard",
+    with_ids=True,
+    threads=1,
+    seed=0,
+)
+@example(
+    texts=["a b c d", "a b c d e f", "a b"],
+    threshold=0.5,
+    shingling=("words", 1),
+    candidates=("words", 3, 16),
+    measure="containment",
+    with_ids=False,
+    threads=1,
+    seed=0,
+)
+def test_similar_pairs_and_dedup_equal_brute_force(texts, threshold, shingling, candidates, measure, with_ids, threads, seed):
     shingles, width = shingling
     sets = [ref_set(t, shingles, width) for t in texts]
-    found = brute_pairs(texts, threshold, shingles=shingles, width=width, candidates=candidates,
-                        measure=measure, sets=sets)
+    found = brute_pairs(texts, threshold, shingles=shingles, width=width, candidates=candidates, measure=measure, sets=sets)
     ids = distinct_ids(random.Random(seed), len(texts)) if with_ids else None
-    got = rsimhash.similar_pairs(texts, threshold, shingles=shingles, width=width, candidates=candidates,
-                                 ids=ids, measure=measure, threads=threads, progress=False)
+    got = rsimhash.similar_pairs(
+        texts,
+        threshold,
+        shingles=shingles,
+        width=width,
+        candidates=candidates,
+        ids=ids,
+        measure=measure,
+        threads=threads,
+        progress=False,
+    )
     assert_pairs(got, found, ids)
     # Precision 1 by construction: every pair reported is alike.
-    for (i, j) in found:
+    for i, j in found:
         assert ref_similarity(sets[i], sets[j], measure) >= threshold
 
-    keep = rsimhash.dedup(texts, jaccard=threshold, mode=shingles, width=width, candidates=candidates,
-                          measure=measure, threads=threads)
+    keep = rsimhash.dedup(
+        texts, jaccard=threshold, mode=shingles, width=width, candidates=candidates, measure=measure, threads=threads
+    )
     assert keep.dtype == np.bool_ and keep.tolist() == brute_dedup(len(texts), found)[0]
 
 
 def test_planted_corpus_fingerprints_match_the_reference(planted):
     texts, _, _ = planted
     for mode, width in (("words", 1), ("chars", 4)):
-        assert rsimhash.fingerprints(texts, mode=mode, width=width).tolist() == \
-            [ref.fingerprint(t, mode, width) for t in texts]
+        assert rsimhash.fingerprints(texts, mode=mode, width=width).tolist() == [ref.fingerprint(t, mode, width) for t in texts]
 
 
-@pytest.mark.parametrize("threshold, shingling, candidates, measure", [
-    (0.9, ("words", 3), ("words", 1, 7), "jaccard"),
-    (0.5, ("words", 3), ("words", 1, 16), "jaccard"),
-    (0.7, ("words", 3), ("chars", 4, 12), "containment"),
-    (0.3, ("words", 1), ("words", 3, 16), "containment"),
-    (0.85, ("chars", 4), ("chars", 4, 10), "jaccard"),
-    (1.0, ("words", 3), ("words", 1, 3), "jaccard"),
-])
+@pytest.mark.parametrize(
+    "threshold, shingling, candidates, measure",
+    [
+        (0.9, ("words", 3), ("words", 1, 7), "jaccard"),
+        (0.5, ("words", 3), ("words", 1, 16), "jaccard"),
+        (0.7, ("words", 3), ("chars", 4, 12), "containment"),
+        (0.3, ("words", 1), ("words", 3, 16), "containment"),
+        (0.85, ("chars", 4), ("chars", 4, 10), "jaccard"),
+        (1.0, ("words", 3), ("words", 1, 3), "jaccard"),
+    ],
+)
 def test_planted_corpus_equals_brute_force(planted, threshold, shingling, candidates, measure):
     texts, _, sets = planted
-    found = brute_pairs(texts, threshold, shingles=shingling[0], width=shingling[1], candidates=candidates,
-                        measure=measure, sets=sets[shingling])
+    found = brute_pairs(
+        texts, threshold, shingles=shingling[0], width=shingling[1], candidates=candidates, measure=measure, sets=sets[shingling]
+    )
     assert len(found) >= 20  # the planted copies are there to be found
     kw = dict(shingles=shingling[0], width=shingling[1], candidates=candidates, measure=measure, progress=False)
     assert_pairs(rsimhash.similar_pairs(texts, threshold, **kw), found)
     ids = distinct_ids(random.Random(7), len(texts))
     assert_pairs(rsimhash.similar_pairs(texts, threshold, ids=ids, threads=1, **kw), found, ids)
-    keep = rsimhash.dedup(texts, jaccard=threshold, mode=shingling[0], width=shingling[1], candidates=candidates,
-                          measure=measure)
+    keep = rsimhash.dedup(texts, jaccard=threshold, mode=shingling[0], width=shingling[1], candidates=candidates, measure=measure)
     assert keep.tolist() == brute_dedup(len(texts), found)[0]
 
 
@@ -351,15 +412,17 @@ def test_containment_is_relative_to_the_smaller_set():
     pairs, sims = rsimhash.similar_pairs([large, small], 0.2, measure="jaccard", **kw)
     assert sims.tolist() == [float(np.float32(len(a) / len(b)))]
     # The larger text after the smaller is still contained both ways round.
-    assert rsimhash.dedup([small, large], jaccard=1.0, measure="containment", candidates=("words", 1, 16)).tolist() \
-        == [True, False]
+    assert rsimhash.dedup([small, large], jaccard=1.0, measure="containment", candidates=("words", 1, 16)).tolist() == [
+        True,
+        False,
+    ]
 
 
 @QUICK
-@given(text=st.text(alphabet=st.sampled_from(sorted(set("".join(_VOCAB + _UNICODE_WORDS + _SEPS) + "ab?!.\ud800"))),
-                    max_size=40),
-       shingling=st.sampled_from([("words", None), ("chars", None), ("words", 1), ("words", 5), ("chars", 1),
-                                  ("chars", 7)]))
+@given(
+    text=st.text(alphabet=st.sampled_from(sorted(set("".join(_VOCAB + _UNICODE_WORDS + _SEPS) + "ab?!.\ud800"))), max_size=40),
+    shingling=st.sampled_from([("words", None), ("chars", None), ("words", 1), ("words", 5), ("chars", 1), ("chars", 7)]),
+)
 def test_shingles_equal_the_reference(text, shingling):
     mode, width = shingling
     got = rsimhash.shingles(text, mode=mode, width=width)
@@ -511,7 +574,8 @@ def source_of(kind, texts, tmp_path, calls):
 
         def chunks():
             calls.append(1)
-            return (kinds[(i // 17) % 4](texts[i:i + 17]) for i in range(0, len(texts), 17))
+            return (kinds[(i // 17) % 4](texts[i : i + 17]) for i in range(0, len(texts), 17))
+
         return chunks, {}
     if kind == "arrow":
         pa = pytest.importorskip("pyarrow")
@@ -523,7 +587,7 @@ def source_of(kind, texts, tmp_path, calls):
     if kind == "jsonl-parts":
         third = len(texts) // 3
         paths = [tmp_path / "p0.jsonl", tmp_path / "p1.jsonl", tmp_path / "p2.jsonl"]
-        for p, part in zip(paths, (texts[:third], texts[third:2 * third], texts[2 * third:])):
+        for p, part in zip(paths, (texts[:third], texts[third : 2 * third], texts[2 * third :])):
             _write_jsonl(p, part)
         return paths, {}
     assert kind == "parquet"
@@ -575,12 +639,15 @@ def test_batch_jobs_equal_brute_force_and_memory(batch_case, kind, memory, tmp_p
     assert keep.tolist() == rsimhash.dedup(texts, jaccard=threshold, candidates=candidates).tolist()
 
     for method in ("connected", "leader"):
-        assert_clusters(batch.similar_clusters(source, threshold, method=method, **job),
-                        brute_clusters(n, found, method, 2))
-    assert_clusters(batch.similar_clusters(source, threshold, method="connected", min_size=3, ids=ids, **job),
-                    brute_clusters(n, found, "connected", 3, ids))
-    assert_clusters(batch.similar_clusters(source, threshold, method="leader", min_size=1, ids=ids, **job),
-                    brute_clusters(n, found, "leader", 1, ids))
+        assert_clusters(batch.similar_clusters(source, threshold, method=method, **job), brute_clusters(n, found, method, 2))
+    assert_clusters(
+        batch.similar_clusters(source, threshold, method="connected", min_size=3, ids=ids, **job),
+        brute_clusters(n, found, "connected", 3, ids),
+    )
+    assert_clusters(
+        batch.similar_clusters(source, threshold, method="leader", min_size=1, ids=ids, **job),
+        brute_clusters(n, found, "leader", 1, ids),
+    )
 
     if kind in ("list", "tuple", "arrow"):  # the in-memory functions take the same columns
         assert_pairs(rsimhash.similar_pairs(source, threshold, candidates=candidates, progress=False), found)
@@ -601,11 +668,13 @@ def test_batch_auto_and_other_shingles_equal_memory(planted, measure, tmp_path):
         want = rsimhash.similar_pairs(texts, threshold, measure=measure, progress=False, **kw)
         assert len(want[0]) >= 20
         for memory in (None, "1KiB"):
-            got = batch.similar_pairs(texts, threshold, measure=measure, memory_limit=memory,
-                                      workdir=tmp_path / "w", progress=False, **kw)
+            got = batch.similar_pairs(
+                texts, threshold, measure=measure, memory_limit=memory, workdir=tmp_path / "w", progress=False, **kw
+            )
             assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
-            keep = batch.similar_dedup(texts, threshold, measure=measure, memory_limit=memory,
-                                       workdir=tmp_path / "w", progress=False, **kw)
+            keep = batch.similar_dedup(
+                texts, threshold, measure=measure, memory_limit=memory, workdir=tmp_path / "w", progress=False, **kw
+            )
             dkw = dict(kw)
             if "shingles" in dkw:
                 dkw["mode"] = dkw.pop("shingles")
@@ -625,25 +694,34 @@ def test_chars_width_defaults():
     assert batch.similar_dedup(texts, 0.7, shingles="chars", progress=False, **kw).tolist() == [True, False]
     assert rsimhash.dedup(texts, jaccard=0.7, mode="chars", **kw).tolist() == [True, True]
     for width in (3, 4):
-        assert batch.similar_dedup(texts, 0.7, shingles="chars", width=width, progress=False, **kw).tolist() == \
-            rsimhash.dedup(texts, jaccard=0.7, mode="chars", width=width, **kw).tolist()
+        assert (
+            batch.similar_dedup(texts, 0.7, shingles="chars", width=width, progress=False, **kw).tolist()
+            == rsimhash.dedup(texts, jaccard=0.7, mode="chars", width=width, **kw).tolist()
+        )
 
 
 @FEW
-@given(texts=corpora(), threshold=thresholds, candidates=candidate_choices,
-       measure=st.sampled_from(["jaccard", "containment"]), method=st.sampled_from(["connected", "leader"]),
-       min_size=st.integers(1, 3))
+@given(
+    texts=corpora(),
+    threshold=thresholds,
+    candidates=candidate_choices,
+    measure=st.sampled_from(["jaccard", "containment"]),
+    method=st.sampled_from(["connected", "leader"]),
+    min_size=st.integers(1, 3),
+)
 def test_batch_in_parts_equals_brute_force(texts, threshold, candidates, measure, method, min_size):
     found = brute_pairs(texts, threshold, candidates=candidates, measure=measure)
     with tempfile.TemporaryDirectory() as work:
         job = dict(candidates=candidates, measure=measure, memory_limit=1024, workdir=work, threads=1, progress=False)
-        chunked = lambda: (texts[i:i + 3] for i in range(0, len(texts), 3))  # noqa: E731
+        chunked = lambda: (texts[i : i + 3] for i in range(0, len(texts), 3))  # noqa: E731
         assert_pairs(batch.similar_pairs(chunked, threshold, **job), found)
         keep, matched, _ = batch.similar_dedup(texts, threshold, return_matched=True, **job)
         want = brute_dedup(len(texts), found)
         assert (keep.tolist(), matched.tolist()) == (want[0], want[1])
-        assert_clusters(batch.similar_clusters(chunked, threshold, method=method, min_size=min_size, **job),
-                        brute_clusters(len(texts), found, method, min_size))
+        assert_clusters(
+            batch.similar_clusters(chunked, threshold, method=method, min_size=min_size, **job),
+            brute_clusters(len(texts), found, method, min_size),
+        )
         assert os.listdir(work) == [], "a directory the user made stays, empty"
 
 
@@ -654,8 +732,13 @@ def _empty_sources(tmp_path):
     pa = pytest.importorskip("pyarrow")
     (tmp_path / "empty.jsonl").write_text("")
     _write_parquet(tmp_path / "empty.parquet", [])
-    return [([], {}), (lambda: iter([]), {}), (pa.array([], type=pa.string()), {}),
-            (str(tmp_path / "empty.jsonl"), {}), (str(tmp_path / "empty.parquet"), {"column": "body"})]
+    return [
+        ([], {}),
+        (lambda: iter([]), {}),
+        (pa.array([], type=pa.string()), {}),
+        (str(tmp_path / "empty.jsonl"), {}),
+        (str(tmp_path / "empty.parquet"), {"column": "body"}),
+    ]
 
 
 def test_empty_input(tmp_path):
@@ -685,8 +768,7 @@ def test_single_text(text, tmp_path):
     assert batch.similar_pairs([text], 0.5, **job)[0].shape == (0, 2)
     keep, matched, sims = batch.similar_dedup([text], 0.5, return_matched=True, **job)
     assert (keep.tolist(), matched.tolist(), sims.tolist()) == ([True], [0], [1.0])
-    assert_clusters(batch.similar_clusters([text], 0.5, min_size=1, ids=np.array([U64_MAX], np.uint64), **job),
-                    ([U64_MAX], [0]))
+    assert_clusters(batch.similar_clusters([text], 0.5, min_size=1, ids=np.array([U64_MAX], np.uint64), **job), ([U64_MAX], [0]))
     assert_clusters(batch.similar_clusters([text], 0.5, **job), ([], []))
 
 
@@ -701,8 +783,7 @@ def test_all_texts_identical(text, measure, tmp_path):
         assert_pairs(rsimhash.similar_pairs(texts, 1.0, **kw), found)
         ids = np.array([9, 3, U64_MAX, 0, 7, 5], dtype=np.uint64)
         assert_pairs(rsimhash.similar_pairs(texts, 1.0, ids=ids, **kw), found, ids)
-        assert rsimhash.dedup(texts, jaccard=1.0, candidates=candidates, measure=measure).tolist() == \
-            [True] + [False] * (n - 1)
+        assert rsimhash.dedup(texts, jaccard=1.0, candidates=candidates, measure=measure).tolist() == [True] + [False] * (n - 1)
         if candidates != "auto":
             continue  # each batch job fsyncs its work files: once is enough here
         job = dict(kw, memory_limit=1024, workdir=tmp_path / "w")
@@ -710,6 +791,5 @@ def test_all_texts_identical(text, measure, tmp_path):
         keep, matched, sims = batch.similar_dedup(texts, 1.0, return_matched=True, **job)
         assert (keep.tolist(), matched.tolist(), sims.tolist()) == ([True] + [False] * 5, [0] * n, [1.0] * n)
         for method in ("connected", "leader"):
-            assert_clusters(batch.similar_clusters(texts, 1.0, method=method, ids=ids, **job),
-                            (sorted(ids.tolist()), [0] * n))
+            assert_clusters(batch.similar_clusters(texts, 1.0, method=method, ids=ids, **job), (sorted(ids.tolist()), [0] * n))
     assert not (tmp_path / "w").exists(), "the job made the work directory and removes it, empty, at the end"

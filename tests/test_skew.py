@@ -14,12 +14,12 @@ import sys
 import textwrap
 
 import numpy as np
-import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import rsimhash
-from budget import examples
 from brute import popcount64
+from budget import examples
 from cli_helpers import ok, run_cli
 
 K = 3
@@ -73,7 +73,7 @@ def brute_components(fps: np.ndarray, k: int) -> np.ndarray:
     values, first, inverse = np.unique(fps, return_index=True, return_inverse=True)
     # Distinct values compared pairwise; copies join their first.
     for a in range(len(values)):
-        near = np.flatnonzero(popcount64(values[a + 1:] ^ values[a]) <= k) + a + 1
+        near = np.flatnonzero(popcount64(values[a + 1 :] ^ values[a]) <= k) + a + 1
         for b in near:
             ra, rb = root[first[a]], root[first[b]]
             while root[ra] != ra:
@@ -96,7 +96,7 @@ def test_dedup_paths_on_skew(fps: np.ndarray, split: "int | None") -> None:
     copies and dense balls equal brute force."""
     keep, matched = brute_dedup(fps, K)
     index = rsimhash.Index(K)
-    parts = [fps] if split is None else [fps[i:i + split] for i in range(0, len(fps), split)] or [fps]
+    parts = [fps] if split is None else [fps[i : i + split] for i in range(0, len(fps), split)] or [fps]
     got_new, got_matched = [], []
     for part in parts:
         is_new, m = index.add_unique(part)
@@ -162,12 +162,14 @@ def test_copies_with_ids_in_any_order() -> None:
 def _child(code: str, limit_gb: float = 8.0) -> "subprocess.CompletedProcess[str]":
     """Runs ``code`` in a child Python under an address-space limit: an
     allocation failure there aborts the child, not the test run."""
+
     def limit() -> None:
         size = int(limit_gb * (1 << 30))
         resource.setrlimit(resource.RLIMIT_AS, (size, size))
 
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          preexec_fn=limit, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, preexec_fn=limit, timeout=600
+    )
 
 
 def test_million_copies_and_dense_ball_under_8_gib() -> None:
@@ -198,7 +200,8 @@ def test_find_all_too_large_for_memory_is_an_error_not_an_abort() -> None:
     """10^5 copies make 5 * 10^9 pairs: refused before any is made with a
     MemoryError naming out= and copies="first" (both paths); the star of
     copies="first" and out= work."""
-    proc = _child("""
+    proc = _child(
+        """
         import numpy as np, rsimhash, warnings
         fps = np.full(10**5, 5, np.uint64)
         index = rsimhash.Index(3)
@@ -215,7 +218,9 @@ def test_find_all_too_large_for_memory_is_an_error_not_an_abort() -> None:
         assert len(rsimhash.batch.find_all(fps, 3, copies="first", progress=False)) == 10**5 - 1
         assert len(index.find_all(copies="first")) == 10**5 - 1
         print("ok")
-    """, limit_gb=4.0)
+    """,
+        limit_gb=4.0,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("ok")
 

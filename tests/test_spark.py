@@ -36,8 +36,21 @@ if HERE not in sys.path:
 from cli_helpers import make_records  # noqa: E402
 
 TOP = (1 << 64) - 1
-EDGES = [0, 1, 2, 1 << 63, (1 << 63) + 1, (1 << 63) - 1, (1 << 63) - 2, TOP, TOP - 1, TOP - 7,
-         (1 << 63) | 0b111, 0b1000, (1 << 62) | (1 << 63)]
+EDGES = [
+    0,
+    1,
+    2,
+    1 << 63,
+    (1 << 63) + 1,
+    (1 << 63) - 1,
+    (1 << 63) - 2,
+    TOP,
+    TOP - 1,
+    TOP - 7,
+    (1 << 63) | 0b111,
+    0b1000,
+    (1 << 62) | (1 << 63),
+]
 
 
 # ---------------------------------------------------------------------------
@@ -69,7 +82,7 @@ def planted(seed: int = 5) -> "tuple[np.ndarray, np.ndarray]":
     fps += [top | int(x) for x in rng.choice(1 << 20, 70, replace=False)]
     fps = np.array(fps, dtype=np.uint64)
     fps = fps[rng.permutation(len(fps))]
-    ids = (rng.permutation(len(fps)).astype(np.int64) * 1_000_003 + 17)
+    ids = rng.permutation(len(fps)).astype(np.int64) * 1_000_003 + 17
     return fps, ids
 
 
@@ -110,8 +123,11 @@ def arrow(df):
 def got_pairs(df) -> np.ndarray:
     t = arrow(df)
     assert t.column_names == ["id_a", "id_b"]
-    return sort_pairs(np.column_stack([t.column("id_a").to_numpy(), t.column("id_b").to_numpy()])
-                      if t.num_rows else np.empty((0, 2), dtype=np.int64))
+    return sort_pairs(
+        np.column_stack([t.column("id_a").to_numpy(), t.column("id_b").to_numpy()])
+        if t.num_rows
+        else np.empty((0, 2), dtype=np.int64)
+    )
 
 
 def got_labels(df) -> dict:
@@ -187,23 +203,46 @@ def test_signed_round_trip():
     assert [rspark.to_signed(int(v)) for v in many[:50]] == many[:50].view(np.int64).tolist()
 
 
-@pytest.mark.parametrize("bad, error", [
-    (-1, ValueError), (1 << 64, ValueError), (-(1 << 70), ValueError),
-    (True, TypeError), (np.bool_(False), TypeError), (1.0, TypeError), ("5", TypeError), ([1, 2], TypeError),
-    (np.array([1, 2], dtype=np.int64), TypeError), (np.array([1.0]), TypeError), (np.array([True]), TypeError),
-    (np.array([1], dtype=np.uint32), TypeError), (pd.Series([1, 2], dtype=np.int64), TypeError),
-])
+@pytest.mark.parametrize(
+    "bad, error",
+    [
+        (-1, ValueError),
+        (1 << 64, ValueError),
+        (-(1 << 70), ValueError),
+        (True, TypeError),
+        (np.bool_(False), TypeError),
+        (1.0, TypeError),
+        ("5", TypeError),
+        ([1, 2], TypeError),
+        (np.array([1, 2], dtype=np.int64), TypeError),
+        (np.array([1.0]), TypeError),
+        (np.array([True]), TypeError),
+        (np.array([1], dtype=np.uint32), TypeError),
+        (pd.Series([1, 2], dtype=np.int64), TypeError),
+    ],
+)
 def test_to_signed_refuses(bad, error):
     with pytest.raises(error):
         rspark.to_signed(bad)
 
 
-@pytest.mark.parametrize("bad, error", [
-    (1 << 63, ValueError), (-(1 << 63) - 1, ValueError), (TOP, ValueError),
-    (True, TypeError), (np.bool_(True), TypeError), (1.0, TypeError), (None, TypeError),
-    (np.array([1], dtype=np.uint64), TypeError), (np.array([1.0]), TypeError), (np.array([False]), TypeError),
-    (np.array([1], dtype=np.int32), TypeError), (pd.Series([1], dtype=np.uint64), TypeError),
-])
+@pytest.mark.parametrize(
+    "bad, error",
+    [
+        (1 << 63, ValueError),
+        (-(1 << 63) - 1, ValueError),
+        (TOP, ValueError),
+        (True, TypeError),
+        (np.bool_(True), TypeError),
+        (1.0, TypeError),
+        (None, TypeError),
+        (np.array([1], dtype=np.uint64), TypeError),
+        (np.array([1.0]), TypeError),
+        (np.array([False]), TypeError),
+        (np.array([1], dtype=np.int32), TypeError),
+        (pd.Series([1], dtype=np.uint64), TypeError),
+    ],
+)
 def test_to_unsigned_refuses(bad, error):
     with pytest.raises(error):
         rspark.to_unsigned(bad)
@@ -262,10 +301,20 @@ def test_fingerprint_column_arguments(spark):
 # near_duplicate_pairs
 
 
-@pytest.mark.parametrize("k, tables, max_group", [
-    (0, None, None), (3, None, None), (6, None, None),
-    (3, 4, None), (3, 20, 16), (6, 7, None), (6, 28, 4), (3, None, 4), (0, 1, 2),
-])
+@pytest.mark.parametrize(
+    "k, tables, max_group",
+    [
+        (0, None, None),
+        (3, None, None),
+        (6, None, None),
+        (3, 4, None),
+        (3, 20, 16),
+        (6, 7, None),
+        (6, 28, 4),
+        (3, None, 4),
+        (0, 1, 2),
+    ],
+)
 def test_pairs_equal_batch(fps_df, k, tables, max_group):
     check_pairs(fps_df, k, tables, max_group)
 
@@ -364,12 +413,14 @@ def test_clusters_arguments_and_nulls(spark):
 def records_df(spark):
     rng = np.random.default_rng(4)
     order = rng.permutation(len(RECORDS))
-    rows = pd.DataFrame({
-        "title": [f"title {RECORDS[i]['id']}" for i in order],
-        "text": [RECORDS[i]["text"] for i in order],
-        "id": [RECORDS[i]["id"] for i in order],  # not the first column
-        "score": [float(i) if i % 7 else None for i in order],
-    })
+    rows = pd.DataFrame(
+        {
+            "title": [f"title {RECORDS[i]['id']}" for i in order],
+            "text": [RECORDS[i]["text"] for i in order],
+            "id": [RECORDS[i]["id"] for i in order],  # not the first column
+            "score": [float(i) if i % 7 else None for i in order],
+        }
+    )
     df = spark.createDataFrame(rows).repartition(3).cache()
     df.count()
     yield df
@@ -453,14 +504,16 @@ def test_near_duplicates_of_index_file(fps_df, tmp_path):
         assert len(want) > 5
         got = got_matches(rspark.near_duplicates_of(new_df, str(path), k, fp_col="simhash"))
         assert got == want
-    assert got_matches(rspark.near_duplicates_of(new_df, path, 2, fp_col="simhash")) == \
-        expected_matches(FPS[new], IDS[new], FPS[old], IDS[old], 2)
+    assert got_matches(rspark.near_duplicates_of(new_df, path, 2, fp_col="simhash")) == expected_matches(
+        FPS[new], IDS[new], FPS[old], IDS[old], 2
+    )
     with pytest.raises(ValueError, match="k=4"):
         rspark.near_duplicates_of(new_df, str(path), 4, fp_col="simhash")
     # stored ids of 2**63 and more come back as the signed longs of the same bits
     wide = save_index(tmp_path / "wide.rsh", FPS[:3], np.array([TOP, 1 << 63, 5], dtype=np.uint64))
-    got = got_matches(rspark.near_duplicates_of(fps_df.where(f"id in ({', '.join(map(str, IDS[:3]))})"), wide, 0,
-                                                fp_col="simhash"))
+    got = got_matches(
+        rspark.near_duplicates_of(fps_df.where(f"id in ({', '.join(map(str, IDS[:3]))})"), wide, 0, fp_col="simhash")
+    )
     assert {(int(i), o) for i, o, _ in got} >= {(int(IDS[0]), -1), (int(IDS[1]), -(1 << 63)), (int(IDS[2]), 5)}
     with pytest.raises(FileNotFoundError):
         rspark.near_duplicates_of(new_df, str(tmp_path / "missing.rsh"), 3, fp_col="simhash")
@@ -669,8 +722,7 @@ def test_workers_that_cannot_import_rsimhash_are_one_clear_error(tmp_path):
     worker = bare / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
     env["PYSPARK_PYTHON"] = str(worker)
-    proc = subprocess.run([sys.executable, "-c", WORKERS_WITHOUT_RSIMHASH], capture_output=True, text=True,
-                          timeout=300, env=env)
+    proc = subprocess.run([sys.executable, "-c", WORKERS_WITHOUT_RSIMHASH], capture_output=True, text=True, timeout=300, env=env)
     out = proc.stdout.strip().splitlines()
     assert proc.returncode == 0 and out, proc.stderr[-2000:]
     line = out[-1]

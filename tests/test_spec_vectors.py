@@ -147,7 +147,12 @@ def test_fingerprint(e):
     got = rsimhash.fingerprint(e["text"], mode=e["mode"], width=e["width"])
     assert type(got) is int
     assert got == expected, "%s width %d text %r: expected 0x%016x got 0x%016x" % (
-        e["mode"], e["width"], e["text"], expected, got)
+        e["mode"],
+        e["width"],
+        e["text"],
+        expected,
+        got,
+    )
     # defaults: words w=3, chars n=4
     if e["mode"] == "words" and e["width"] == 3:
         assert rsimhash.fingerprint(e["text"]) == expected

@@ -19,8 +19,8 @@ _cpu.check()
 from . import _rsimhash  # noqa: E402
 from ._rsimhash import (  # noqa: E402
     SPEC_VERSION,
-    Index,
     UNICODE_VERSION,
+    Index,
     __version__,
     compute,
     fingerprint,
@@ -48,10 +48,10 @@ __all__ = [
 
 _U64_MAX = (1 << 64) - 1
 
-from .etl import dedup  # noqa: E402
-from .similar import shingles, similar_pairs  # noqa: E402
 from . import batch  # noqa: E402
 from ._report import report  # noqa: E402
+from .etl import dedup  # noqa: E402
+from .similar import shingles, similar_pairs  # noqa: E402
 
 
 def fingerprints(

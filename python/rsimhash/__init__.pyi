@@ -12,13 +12,27 @@ import numpy.typing as npt
 from . import batch as batch
 from ._report import Report
 from ._rsimhash import (
-    Index as Index,
     SPEC_VERSION as SPEC_VERSION,
+)
+from ._rsimhash import (
     UNICODE_VERSION as UNICODE_VERSION,
+)
+from ._rsimhash import (
+    Index as Index,
+)
+from ._rsimhash import (
     __version__ as __version__,
+)
+from ._rsimhash import (
     compute as compute,
+)
+from ._rsimhash import (
     fingerprint as fingerprint,
+)
+from ._rsimhash import (
     fingerprint_weighted as fingerprint_weighted,
+)
+from ._rsimhash import (
     fnv1a64 as fnv1a64,
 )
 
@@ -47,7 +61,6 @@ def fingerprints(
     width: Union[int, None] = None,
     threads: Union[int, None] = None,
 ) -> npt.NDArray[np.uint64]: ...
-
 def dedup(
     texts: Any,
     k: int = 3,
@@ -59,7 +72,6 @@ def dedup(
     candidates: Union[str, tuple[str, int, int]] = "auto",
     measure: str = "jaccard",
 ) -> Any: ...
-
 def similar_pairs(
     texts: Any,
     threshold: float = 0.9,
@@ -73,7 +85,6 @@ def similar_pairs(
     progress: Any = None,
     copies: str = "all",
 ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]: ...
-
 def report(
     texts: Any,
     *,
@@ -94,9 +105,7 @@ def report(
     title: Union[str, None] = None,
     threads: Union[int, None] = None,
 ) -> Report: ...
-
 def shingles(text: str, *, mode: str = "words", width: Union[int, None] = None) -> npt.NDArray[np.uint64]: ...
-
 @overload
 def hamming(a: int, b: int) -> int: ...
 @overload

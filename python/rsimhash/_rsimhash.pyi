@@ -162,9 +162,7 @@ def batch_find_all(
     """Every pair within ``k`` of a batch source (an array or ``.npy`` paths): a
     ``(P, 2)`` ``uint64`` array, or the count written to ``out`` (a ``.npy`` path)."""
 
-def batch_dedup(
-    source: _Values, **job: Any
-) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
+def batch_dedup(source: _Values, **job: Any) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
     """``(keep, dropped, matched)``: the keep mask, the dropped positions and the
     earliest kept position within ``k`` of each (see ``rsimhash.batch.dedup``)."""
 
@@ -206,7 +204,12 @@ class SimilarCorpus:
     """Texts in memory, then their verified pairs, dedup or clusters."""
 
     def __new__(
-        cls, threshold: float, *, measure: str = "jaccard", shingles: str = "words", width: Union[int, None] = None,
+        cls,
+        threshold: float,
+        *,
+        measure: str = "jaccard",
+        shingles: str = "words",
+        width: Union[int, None] = None,
         candidates: _Candidates = None,
     ) -> "SimilarCorpus": ...
     def add(self, texts: _Texts, *, threads: Union[int, None] = None) -> None: ...
@@ -248,7 +251,12 @@ class OnlineDedup:
     """The verified dedup of a stream of texts, a chunk at a time."""
 
     def __new__(
-        cls, threshold: float, *, measure: str = "jaccard", shingles: str = "words", width: Union[int, None] = None,
+        cls,
+        threshold: float,
+        *,
+        measure: str = "jaccard",
+        shingles: str = "words",
+        width: Union[int, None] = None,
         candidates: _Candidates = None,
     ) -> "OnlineDedup": ...
     def add(self, texts: _Texts, *, threads: Union[int, None] = None) -> tuple[npt.NDArray[np.bool_], _U64, _F32]: ...
@@ -262,9 +270,7 @@ class PairSweep:
     """Verified pairs of ``n`` documents, fed in order, folded into the dedup and the clusters."""
 
     def __new__(cls, n: int) -> "PairSweep": ...
-    def feed(
-        self, higher: _U64, lower: _U64, similarity: _F32, links: Union[_U64, None] = None
-    ) -> tuple[_U32, _U32, _F32]: ...
+    def feed(self, higher: _U64, lower: _U64, similarity: _F32, links: Union[_U64, None] = None) -> tuple[_U32, _U32, _F32]: ...
     def dedup(self) -> tuple[npt.NDArray[np.bool_], _U32, _U32, _F32]: ...
     def clusters(self, *, method: str = "connected", min_size: int = 2) -> tuple[_U32, _U64]: ...
 
@@ -456,7 +462,9 @@ class Index:
         """
     def __len__(self) -> int: ...
     def add(
-        self, fps: Union[int, Sequence[int], npt.NDArray[np.uint64]], ids: Union[int, Sequence[int], npt.NDArray[np.uint64], None] = None
+        self,
+        fps: Union[int, Sequence[int], npt.NDArray[np.uint64]],
+        ids: Union[int, Sequence[int], npt.NDArray[np.uint64], None] = None,
     ) -> npt.NDArray[np.uint64]:
         """Stores fingerprints and returns their ids (default: consecutive after the largest id so far).
 
@@ -527,9 +535,7 @@ class Index:
         >>> index.find_all(k=0).tolist(), index.find_all(k=0, copies="first").tolist()
         ([[2, 4], [2, 5], [4, 5]], [[2, 4], [2, 5]])
         """
-    def cluster(
-        self, k: Union[int, None] = None, min_size: int = 2, method: str = "connected"
-    ) -> list[npt.NDArray[np.uint64]]:
+    def cluster(self, k: Union[int, None] = None, min_size: int = 2, method: str = "connected") -> list[npt.NDArray[np.uint64]]:
         """Clusters of ids: ``"connected"`` components of the within-k graph, or ``"leader"`` groups.
 
         ``"connected"``: each member is within ``k`` of at least one other

@@ -30,7 +30,7 @@ class ArrowBuffers:
         start, stop, step = items.indices(len(self))
         if step != 1:
             raise ValueError("ArrowBuffers slices take no step")
-        return ArrowBuffers(self.offsets[start: max(start, stop) + 1], self.data)
+        return ArrowBuffers(self.offsets[start : max(start, stop) + 1], self.data)
 
     def core(self) -> Tuple[np.ndarray, np.ndarray]:
         """The pair the core's functions take in place of a list of texts."""
@@ -98,7 +98,8 @@ def arrow_pieces(column: Any) -> Iterator[ArrowBuffers]:
 def fingerprint_pieces(pieces: Any, **options: Any) -> np.ndarray:
     """Fingerprints of texts given in pieces (see ``_texts.pieces``), concatenated."""
     parts = [
-        _rsimhash.fingerprints_arrow(*piece.core(), **options) if isinstance(piece, ArrowBuffers)
+        _rsimhash.fingerprints_arrow(*piece.core(), **options)
+        if isinstance(piece, ArrowBuffers)
         else _rsimhash.fingerprints(piece, **options)
         for piece in pieces
     ]

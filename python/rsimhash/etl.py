@@ -77,8 +77,9 @@ def dedup(
         from .similar import _threshold, candidates_arg
 
         # In order, a piece at a time: only the kept texts' sets are held.
-        online = OnlineDedup(_threshold(jaccard), measure=measure, shingles=mode, width=width,
-                             candidates=candidates_arg(candidates))
+        online = OnlineDedup(
+            _threshold(jaccard), measure=measure, shingles=mode, width=width, candidates=candidates_arg(candidates)
+        )
         parts = [online.add(p.core() if isinstance(p, _texts.ArrowBuffers) else p, threads=threads)[0] for p in pieces]
         keep = np.concatenate(parts) if parts else np.empty(0, dtype=bool)
     else:

@@ -107,31 +107,43 @@ class SimilarCorpus:
     the clusters. ``similar_pairs`` and ``dedup(..., jaccard=)`` use it; the
     command line adds its records chunk by chunk."""
 
-    def __init__(self, threshold: float, *, shingles: str = "words", width: Optional[int] = 3,
-                 candidates: CandidatesArg = "auto", measure: str = "jaccard"):
+    def __init__(
+        self,
+        threshold: float,
+        *,
+        shingles: str = "words",
+        width: Optional[int] = 3,
+        candidates: CandidatesArg = "auto",
+        measure: str = "jaccard",
+    ):
         self._core = _rsimhash.SimilarCorpus(
-            _threshold(threshold), measure=measure, shingles=shingles, width=width, candidates=candidates_arg(candidates))
+            _threshold(threshold), measure=measure, shingles=shingles, width=width, candidates=candidates_arg(candidates)
+        )
 
     def add(self, texts: Any, *, threads: Optional[int] = None) -> None:
         for piece in _texts.pieces(texts):
             self._core.add(piece.core() if isinstance(piece, _texts.ArrowBuffers) else piece, threads=threads)
 
-    def pairs(self, *, threads: Optional[int] = None, progress: Any = None,
-              copies: str = "all") -> Tuple[np.ndarray, np.ndarray]:
-        return _with_bars(progress, "similar pairs",
-                          lambda bars: self._core.pairs(threads=threads, progress=bars, copies=copies))
+    def pairs(self, *, threads: Optional[int] = None, progress: Any = None, copies: str = "all") -> Tuple[np.ndarray, np.ndarray]:
+        return _with_bars(progress, "similar pairs", lambda bars: self._core.pairs(threads=threads, progress=bars, copies=copies))
 
-    def dedup(self, *, threads: Optional[int] = None, progress: Any = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def dedup(
+        self, *, threads: Optional[int] = None, progress: Any = None
+    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(keep, dropped, matched, similarity)``: the keep mask in the order
         added, the positions dropped, the earliest kept text each matched and
         their similarity."""
         return _with_bars(progress, "dedup", lambda bars: self._core.dedup(threads=threads, progress=bars))
 
-    def clusters(self, *, method: str = "connected", min_size: int = 2, threads: Optional[int] = None,
-                 progress: Any = None) -> Tuple[np.ndarray, np.ndarray]:
+    def clusters(
+        self, *, method: str = "connected", min_size: int = 2, threads: Optional[int] = None, progress: Any = None
+    ) -> Tuple[np.ndarray, np.ndarray]:
         """``(members, starts)``: positions of each cluster's texts, cluster by cluster."""
-        return _with_bars(progress, "clusters", lambda bars: self._core.clusters(
-            method=method, min_size=min_size, threads=threads, progress=bars))
+        return _with_bars(
+            progress,
+            "clusters",
+            lambda bars: self._core.clusters(method=method, min_size=min_size, threads=threads, progress=bars),
+        )
 
     @property
     def candidates(self) -> Tuple[str, int, int]:
@@ -160,7 +172,7 @@ def candidates_arg(candidates: CandidatesArg) -> Optional[Tuple[str, Optional[in
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
             raise TypeError(f"the candidates' {name} must be an int, got {type(value).__name__}")
     if not isinstance(mode, str):
-        raise TypeError(f"the candidates' mode must be \"words\" or \"chars\", got {type(mode).__name__}")
+        raise TypeError(f'the candidates\' mode must be "words" or "chars", got {type(mode).__name__}')
     return mode, None if width is None else int(width), int(k)
 
 

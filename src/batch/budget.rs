@@ -32,9 +32,7 @@ const MAX_TABLES: usize = 64;
 pub fn choose_design(k: u32, n: u64, spilled: bool) -> Result<Design> {
     let n = n as f64;
     let per_table = n * (TABLE_NS + if spilled { SPILL_NS } else { 0.0 });
-    let cost = |d: &Design| -> f64 {
-        d.tables().iter().map(|t| per_table + COMPARE_NS * n * n * (-(f64::from(t.prefix) + 1.0)).exp2()).sum()
-    };
+    let cost = |d: &Design| -> f64 { d.tables().iter().map(|t| per_table + COMPARE_NS * n * n * (-(f64::from(t.prefix) + 1.0)).exp2()).sum() };
     let mut best: Option<(f64, Design)> = None;
     for design in plan::designs(k, MAX_TABLES) {
         let c = cost(&design);

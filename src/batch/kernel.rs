@@ -183,8 +183,7 @@ impl Arena {
 /// and their positions (a restarted job compares it): one read for all.
 pub(crate) fn histograms(design: &Design, bucket_bits: u32, source: &Source<'_>, control: &Control) -> Result<(Vec<Vec<u64>>, u64)> {
     let kernels: Vec<TableKernel<'_>> = (0..design.tables().len()).map(|t| TableKernel::new(design, t, 0, false, bucket_bits)).collect();
-    let totals: Vec<Vec<AtomicU64>> =
-        kernels.iter().map(|kt| (0..kt.buckets()).map(|_| AtomicU64::new(0)).collect()).collect();
+    let totals: Vec<Vec<AtomicU64>> = kernels.iter().map(|kt| (0..kt.buckets()).map(|_| AtomicU64::new(0)).collect()).collect();
     let digest = AtomicU64::new(0);
     let leading: Vec<Permutation> = kernels.iter().map(|kt| kt.perm.leading(kt.bucket_bits)).collect();
     source.par_chunks(0..source.len(), |start, fps| {
@@ -372,14 +371,7 @@ impl<'d> TableKernel<'d> {
 
     /// Sorts each bucket on the prefix bits below the bucket bits and
     /// compares the keys of each group sharing the prefix.
-    fn sort_and_scan(
-        &self,
-        starts: &[u64],
-        mut keys: &mut [u64],
-        mut pos: &mut [u32],
-        control: &Control,
-        emit: Emit<'_>,
-    ) -> Result<()> {
+    fn sort_and_scan(&self, starts: &[u64], mut keys: &mut [u64], mut pos: &mut [u32], control: &Control, emit: Emit<'_>) -> Result<()> {
         // Tasks of whole buckets, about TASK_ITEMS items each.
         let mut tasks: Vec<(Vec<usize>, &mut [u64], &mut [u32])> = Vec::new();
         let buckets = starts.len() - 1;
@@ -450,8 +442,7 @@ impl<'d> TableKernel<'d> {
             let shift = lowest + p * width;
             let w = width.min(self.prefix - self.bucket_bits - p * width);
             let mask = (1u64 << w) - 1;
-            let (fk, fp, tk, tp): (&[u64], &[u32], &mut [u64], &mut [u32]) =
-                if in_scratch { (sk, sp, keys, pos) } else { (keys, pos, sk, sp) };
+            let (fk, fp, tk, tp): (&[u64], &[u32], &mut [u64], &mut [u32]) = if in_scratch { (sk, sp, keys, pos) } else { (keys, pos, sk, sp) };
             let counts = &mut counts[..1 << w];
             counts.fill(0);
             for &k in fk.iter() {
@@ -708,10 +699,7 @@ impl<'d> TableKernel<'d> {
             let mut b = a + 1;
             // Most steps find nothing: 32 keys a test of one combined mask.
             while b + 32 <= n {
-                take(
-                    b,
-                    u32::from(close8(b)) | u32::from(close8(b + 8)) << 8 | u32::from(close8(b + 16)) << 16 | u32::from(close8(b + 24)) << 24,
-                );
+                take(b, u32::from(close8(b)) | u32::from(close8(b + 8)) << 8 | u32::from(close8(b + 16)) << 16 | u32::from(close8(b + 24)) << 24);
                 b += 32;
             }
             while b + 8 <= n {

@@ -613,11 +613,7 @@ fn run_tables(source: &Source<'_>, opts: &Options, control: &Control, job: Job, 
     };
     control.set_total(n + plans.iter().map(work).sum::<u64>());
 
-    let identity = format!(
-        "rsimhash batch job, version 1\njob {job:?}\nk {}\ndesign {:?}\nitems {n}\ndigest {digest:016x}\n",
-        opts.k,
-        design.levels()
-    );
+    let identity = format!("rsimhash batch job, version 1\njob {job:?}\nk {}\ndesign {:?}\nitems {n}\ndigest {digest:016x}\n", opts.k, design.levels());
     let mut workdir = match &opts.workdir {
         Some(path) => Some(Workdir::open(path, &identity)?),
         None => None,
@@ -820,7 +816,6 @@ impl TablePairs {
         Ok(runs)
     }
 }
-
 
 #[cfg(test)]
 mod tests;

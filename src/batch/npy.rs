@@ -62,15 +62,7 @@ pub fn read_header(path: &Path, file: &File) -> Result<NpyHeader> {
         return Err(bad("is a Fortran-ordered .npy array; save a 1-D array".into()));
     }
     let shape = dict_value(&text, "shape").ok_or_else(|| bad("has a .npy header without 'shape'".into()))?;
-    let dims: Vec<&str> = shape
-        .trim_start_matches('(')
-        .split(')')
-        .next()
-        .unwrap_or("")
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
+    let dims: Vec<&str> = shape.trim_start_matches('(').split(')').next().unwrap_or("").split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
     if dims.len() != 1 {
         return Err(bad(format!("holds an array of shape {}, not a one-dimensional one", shape.split(')').next().unwrap_or("").to_string() + ")")));
     }

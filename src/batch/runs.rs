@@ -95,8 +95,7 @@ impl<T: Pod> Reader<T> {
             self.buf.clear();
             self.buf.resize(n, T::zeroed());
             let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut self.buf);
-            read_exact_at(&self.file, bytes, self.at * std::mem::size_of::<T>() as u64)
-                .map_err(Error::io("read", &self.run.path))?;
+            read_exact_at(&self.file, bytes, self.at * std::mem::size_of::<T>() as u64).map_err(Error::io("read", &self.run.path))?;
             self.crc = crc32c::crc32c_append(self.crc, bytes);
             self.at += n as u64;
             self.next = 0;
@@ -110,10 +109,7 @@ impl<T: Pod> Reader<T> {
 }
 
 fn damaged(path: &Path, problem: impl std::fmt::Display) -> Error {
-    Error::bad_input(
-        path.display(),
-        format!("a run file of the work directory is damaged ({problem}); delete the work directory and run again"),
-    )
+    Error::bad_input(path.display(), format!("a run file of the work directory is damaged ({problem}); delete the work directory and run again"))
 }
 
 /// Calls `out` with the records of every run in ascending order, in
@@ -256,14 +252,24 @@ mod tests {
         let mut expected = Vec::new();
         let mut x = 7u64;
         for round in 0..5 {
-            let batch: Vec<u64> = (0..40_000).map(|_| { x = super::super::source::mix(x); x % 100_000 }).collect();
+            let batch: Vec<u64> = (0..40_000)
+                .map(|_| {
+                    x = super::super::source::mix(x);
+                    x % 100_000
+                })
+                .collect();
             expected.extend_from_slice(&batch);
             sorter.push(&batch).unwrap();
             assert!(round == 0 || std::fs::read_dir(dir.path()).unwrap().count() > 0);
         }
         expected.sort_unstable();
         let mut got = Vec::new();
-        sorter.finish(|b| { got.extend_from_slice(b); Ok(()) }).unwrap();
+        sorter
+            .finish(|b| {
+                got.extend_from_slice(b);
+                Ok(())
+            })
+            .unwrap();
         assert!(got == expected, "{} records merged, {} expected", got.len(), expected.len());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "run files removed");
     }

@@ -68,11 +68,8 @@ impl NpyFiles {
             .iter()
             .map(|p| {
                 let meta = p.file.metadata().ok();
-                let modified = meta
-                    .as_ref()
-                    .and_then(|m| m.modified().ok())
-                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                    .map_or(0, |d| d.as_nanos());
+                let modified =
+                    meta.as_ref().and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
                 format!("{}:{}:{}", p.path.display(), meta.map_or(0, |m| m.len()), modified)
             })
             .collect::<Vec<_>>()
@@ -89,8 +86,7 @@ impl NpyFiles {
             }
             let n = ((part.start + part.items - at) as usize).min(out.len() - done);
             let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out[done..done + n]);
-            npy::read_exact_at(&part.file, bytes, part.data_offset + (at - part.start) * 8)
-                .map_err(Error::io("read", &part.path))?;
+            npy::read_exact_at(&part.file, bytes, part.data_offset + (at - part.start) * 8).map_err(Error::io("read", &part.path))?;
             done += n;
             at += n as u64;
         }

@@ -210,7 +210,8 @@ fn files_out_and_resume() {
     // The job's state is in a directory of its own inside the one given.
     let own: Vec<_> = std::fs::read_dir(&work).unwrap().flatten().map(|e| e.path()).collect();
     assert!(own.len() == 1 && own[0].file_name().unwrap().to_str().unwrap().starts_with("rsimhash-job-"), "{own:?}");
-    let done: Vec<String> = std::fs::read_dir(&own[0]).unwrap().flatten().map(|e| e.file_name().into_string().unwrap()).filter(|n| n.ends_with(".done")).collect();
+    let done: Vec<String> =
+        std::fs::read_dir(&own[0]).unwrap().flatten().map(|e| e.file_name().into_string().unwrap()).filter(|n| n.ends_with(".done")).collect();
     // Tables 1 to 3 at least are kept (more if the job outran the cancel).
     assert!((3..10).contains(&done.len()), "{done:?}");
     let out = dir.path().join("pairs.npy");

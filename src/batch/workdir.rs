@@ -111,7 +111,8 @@ impl Workdir {
                 Ok(_) => continue,
             }
         }
-        let source = std::io::Error::new(std::io::ErrorKind::AlreadyExists, format!("{NAMES} directories named {base}* that are not this job's are in the way"));
+        let source =
+            std::io::Error::new(std::io::ErrorKind::AlreadyExists, format!("{NAMES} directories named {base}* that are not this job's are in the way"));
         Err(Error::Io { path: parent.display().to_string(), action: "make the job's directory in", source })
     }
 

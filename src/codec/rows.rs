@@ -117,7 +117,13 @@ fn decode_rows_by(by: Loop, data: &[u8], decoder: &Decoder, rt: &RowTable, start
     // for the keys every block has, if that fits; else each lane alone.
     let fits = |keys: usize| starts.iter().all(|&s| s + 17 + keys * MAX_KEY_BITS / 8 <= data.len());
     let (longest, common) = (counts.iter().copied().max().unwrap_or(1), counts.iter().copied().min().unwrap_or(1));
-    let lockstep = if fits(longest) { longest } else if fits(common) { common } else { 1 };
+    let lockstep = if fits(longest) {
+        longest
+    } else if fits(common) {
+        common
+    } else {
+        1
+    };
     if lockstep > 1 {
         // SAFETY: before step `i` a lane has moved at most `(i - 1) *
         // MAX_KEY_BITS` bits past its first key and a step loads 16 bytes
@@ -375,11 +381,8 @@ unsafe fn portable_loop(data: &[u8], rt: &RowTable, steps: usize, pos: &mut [usi
             let bits = load_unchecked(data, p >> 3) >> (p & 7);
             // Every entry of the table is filled: no mask but its size.
             let [len, h, tot, wide] = rt.table.entries[(bits as usize) & (TABLE_SIZE - 1)];
-            let low = if wide == 0 {
-                (bits >> len) & super::low_mask(u32::from(h) & 63)
-            } else {
-                low_wide(bits, load_unchecked(data, (p >> 3) + 8), p, len, h)
-            };
+            let low =
+                if wide == 0 { (bits >> len) & super::low_mask(u32::from(h) & 63) } else { low_wide(bits, load_unchecked(data, (p >> 3) + 8), p, len, h) };
             let prev = *rows.keys.get_unchecked(l).get_unchecked(i - 1);
             *rows.keys.get_unchecked_mut(l).get_unchecked_mut(i) = super::after(prev, u32::from(h) & 63, low);
             pos[l] = p + usize::from(tot);
@@ -418,7 +421,10 @@ mod tests {
     fn keys() -> impl Strategy<Value = Vec<u64>> {
         prop_oneof![
             prop::collection::btree_set(any::<u64>(), 0..4000),
-            (any::<u64>(), 1u64..5000, 0usize..4000).prop_map(|(s, step, n)| (0..n as u64).map(|i| (s / 2).wrapping_add(i * step)).take_while(|&k| k >= s / 2).collect::<std::collections::BTreeSet<u64>>()),
+            (any::<u64>(), 1u64..5000, 0usize..4000).prop_map(|(s, step, n)| (0..n as u64)
+                .map(|i| (s / 2).wrapping_add(i * step))
+                .take_while(|&k| k >= s / 2)
+                .collect::<std::collections::BTreeSet<u64>>()),
             (any::<u64>(), prop::collection::btree_set(0u64..1 << 24, 0..4000)).prop_map(|(hi, s)| s.into_iter().map(|x| (hi << 24) | x).collect()),
             prop::collection::btree_set(prop_oneof![Just(0u64), Just(u64::MAX), Just(1u64 << 63), any::<u64>().prop_map(|x| x | 1 << 63)], 0..200),
         ]
@@ -506,7 +512,14 @@ mod tests {
     fn wide_codes_decode() {
         // Keys so spread that most codes do not fit one load.
         let mut x = 7u64;
-        let mut keys: Vec<u64> = (0..400).map(|_| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x }).collect();
+        let mut keys: Vec<u64> = (0..400)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            })
+            .collect();
         keys.sort_unstable();
         keys.dedup();
         let counts = symbol_counts(&keys);

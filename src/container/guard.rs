@@ -175,9 +175,7 @@ mod handler {
     pub fn map_zeros(at: usize, len: usize) -> bool {
         // SAFETY: the range lies inside a live read-only mapping of ours
         // (see the module's invariants); MAP_FIXED replaces its pages.
-        let p = unsafe {
-            libc::mmap(at as *mut c_void, len, libc::PROT_READ, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED, -1, 0)
-        };
+        let p = unsafe { libc::mmap(at as *mut c_void, len, libc::PROT_READ, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED, -1, 0) };
         p != libc::MAP_FAILED
     }
 
@@ -192,7 +190,7 @@ mod handler {
         // SAFETY: a record stored by `install` and never freed; calling the
         // previous handler as it asked to be called.
         unsafe {
-            if !previous.is_null() && !(code <= 0 && CHAINED.load(Ordering::Acquire)) {
+            if !(previous.is_null() || code <= 0 && CHAINED.load(Ordering::Acquire)) {
                 CHAINED.store(true, Ordering::Release);
                 let act = &*previous;
                 if act.sa_sigaction != libc::SIG_IGN {

@@ -11,8 +11,8 @@ use memmap2::Mmap;
 use super::bytes::{Buffer, Storage};
 use super::guard::Watch;
 use super::{
-    bad_file, checksums, io_error, tag_name, u32_at, u64_at, valid_tag, Container, Tag, ALIGN, AT_COUNT, AT_FILE_LEN,
-    AT_FLAGS, AT_HEADER_CRC, AT_SPEC, AT_TABLE_CRC, AT_VERSION, ENTRY_LEN, FORMAT_VERSION, HEADER_LEN, MAGIC, RESERVED,
+    bad_file, checksums, io_error, tag_name, u32_at, u64_at, valid_tag, Container, Tag, ALIGN, AT_COUNT, AT_FILE_LEN, AT_FLAGS, AT_HEADER_CRC, AT_SPEC,
+    AT_TABLE_CRC, AT_VERSION, ENTRY_LEN, FORMAT_VERSION, HEADER_LEN, MAGIC, RESERVED,
 };
 use crate::{Error, Result};
 
@@ -89,8 +89,11 @@ fn load(path: &Path, mmap: bool) -> Result<Buffer> {
     Ok(Buffer::new(storage, path.to_owned()))
 }
 
+/// Each section's tag and byte range, and the checksums of the file.
+type Sections = (Vec<(Tag, Range<usize>)>, Vec<u32>);
+
 /// The sections of `data` and their checksums, or what is wrong with it.
-pub(super) fn check(data: &[u8], expect_spec: u32) -> std::result::Result<(Vec<(Tag, Range<usize>)>, Vec<u32>), String> {
+pub(super) fn check(data: &[u8], expect_spec: u32) -> std::result::Result<Sections, String> {
     let n = data.len();
     if n < MAGIC.len() && MAGIC.starts_with(data) || n < HEADER_LEN && data.starts_with(&MAGIC) {
         return Err(format!("truncated: the file has {n} bytes, fewer than the {HEADER_LEN}-byte header"));
@@ -103,9 +106,7 @@ pub(super) fn check(data: &[u8], expect_spec: u32) -> std::result::Result<(Vec<(
     let header = &data[..HEADER_LEN];
     let version = u32_at(header, AT_VERSION);
     if version > FORMAT_VERSION {
-        return Err(format!(
-            "written by a newer rsimhash (format version {version}; this version reads {FORMAT_VERSION}): upgrade rsimhash"
-        ));
+        return Err(format!("written by a newer rsimhash (format version {version}; this version reads {FORMAT_VERSION}): upgrade rsimhash"));
     }
     if version == 0 {
         return Err("format version 0 does not exist: the file is corrupt".into());
@@ -124,10 +125,7 @@ pub(super) fn check(data: &[u8], expect_spec: u32) -> std::result::Result<(Vec<(
         return Err(format!("unknown flags {flags:#x} (written by a newer rsimhash? upgrade rsimhash)"));
     }
     if header[RESERVED].iter().any(|&b| b != 0) {
-        return Err(format!(
-            "reserved header bytes {}..{} are not zero (written by a newer rsimhash? upgrade rsimhash)",
-            RESERVED.start, RESERVED.end
-        ));
+        return Err(format!("reserved header bytes {}..{} are not zero (written by a newer rsimhash? upgrade rsimhash)", RESERVED.start, RESERVED.end));
     }
     let file_len = u64_at(header, AT_FILE_LEN);
     if file_len > n as u64 {
@@ -139,9 +137,7 @@ pub(super) fn check(data: &[u8], expect_spec: u32) -> std::result::Result<(Vec<(
     let count = u32_at(header, AT_COUNT) as u64;
     let table_end = HEADER_LEN as u64 + count * ENTRY_LEN as u64;
     if table_end > file_len {
-        return Err(format!(
-            "its section table ({count} entries, bytes {HEADER_LEN}..{table_end}) runs past the end of the file ({n} bytes)"
-        ));
+        return Err(format!("its section table ({count} entries, bytes {HEADER_LEN}..{table_end}) runs past the end of the file ({n} bytes)"));
     }
     // Every offset below is now at most n, so `as usize` is exact.
     let table = &data[HEADER_LEN..table_end as usize];
@@ -165,9 +161,7 @@ pub(super) fn check(data: &[u8], expect_spec: u32) -> std::result::Result<(Vec<(
             return Err(format!("section {name} starts at byte {offset}, not a multiple of {ALIGN}"));
         }
         if offset < prev_end {
-            return Err(format!(
-                "section {name} starts at byte {offset}, before the end of what precedes it ({prev_end})"
-            ));
+            return Err(format!("section {name} starts at byte {offset}, before the end of what precedes it ({prev_end})"));
         }
         let end = offset.checked_add(len).filter(|&end| end <= file_len);
         let Some(end) = end else {
@@ -176,9 +170,7 @@ pub(super) fn check(data: &[u8], expect_spec: u32) -> std::result::Result<(Vec<(
         };
         let (start, end) = (offset as usize, end as usize);
         if data[prev_end as usize..start].iter().any(|&b| b != 0) {
-            return Err(format!(
-                "the padding before section {name} (bytes {prev_end}..{start}) is not zero: the file is corrupt"
-            ));
+            return Err(format!("the padding before section {name} (bytes {prev_end}..{start}) is not zero: the file is corrupt"));
         }
         sections.push((tag, start..end));
         crcs.push(u32_at(entry, 24));
@@ -192,10 +184,7 @@ pub(super) fn check(data: &[u8], expect_spec: u32) -> std::result::Result<(Vec<(
     for ((tag, range), (want, got)) in sections.iter().zip(crcs.iter().zip(found)) {
         if *want != got {
             let name = tag_name(tag);
-            return Err(format!(
-                "section {name} (bytes {}..{}) fails its checksum: the file is corrupt",
-                range.start, range.end
-            ));
+            return Err(format!("section {name} (bytes {}..{}) fails its checksum: the file is corrupt", range.start, range.end));
         }
     }
     Ok((sections, crcs))

@@ -137,10 +137,7 @@ fn large_sections_are_checksummed_in_chunks() {
     let at = 64 + 32 + CRC_CHUNK + 1_000;
     bytes[at] ^= 0x10;
     let p = problem(open_bytes(dir.path(), &bytes, true));
-    assert!(
-        p.starts_with("section \"BIG\" (bytes 128..") && p.ends_with("fails its checksum: the file is corrupt"),
-        "{p}"
-    );
+    assert!(p.starts_with("section \"BIG\" (bytes 128..") && p.ends_with("fails its checksum: the file is corrupt"), "{p}");
 }
 
 #[test]
@@ -207,10 +204,7 @@ fn versions_are_checked_with_specific_messages() {
         fix_crcs(&mut b);
         problem(open_bytes(dir.path(), &b, false))
     };
-    assert_eq!(
-        patched(AT_VERSION, 2),
-        "written by a newer rsimhash (format version 2; this version reads 1): upgrade rsimhash"
-    );
+    assert_eq!(patched(AT_VERSION, 2), "written by a newer rsimhash (format version 2; this version reads 1): upgrade rsimhash");
     assert_eq!(patched(AT_VERSION, 0), "format version 0 does not exist: the file is corrupt");
     assert_eq!(patched(AT_SPEC, 2), "its fingerprints follow SPEC v2; this rsimhash computes v1");
     assert_eq!(patched(AT_FLAGS, 4), "unknown flags 0x4 (written by a newer rsimhash? upgrade rsimhash)");
@@ -249,10 +243,7 @@ fn section_placement_is_checked() {
     let mut b = good.clone();
     b[entry..entry + 8].copy_from_slice(b"B\0B\0\0\0\0\0");
     fix_crcs(&mut b);
-    assert_eq!(
-        problem(open_bytes(dir.path(), &b, false)),
-        "section 1 has the tag \"B\\x00B\", not 1 to 8 printable ASCII bytes"
-    );
+    assert_eq!(problem(open_bytes(dir.path(), &b, false)), "section 1 has the tag \"B\\x00B\", not 1 to 8 printable ASCII bytes");
 }
 
 #[test]

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{
-    checksums, io_error, tag_name, valid_tag, Tag, ALIGN, AT_COUNT, AT_FILE_LEN, AT_HEADER_CRC, AT_SPEC, AT_TABLE_CRC,
-    AT_VERSION, ENTRY_LEN, FORMAT_VERSION, HEADER_LEN, MAGIC,
+    checksums, io_error, tag_name, valid_tag, Tag, ALIGN, AT_COUNT, AT_FILE_LEN, AT_HEADER_CRC, AT_SPEC, AT_TABLE_CRC, AT_VERSION, ENTRY_LEN, FORMAT_VERSION,
+    HEADER_LEN, MAGIC,
 };
 use crate::{Error, Result};
 
@@ -47,8 +47,7 @@ pub(crate) fn write_atomic_then(path: &Path, spec_version: u32, sections: &[(Tag
     if let Some((tag, _)) = sections.iter().find(|(tag, _)| !valid_tag(tag)) {
         return Err(Error::invalid("section tag", "1 to 8 printable ASCII bytes, zero padded", tag_name(tag)));
     }
-    let count =
-        u32::try_from(sections.len()).map_err(|_| Error::invalid("sections", "at most 2**32-1", sections.len()))?;
+    let count = u32::try_from(sections.len()).map_err(|_| Error::invalid("sections", "at most 2**32-1", sections.len()))?;
     let parts: Vec<&[u8]> = sections.iter().map(|(_, data)| *data).collect();
     let crcs = checksums(&parts);
     let (head, offsets) = encode_head(spec_version, count, sections, &crcs);

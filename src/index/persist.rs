@@ -210,9 +210,7 @@ impl Index {
         if level_count > 64 {
             return Err(bad(format!("a design of {level_count} levels")));
         }
-        let levels: Vec<u32> = (0..level_count)
-            .map(|i| field(10 + i, "levels").map(|m| u32::try_from(m).unwrap_or(u32::MAX)))
-            .collect::<Result<_>>()?;
+        let levels: Vec<u32> = (0..level_count).map(|i| field(10 + i, "levels").map(|m| u32::try_from(m).unwrap_or(u32::MAX))).collect::<Result<_>>()?;
         if meta.len() != 10 + level_count {
             return Err(bad(format!("an INDEX section of {} fields for {level_count} levels", meta.len())));
         }
@@ -280,7 +278,9 @@ impl Index {
             // or edited with their checksums made good) would answer queries
             // wrongly without a sound: refuse it here.
             if let Some(t) = sums.iter().position(|&s| s != sums[0]) {
-                return Err(bad(format!("run {r}: table {t} does not hold the fingerprints of table 0 (the file is damaged or was altered after it was written)")));
+                return Err(bad(format!(
+                    "run {r}: table {t} does not hold the fingerprints of table 0 (the file is damaged or was altered after it was written)"
+                )));
             }
             let m = runs[r].as_u64s()?;
             let ids = ids[r].as_u64s()?.to_vec();
@@ -290,8 +290,7 @@ impl Index {
                 return Err(bad(format!("run {r}: its RUN section does not match its ids")));
             }
             max_id = max_id.max(ids.iter().copied().max());
-            let run = Run::from_parts(Arc::clone(&design), run_tables, starts, ids, dead)
-                .map_err(|e| bad(format!("run {r}: {e}")))?;
+            let run = Run::from_parts(Arc::clone(&design), run_tables, starts, ids, dead).map_err(|e| bad(format!("run {r}: {e}")))?;
             total += run.live();
             index.runs.push(run);
         }

@@ -50,9 +50,7 @@ impl<'py> Values<'py> {
         }
         let arr = u64_array(obj, name)?.readonly();
         if arr.as_slice().is_err() {
-            return Err(PyValueError::new_err(format!(
-                "{name} must be contiguous; pass np.ascontiguousarray({name})"
-            )));
+            return Err(PyValueError::new_err(format!("{name} must be contiguous; pass np.ascontiguousarray({name})")));
         }
         Ok(Values::Array(arr))
     }
@@ -117,7 +115,12 @@ impl Settings {
 }
 
 /// Runs `job` on a thread of its own (see the module docs).
-pub(crate) fn run<T: Send>(py: Python<'_>, threads: Option<usize>, progress: Option<Py<PyAny>>, job: impl FnOnce(&Control) -> crate::Result<T> + Send) -> PyResult<T> {
+pub(crate) fn run<T: Send>(
+    py: Python<'_>,
+    threads: Option<usize>,
+    progress: Option<Py<PyAny>>,
+    job: impl FnOnce(&Control) -> crate::Result<T> + Send,
+) -> PyResult<T> {
     let control = Control::default();
     let (result, pending) = py.detach(|| {
         std::thread::scope(|s| {
@@ -274,13 +277,7 @@ type Clusters<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u64>>);
 /// Clusters as `(members, starts)`: positions, cluster by cluster.
 #[pyfunction]
 #[pyo3(signature = (source, *, method = "connected", min_size = Int::Fits(2), **job), text_signature = "(source, *, method='connected', min_size=2, **job)")]
-fn batch_clusters<'py>(
-    py: Python<'py>,
-    source: &Bound<'py, PyAny>,
-    method: &str,
-    min_size: Int,
-    job: Option<&Bound<'py, PyDict>>,
-) -> PyResult<Clusters<'py>> {
+fn batch_clusters<'py>(py: Python<'py>, source: &Bound<'py, PyAny>, method: &str, min_size: Int, job: Option<&Bound<'py, PyDict>>) -> PyResult<Clusters<'py>> {
     let method: ClusterMethod = method.parse()?;
     let min_size = min_size.range("min_size", 1, i64::MAX)?;
     let held = Values::extract(source, "source")?;
@@ -294,7 +291,13 @@ fn batch_clusters<'py>(
 /// The design a job would use for `n` items: `(tables, description)`.
 #[pyfunction]
 #[pyo3(signature = (n, *, k, blocks = None, tables = None))]
-fn batch_design(py: Python<'_>, n: u64, k: &Bound<'_, PyAny>, blocks: Option<&Bound<'_, PyAny>>, tables: Option<&Bound<'_, PyAny>>) -> PyResult<(usize, String)> {
+fn batch_design(
+    py: Python<'_>,
+    n: u64,
+    k: &Bound<'_, PyAny>,
+    blocks: Option<&Bound<'_, PyAny>>,
+    tables: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(usize, String)> {
     let job = PyDict::new(py);
     job.set_item("k", k)?;
     job.set_item("memory_limit", 1)?;

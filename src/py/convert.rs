@@ -1,9 +1,9 @@
 //! Argument conversion with messages that name the argument and the fix.
 
-use numpy::{PyArray1, PyArray2, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods, PyArrayDescrMethods};
+use numpy::{PyArray1, PyArray2, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyByteArray, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyByteArray, PyBytes, PyInt, PyList, PyString, PyTuple};
 
 /// A Python int in `0..2**64`; `what` names it in the message.
 pub(crate) fn to_u64(obj: &Bound<'_, PyAny>, what: impl FnOnce() -> String) -> PyResult<u64> {
@@ -11,10 +11,7 @@ pub(crate) fn to_u64(obj: &Bound<'_, PyAny>, what: impl FnOnce() -> String) -> P
         return Ok(v);
     }
     if is_ndarray(obj) {
-        return Err(PyTypeError::new_err(format!(
-            "{} must be an int, got a numpy array; pass int(x), or use the batch method for arrays",
-            what()
-        )));
+        return Err(PyTypeError::new_err(format!("{} must be an int, got a numpy array; pass int(x), or use the batch method for arrays", what())));
     }
     if obj.is_instance_of::<PyInt>() || obj.hasattr("__index__").unwrap_or(false) {
         Err(PyValueError::new_err(format!(
@@ -40,9 +37,7 @@ pub(crate) fn is_ndarray(obj: &Bound<'_, PyAny>) -> bool {
 /// float dtypes, whose negative or fractional values would turn into
 /// different fingerprints.
 pub(crate) fn u64_array<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyArray1<u64>>> {
-    let arr = obj.cast::<PyUntypedArray>().map_err(|_| {
-        PyTypeError::new_err(format!("{name} must be a numpy uint64 array, got {}", type_name(obj)))
-    })?;
+    let arr = obj.cast::<PyUntypedArray>().map_err(|_| PyTypeError::new_err(format!("{name} must be a numpy uint64 array, got {}", type_name(obj))))?;
     let py = obj.py();
     if !arr.dtype().is_equiv_to(&numpy::dtype::<u64>(py)) {
         return Err(PyTypeError::new_err(format!(
@@ -52,10 +47,7 @@ pub(crate) fn u64_array<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Bo
         )));
     }
     if arr.ndim() != 1 {
-        return Err(PyValueError::new_err(format!(
-            "{name} must be one-dimensional, got an array of shape {:?}; flatten it with {name}.ravel()",
-            arr.shape()
-        )));
+        return Err(PyValueError::new_err(format!("{name} must be one-dimensional, got an array of shape {:?}; flatten it with {name}.ravel()", arr.shape())));
     }
     Ok(obj.cast::<PyArray1<u64>>()?.clone())
 }
@@ -110,29 +102,20 @@ pub(crate) fn u64_values(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<u64
 /// expected: iterating it would fingerprint single characters.
 pub(crate) fn reject_text(obj: &Bound<'_, PyAny>, name: &str, expected: &str) -> PyResult<()> {
     if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
-        return Err(PyTypeError::new_err(format!(
-            "{name} must be {expected}, got a single {}; wrap it in a list",
-            type_name(obj)
-        )));
+        return Err(PyTypeError::new_err(format!("{name} must be {expected}, got a single {}; wrap it in a list", type_name(obj))));
     }
     Ok(())
 }
 
 /// Iterates lists and tuples without the iterator protocol, anything else with it.
-pub(crate) fn iterate<'py>(
-    obj: &Bound<'py, PyAny>,
-    name: &str,
-    expected: &str,
-) -> PyResult<Box<dyn Iterator<Item = PyResult<Bound<'py, PyAny>>> + 'py>> {
+pub(crate) fn iterate<'py>(obj: &Bound<'py, PyAny>, name: &str, expected: &str) -> PyResult<Box<dyn Iterator<Item = PyResult<Bound<'py, PyAny>>> + 'py>> {
     if let Ok(list) = obj.cast::<PyList>() {
         return Ok(Box::new(list.clone().into_iter().map(Ok)));
     }
     if let Ok(tuple) = obj.cast::<PyTuple>() {
         return Ok(Box::new(tuple.clone().into_iter().map(Ok)));
     }
-    let it = obj
-        .try_iter()
-        .map_err(|_| PyTypeError::new_err(format!("{name} must be {expected}, got {}", type_name(obj))))?;
+    let it = obj.try_iter().map_err(|_| PyTypeError::new_err(format!("{name} must be {expected}, got {}", type_name(obj))))?;
     Ok(Box::new(it))
 }
 
@@ -142,10 +125,7 @@ pub(crate) fn feature_bytes(obj: &Bound<'_, PyAny>, what: impl FnOnce() -> Strin
     if let Ok(s) = obj.cast::<PyString>() {
         return match s.encode_utf8() {
             Ok(b) => Ok(Some(b.as_bytes().to_vec())),
-            Err(_) => Err(PyValueError::new_err(format!(
-                "{} is a str that cannot be encoded as UTF-8 (it holds a lone surrogate)",
-                what()
-            ))),
+            Err(_) => Err(PyValueError::new_err(format!("{} is a str that cannot be encoded as UTF-8 (it holds a lone surrogate)", what()))),
         };
     }
     if let Ok(b) = obj.cast::<PyBytes>() {
@@ -161,9 +141,7 @@ pub(crate) fn feature_bytes(obj: &Bound<'_, PyAny>, what: impl FnOnce() -> Strin
 pub(crate) fn pairs_array<T: numpy::Element + bytemuck::Pod>(py: Python<'_>, pairs: Vec<[T; 2]>) -> PyResult<Bound<'_, PyArray2<T>>> {
     let n = pairs.len();
     let flat: Vec<T> = bytemuck::allocation::cast_vec(pairs);
-    PyArray1::from_vec(py, flat)
-        .reshape([n, 2])
-        .map_err(|e| PyRuntimeError::new_err(format!("internal error in rsimhash: {e}")))
+    PyArray1::from_vec(py, flat).reshape([n, 2]).map_err(|e| PyRuntimeError::new_err(format!("internal error in rsimhash: {e}")))
 }
 
 /// An int argument of any size (a Python int, or an object with
@@ -227,7 +205,5 @@ pub(crate) fn threads_arg(value: Option<&Int>) -> PyResult<Option<usize>> {
         Some(Int::Fits(v)) => v.to_string(),
         Some(Int::Huge(shown)) => shown.clone(),
     };
-    Err(PyValueError::new_err(format!(
-        "threads must be from 1 to {max} (4 per core, at least 1024), or None for all cores; got {shown}"
-    )))
+    Err(PyValueError::new_err(format!("threads must be from 1 to {max} (4 per core, at least 1024), or None for all cores; got {shown}")))
 }

@@ -3,8 +3,8 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use pyo3::exceptions::PyRuntimeError;
-use pyo3::prelude::*;
 use pyo3::marker::Ungil;
+use pyo3::prelude::*;
 
 /// Runs `f` without the GIL on `threads` rayon workers (`None`: all cores),
 /// then maps its error and gives Ctrl-C pressed meanwhile a chance to raise.
@@ -48,10 +48,7 @@ pub(crate) fn panic_error(panic: Box<dyn std::any::Any + Send>) -> PyErr {
              error), so it may lack items; build or load it again",
         );
     }
-    let what = panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into());
+    let what =
+        panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_else(|| "unknown panic".into());
     PyRuntimeError::new_err(format!("internal error in rsimhash (please report it): {what}"))
 }

@@ -23,10 +23,7 @@ pub(crate) struct PyShuffleTables {
 impl PyShuffleTables {
     fn table(&self, table: i64) -> PyResult<usize> {
         let n = self.inner.tables();
-        usize::try_from(table)
-            .ok()
-            .filter(|&t| t < n)
-            .ok_or_else(|| PyValueError::new_err(format!("table must be from 0 to {}, got {table}", n - 1)))
+        usize::try_from(table).ok().filter(|&t| t < n).ok_or_else(|| PyValueError::new_err(format!("table must be from 0 to {}, got {table}", n - 1)))
     }
 }
 
@@ -66,9 +63,7 @@ impl PyShuffleTables {
             }
             Ok(out)
         })?;
-        PyArray1::from_vec(py, flat)
-            .reshape([values.len(), tables])
-            .map_err(|e| PyRuntimeError::new_err(format!("internal error in rsimhash: {e}")))
+        PyArray1::from_vec(py, flat).reshape([values.len(), tables]).map_err(|e| PyRuntimeError::new_err(format!("internal error in rsimhash: {e}")))
     }
 
     /// `(P, 2)` uint32 positions `i < j` of `fps` (distinct values sharing

@@ -38,7 +38,6 @@ pub(crate) fn threads(threads: Option<Int>) -> PyResult<Option<usize>> {
     threads_arg(threads.as_ref())
 }
 
-
 #[pyfunction]
 fn fnv1a64(data: &Bound<'_, PyAny>) -> PyResult<u64> {
     match feature_bytes(data, || "data".into())? {
@@ -73,13 +72,7 @@ fn fingerprint(py: Python<'_>, text: &Bound<'_, PyAny>, mode: &str, width: Optio
 
 #[pyfunction]
 #[pyo3(signature = (texts, *, mode = "words", width = None, threads = None))]
-fn fingerprints<'py>(
-    py: Python<'py>,
-    texts: &Bound<'py, PyAny>,
-    mode: &str,
-    width: Option<Int>,
-    threads: Option<Int>,
-) -> PyResult<Bound<'py, PyArray1<u64>>> {
+fn fingerprints<'py>(py: Python<'py>, texts: &Bound<'py, PyAny>, mode: &str, width: Option<Int>, threads: Option<Int>) -> PyResult<Bound<'py, PyArray1<u64>>> {
     let options = (shingling(mode, width)?, self::threads(threads)?);
     fingerprint_slices(py, &collect_texts(texts)?.slices(), options)
 }
@@ -96,11 +89,7 @@ pub(crate) fn collect_texts<'py>(texts: &Bound<'py, PyAny>) -> PyResult<Utf8Text
 }
 
 /// The batch fingerprints of texts as UTF-8 slices, without the GIL.
-fn fingerprint_slices<'py>(
-    py: Python<'py>,
-    slices: &[&[u8]],
-    (shingling, threads): (Shingling, Option<usize>),
-) -> PyResult<Bound<'py, PyArray1<u64>>> {
+fn fingerprint_slices<'py>(py: Python<'py>, slices: &[&[u8]], (shingling, threads): (Shingling, Option<usize>)) -> PyResult<Bound<'py, PyArray1<u64>>> {
     let fps = detach::run(py, threads, || crate::fingerprint::fingerprints_utf8(slices, shingling))?;
     Ok(PyArray1::from_vec(py, fps))
 }
@@ -128,10 +117,7 @@ pub(crate) fn arrow_slices<'a>(offsets: &[i64], data: &'a [u8]) -> PyResult<Vec<
     for (i, pair) in offsets.windows(2).enumerate() {
         let (start, end) = (pair[0], pair[1]);
         if start < 0 || end < start || end as u64 > data.len() as u64 {
-            return Err(PyValueError::new_err(format!(
-                "corrupt Arrow string array: text {i} spans bytes {start}..{end} of a {}-byte buffer",
-                data.len()
-            )));
+            return Err(PyValueError::new_err(format!("corrupt Arrow string array: text {i} spans bytes {start}..{end} of a {}-byte buffer", data.len())));
         }
         slices.push(&data[start as usize..end as usize]);
     }
@@ -145,22 +131,15 @@ fn fingerprint_weighted(py: Python<'_>, features: &Bound<'_, PyAny>) -> PyResult
     let mut pairs: Vec<(u64, f64)> = Vec::with_capacity(features.len().unwrap_or(0));
     for (i, item) in iterate(features, "features", expected)?.enumerate() {
         let item = item?;
-        let (feature, weight): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract().map_err(|_| {
-            PyTypeError::new_err(format!("features[{i}] must be a (feature, weight) pair, got {}", type_name(&item)))
-        })?;
+        let (feature, weight): (Bound<'_, PyAny>, Bound<'_, PyAny>) =
+            item.extract().map_err(|_| PyTypeError::new_err(format!("features[{i}] must be a (feature, weight) pair, got {}", type_name(&item))))?;
         let hash = match feature_bytes(&feature, || format!("features[{i}][0]"))? {
             Some(bytes) => crate::fnv1a64(&bytes),
             None if feature.cast::<pyo3::types::PyInt>().is_ok() => to_u64(&feature, || format!("features[{i}][0]"))?,
-            None => {
-                return Err(PyTypeError::new_err(format!(
-                    "features[{i}][0] must be str, bytes or an int hash, got {}",
-                    type_name(&feature)
-                )))
-            }
+            None => return Err(PyTypeError::new_err(format!("features[{i}][0] must be str, bytes or an int hash, got {}", type_name(&feature)))),
         };
-        let weight: f64 = weight.extract().map_err(|_| {
-            PyTypeError::new_err(format!("features[{i}][1] (the weight) must be a float, got {}", type_name(&weight)))
-        })?;
+        let weight: f64 =
+            weight.extract().map_err(|_| PyTypeError::new_err(format!("features[{i}][1] (the weight) must be a float, got {}", type_name(&weight))))?;
         pairs.push((hash, weight));
     }
     detach::run(py, None, move || crate::compute_weighted(pairs))
@@ -183,11 +162,7 @@ fn fnv1a64_texts<'py>(py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Optio
 
 /// Popcount of `a ^ b` over two equal-length 1-D uint64 arrays.
 #[pyfunction]
-fn hamming_arrays<'py>(
-    py: Python<'py>,
-    a: &Bound<'py, PyAny>,
-    b: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyArray1<u8>>> {
+fn hamming_arrays<'py>(py: Python<'py>, a: &Bound<'py, PyAny>, b: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<u8>>> {
     let (a, b) = (u64_array(a, "a")?, u64_array(b, "b")?);
     let (a, b) = (a.readonly(), b.readonly());
     let (a, b) = (a.as_slice()?, b.as_slice()?);

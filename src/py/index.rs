@@ -108,7 +108,13 @@ impl PyIndex {
         d.set_item("tables", tables)?;
         d.set_item("design", index.design().to_string())?;
         d.set_item("compressed", matches!(index.layout(), Layout::Packed(_)))?;
-        d.set_item("block_bytes", match index.layout() { Layout::Packed(b) => Some(b), Layout::Raw => None })?;
+        d.set_item(
+            "block_bytes",
+            match index.layout() {
+                Layout::Packed(b) => Some(b),
+                Layout::Raw => None,
+            },
+        )?;
         d.set_item("runs", runs)?;
         d.set_item("buffered", buffered)?;
         d.set_item("nbytes", index.bytes())?;
@@ -164,12 +170,7 @@ impl PyIndex {
 
     /// Adds fingerprints; returns their ids.
     #[pyo3(signature = (fps, ids = None))]
-    fn add<'py>(
-        &self,
-        py: Python<'py>,
-        fps: &Bound<'py, PyAny>,
-        ids: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    fn add<'py>(&self, py: Python<'py>, fps: &Bound<'py, PyAny>, ids: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyArray1<u64>>> {
         let fps = U64s::extract(fps, "fps")?;
         let ids = ids.map(|i| U64s::extract(i, "ids")).transpose()?;
         let (fps, ids) = (fps.as_slice(), ids.as_ref().map(U64s::as_slice));
@@ -229,13 +230,7 @@ impl PyIndex {
 
     /// Clusters of ids, each a sorted uint64 array.
     #[pyo3(signature = (k = None, min_size = Int::Fits(2), method = "connected"), text_signature = "($self, k=None, min_size=2, method='connected')")]
-    fn cluster<'py>(
-        &self,
-        py: Python<'py>,
-        k: Option<Int>,
-        min_size: Int,
-        method: &str,
-    ) -> PyResult<Vec<Bound<'py, PyArray1<u64>>>> {
+    fn cluster<'py>(&self, py: Python<'py>, k: Option<Int>, min_size: Int, method: &str) -> PyResult<Vec<Bound<'py, PyArray1<u64>>>> {
         let k = op_k(k)?;
         let method: ClusterMethod = method.parse()?;
         let min_size = min_size.range("min_size", 1, i64::MAX)? as usize;
@@ -262,13 +257,7 @@ impl PyIndex {
 
     /// Stores the fingerprints that have nothing within `k` yet: `(is_new, matched)`.
     #[pyo3(signature = (fps, ids = None, k = None))]
-    fn add_unique<'py>(
-        &self,
-        py: Python<'py>,
-        fps: &Bound<'py, PyAny>,
-        ids: Option<&Bound<'py, PyAny>>,
-        k: Option<Int>,
-    ) -> PyResult<NewAndMatched<'py>> {
+    fn add_unique<'py>(&self, py: Python<'py>, fps: &Bound<'py, PyAny>, ids: Option<&Bound<'py, PyAny>>, k: Option<Int>) -> PyResult<NewAndMatched<'py>> {
         let fps = U64s::extract(fps, "fps")?;
         let ids = ids.map(|i| U64s::extract(i, "ids")).transpose()?;
         let (fps, ids, k) = (fps.as_slice(), ids.as_ref().map(U64s::as_slice), op_k(k)?);

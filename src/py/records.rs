@@ -11,8 +11,8 @@ use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 
-use super::detach;
 use super::convert::Int;
+use super::detach;
 use super::fingerprint::{shingling, threads};
 use crate::records::{Fields, HashFormat, Id, Item, JsonLinesReader, ReaderOptions, RecordChunk};
 
@@ -65,8 +65,8 @@ impl PyJsonLines {
         let fields = Fields { text: text_field, id: id_field };
         // At most 1 TiB each: a buffer of either size is held at once.
         let chunk_bytes = Int::range_opt(chunk_bytes.as_ref(), "chunk_bytes", 1, 1 << 40)?.map_or(8 << 20, |b| b as usize);
-        let max_line_bytes = Int::range_opt(max_record_bytes.as_ref(), "max_record_bytes", 1, 1 << 40)?
-            .map_or(crate::records::input::MAX_LINE_BYTES, |b| b as usize);
+        let max_line_bytes =
+            Int::range_opt(max_record_bytes.as_ref(), "max_record_bytes", 1, 1 << 40)?.map_or(crate::records::input::MAX_LINE_BYTES, |b| b as usize);
         let threads = self::threads(threads)?;
         let (file, name) = open(source)?;
         let hashes = match format {
@@ -108,10 +108,7 @@ impl PyJsonLines {
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         // Never waited for with the GIL held: that could deadlock with the holder.
-        let mut slot = self
-            .reader
-            .try_lock()
-            .map_err(|_| PyRuntimeError::new_err("JsonLines is being read by another thread"))?;
+        let mut slot = self.reader.try_lock().map_err(|_| PyRuntimeError::new_err("JsonLines is being read by another thread"))?;
         // Wait in short steps without the GIL, so Ctrl-C (and `close`) is
         // seen while a slow input (a pipe) gives nothing.
         let item = loop {
@@ -277,16 +274,15 @@ impl PyRecordChunk {
 
     /// The decoded texts of the entries `indices` (records only), as Arrow
     /// large-string buffers: `(offsets int64, data uint8)`.
-    fn texts<'py>(
-        &self,
-        py: Python<'py>,
-        indices: PyReadonlyArray1<'_, i64>,
-    ) -> PyResult<ArrowStrings<'py>> {
+    fn texts<'py>(&self, py: Python<'py>, indices: PyReadonlyArray1<'_, i64>) -> PyResult<ArrowStrings<'py>> {
         if !self.texts {
             return Err(PyValueError::new_err("a fingerprint file's records have no texts"));
         }
         let picked = self.picked(&indices)?;
-        if let Some(&i) = picked.iter().find(|&&i| self.chunk.entries[i].status != crate::records::Status::Record && self.chunk.entries[i].status != crate::records::Status::NoId) {
+        if let Some(&i) = picked
+            .iter()
+            .find(|&&i| self.chunk.entries[i].status != crate::records::Status::Record && self.chunk.entries[i].status != crate::records::Status::NoId)
+        {
             return Err(PyValueError::new_err(format!("entry {i} is not a record")));
         }
         let (offsets, data) = detach::run(py, None, || Ok(self.chunk.texts(&picked, &self.fields)))?;

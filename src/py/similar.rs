@@ -60,7 +60,15 @@ fn content_keys<'py>(py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option
 /// fingerprint files, written to `out` (`.npy`); returns their number.
 #[pyfunction]
 #[pyo3(signature = (keys, fps, n, *, workdir, memory_limit, out))]
-fn copy_links(py: Python<'_>, keys: std::path::PathBuf, fps: std::path::PathBuf, n: u64, workdir: std::path::PathBuf, memory_limit: u64, out: std::path::PathBuf) -> PyResult<u64> {
+fn copy_links(
+    py: Python<'_>,
+    keys: std::path::PathBuf,
+    fps: std::path::PathBuf,
+    n: u64,
+    workdir: std::path::PathBuf,
+    memory_limit: u64,
+    out: std::path::PathBuf,
+) -> PyResult<u64> {
     let budget = (memory_limit / 4).clamp(1 << 20, 1 << 31) as usize;
     detach::run(py, None, || similar::copies::copy_links(&keys, &fps, n, &workdir, budget, &out))
 }
@@ -180,7 +188,14 @@ impl PySimilarCorpus {
 
     /// Clusters of the verified pairs: `(members, starts)`.
     #[pyo3(signature = (*, method = "connected", min_size = Int::Fits(2), threads = None, progress = None), text_signature = "($self, *, method='connected', min_size=2, threads=None, progress=None)")]
-    fn clusters<'py>(&self, py: Python<'py>, method: &str, min_size: Int, threads: Option<Int>, progress: Option<Py<PyAny>>) -> PyResult<Arrays2<'py, u32, u64>> {
+    fn clusters<'py>(
+        &self,
+        py: Python<'py>,
+        method: &str,
+        min_size: Int,
+        threads: Option<Int>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Arrays2<'py, u32, u64>> {
         let method: ClusterMethod = method.parse()?;
         let min_size = min_size.range("min_size", 1, i64::MAX)? as usize;
         let inner = &self.inner;
@@ -372,7 +387,10 @@ impl PyPairSweep {
 
     /// `(keep, dropped, matched, similarity)`; ends the sweep.
     #[allow(clippy::type_complexity)]
-    fn dedup<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyArray1<bool>>, Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<f32>>)> {
+    fn dedup<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyArray1<bool>>, Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<f32>>)> {
         let (d, sims) = self.take()?.dedup();
         Ok((PyArray1::from_vec(py, d.keep), PyArray1::from_vec(py, d.dropped), PyArray1::from_vec(py, d.matched), PyArray1::from_vec(py, sims)))
     }

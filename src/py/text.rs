@@ -37,9 +37,7 @@ impl<'py> Utf8Texts<'py> {
     /// SPEC v1 treats a lone surrogate (which has no UTF-8) as a separator, as
     /// it does U+FFFD: such a str is read through a lossy copy instead.
     pub(crate) fn push(&mut self, obj: Bound<'py, PyAny>, what: impl FnOnce() -> String) -> PyResult<()> {
-        let s = obj
-            .cast::<PyString>()
-            .map_err(|_| PyTypeError::new_err(format!("{} must be str, got {}", what(), type_name(&obj))))?;
+        let s = obj.cast::<PyString>().map_err(|_| PyTypeError::new_err(format!("{} must be str, got {}", what(), type_name(&obj))))?;
         let mut size: ffi::Py_ssize_t = 0;
         // SAFETY: `s` is a live str and we hold the GIL; the returned buffer
         // belongs to the str, which `self.keep` keeps alive below.

@@ -96,13 +96,7 @@ impl RecordChunk {
     /// rayon pool; with `shingling`, each record's text is fingerprinted
     /// while it is in cache. With `spare`, the block's buffer goes back
     /// there when the chunk is dropped.
-    pub fn parse(
-        block: Block,
-        first_line: u64,
-        fields: &Fields,
-        shingling: Option<Shingling>,
-        spare: Option<Spare>,
-    ) -> RecordChunk {
+    pub fn parse(block: Block, first_line: u64, fields: &Fields, shingling: Option<Shingling>, spare: Option<Spare>) -> RecordChunk {
         if block.too_long {
             return RecordChunk::too_long(block, first_line, shingling.is_some(), fields.id.is_some(), spare);
         }

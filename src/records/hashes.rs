@@ -64,10 +64,18 @@ fn blank(line: &[u8]) -> bool {
 /// reader then says so).
 fn header(line: &[u8], id: &str) -> Option<Columns> {
     let text = String::from_utf8_lossy(line.strip_suffix(b"\r").unwrap_or(line)).into_owned();
-    let names: Vec<&str> = text.split('\t').enumerate().map(|(i, n)| {
-        let n = n.trim();
-        if i == 0 { n.trim_start_matches('\u{feff}') } else { n }
-    }).collect();
+    let names: Vec<&str> = text
+        .split('\t')
+        .enumerate()
+        .map(|(i, n)| {
+            let n = n.trim();
+            if i == 0 {
+                n.trim_start_matches('\u{feff}')
+            } else {
+                n
+            }
+        })
+        .collect();
     let at = |name: &str| names.iter().position(|&n| n == name);
     Some(Columns { count: names.len(), id: at(id)?, hash: at("hash")? })
 }

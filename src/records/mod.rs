@@ -106,14 +106,15 @@ impl JsonLinesReader {
                 let mut hashes = options.hashes.clone();
                 for block in block_rx {
                     let item = match block {
-                        Ok(block) => pool.install(|| match hashes.as_mut() {
-                            Some(format) => hashes::parse_block(block, next_line, format, Some(spare.clone())),
-                            None => RecordChunk::parse(block, next_line, &options.fields, options.shingling, Some(spare.clone())),
-                        })
-                        .map(|chunk| {
-                            next_line += chunk.lines;
-                            Item::Chunk(chunk)
-                        }),
+                        Ok(block) => pool
+                            .install(|| match hashes.as_mut() {
+                                Some(format) => hashes::parse_block(block, next_line, format, Some(spare.clone())),
+                                None => RecordChunk::parse(block, next_line, &options.fields, options.shingling, Some(spare.clone())),
+                            })
+                            .map(|chunk| {
+                                next_line += chunk.lines;
+                                Item::Chunk(chunk)
+                            }),
                         // Out of memory is not a property of the input: an error.
                         Err(failure) if failure.error.kind() == std::io::ErrorKind::OutOfMemory => {
                             Err(crate::Error::OutOfMemory { bytes: options.block_bytes as u64, what: "a block of input lines" })
@@ -142,7 +143,6 @@ impl JsonLinesReader {
             Err(RecvTimeoutError::Timeout) => Err(()),
         }
     }
-
 }
 
 impl Iterator for JsonLinesReader {

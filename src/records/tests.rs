@@ -181,7 +181,11 @@ fn decimal_lines() {
     for block in [1, 7, 1 << 20] {
         let seen = read_hashes(input, HashFormat::Lines, block);
         let got: Vec<(u64, Status, u64)> = seen.iter().map(|s| (s.0, s.1, s.2)).collect();
-        assert_eq!(got, [(1, Status::Record, 1), (3, Status::Record, u64::MAX), (4, Status::Defer, 0), (5, Status::Defer, 0), (7, Status::Record, 7)], "{block}");
+        assert_eq!(
+            got,
+            [(1, Status::Record, 1), (3, Status::Record, u64::MAX), (4, Status::Defer, 0), (5, Status::Defer, 0), (7, Status::Record, 7)],
+            "{block}"
+        );
     }
     // A header where none is expected is a line for the reference reader.
     assert_eq!(read_hashes(b"hash\n5\n", HashFormat::Lines, 1 << 20)[0].1, Status::Defer);
@@ -193,14 +197,18 @@ fn hash_tsv() {
     for block in [1, 9, 1 << 20] {
         let format = HashFormat::Tsv { id: "id".into(), columns: None };
         let seen = read_hashes(input, format, block);
-        assert_eq!(seen, [
-            (1, Status::Header, 0, None),
-            (2, Status::Record, 5, Some(Id::Str("a".into()))),
-            (4, Status::Defer, 0, None),
-            (5, Status::Defer, 0, None),
-            (6, Status::Defer, 0, None),
-            (7, Status::Record, 8, Some(Id::Str("".into()))),
-        ], "{block}");
+        assert_eq!(
+            seen,
+            [
+                (1, Status::Header, 0, None),
+                (2, Status::Record, 5, Some(Id::Str("a".into()))),
+                (4, Status::Defer, 0, None),
+                (5, Status::Defer, 0, None),
+                (6, Status::Defer, 0, None),
+                (7, Status::Record, 8, Some(Id::Str("".into()))),
+            ],
+            "{block}"
+        );
     }
     // Without both columns in the header every line is left to the reference reader.
     let seen = read_hashes(b"a\tb\n1\t2\n", HashFormat::Tsv { id: "id".into(), columns: None }, 1 << 20);

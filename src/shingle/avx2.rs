@@ -109,10 +109,7 @@ impl<const W: usize, const CHARS: bool> State<W, CHARS> {
         let l = &mut self.lanes;
         if CHARS {
             // A code point starts at every byte but a continuation byte.
-            let cont = _mm256_cmpeq_epi64(
-                _mm256_and_si256(b, _mm256_set1_epi64x(0xc0)),
-                _mm256_set1_epi64x(0x80),
-            );
+            let cont = _mm256_cmpeq_epi64(_mm256_and_si256(b, _mm256_set1_epi64x(0xc0)), _mm256_set1_epi64x(0x80));
             let done = _mm256_andnot_si256(cont, l[0]);
             for i in 0..W - 1 {
                 l[i] = mul_prime(_mm256_xor_si256(_mm256_blendv_epi8(l[i + 1], l[i], cont), b));
@@ -249,21 +246,10 @@ unsafe fn elements(x: __m256i) -> [u64; 4] {
 /// returns each part's lanes (oldest first) and boundaries seen, for the
 /// scalar kernel to go on from.
 #[target_feature(enable = "avx2")]
-pub(super) fn lanes<const W: usize, const CHARS: bool>(
-    parts: [&[u8]; 4],
-    steps: usize,
-    votes: &mut Votes,
-) -> ([[u64; W]; 4], [u64; 4]) {
+pub(super) fn lanes<const W: usize, const CHARS: bool>(parts: [&[u8]; 4], steps: usize, votes: &mut Votes) -> ([[u64; W]; 4], [u64; 4]) {
     assert!(steps.is_multiple_of(STEPS) && parts.iter().all(|p| p.len() >= steps));
     let zero = _mm256_setzero_si256();
-    let mut st = State::<W, CHARS> {
-        lanes: [_mm256_set1_epi64x(BASIS as i64); W],
-        ones: zero,
-        twos: zero,
-        fours: zero,
-        eights: zero,
-        c16: [zero; 2],
-    };
+    let mut st = State::<W, CHARS> { lanes: [_mm256_set1_epi64x(BASIS as i64); W], ones: zero, twos: zero, fours: zero, eights: zero, c16: [zero; 2] };
     let mut blocks = 0;
     for at in (0..steps).step_by(State::<W, CHARS>::BLOCK) {
         // SAFETY: this function runs only with AVX2 (see the module docs).
@@ -289,10 +275,7 @@ pub(super) fn lanes<const W: usize, const CHARS: bool>(
         let done = &part[..steps];
         // Counted in bytes a chunk of 255 (a byte counter cannot overflow
         // there), which the compiler turns into byte compares and adds.
-        *seen = done
-            .chunks(255)
-            .map(|c| u64::from(c.iter().map(|&b| u8::from(boundary(b))).fold(0u8, u8::wrapping_add)))
-            .sum();
+        *seen = done.chunks(255).map(|c| u64::from(c.iter().map(|&b| u8::from(boundary(b))).fold(0u8, u8::wrapping_add))).sum();
         // The first hashes of a part come from lanes that began before its
         // first unit: the text before each of its first boundaries (in mode
         // chars, from the first lead byte on, the empty text first).

@@ -260,12 +260,8 @@ fn expand(found: Vec<(u64, f32)>, groups: Groups, copies: Copies) -> Result<Veri
 pub fn expand_copies(pairs: &[[u64; 2]], similarity: &[f32], links: &[u64], copies: Copies) -> Result<Verified> {
     let mut linked: Vec<u64> = links.iter().map(|&l| (l & u64::from(u32::MAX)) << 32 | l >> 32).collect();
     linked.sort_unstable();
-    let mut found: Vec<(u64, f32)> = pairs
-        .iter()
-        .zip(similarity)
-        .map(|(&[a, b], &s)| (a << 32 | b, s))
-        .filter(|(p, _)| linked.binary_search(p).is_err())
-        .collect();
+    let mut found: Vec<(u64, f32)> =
+        pairs.iter().zip(similarity).map(|(&[a, b], &s)| (a << 32 | b, s)).filter(|(p, _)| linked.binary_search(p).is_err()).collect();
     found.par_sort_unstable_by_key(|&(p, _)| p);
     expand(found, Groups::of(links.iter().map(|&l| ((l >> 32) as u32, l as u32))), copies)
 }

@@ -30,9 +30,9 @@
 pub mod copies;
 mod corpus;
 mod online;
-mod sweep;
 pub mod overlap;
 mod stream;
+mod sweep;
 mod verify;
 
 use std::fmt;
@@ -40,9 +40,9 @@ use std::str::FromStr;
 
 pub use corpus::{dedup_of, expand_copies, similar_pairs_utf8, Corpus};
 pub use online::{ChunkDedup, OnlineDedup};
-pub use sweep::PairSweep;
 pub use overlap::{alike, similarity};
 pub use stream::StreamVerifier;
+pub use sweep::PairSweep;
 pub use verify::Verifier;
 
 use rayon::prelude::*;
@@ -103,19 +103,7 @@ pub struct Candidates {
 /// package documents in 25 languages). Single words beat characters
 /// (4-grams) there: as many pairs found for fewer candidates at 0.8 and
 /// below, and half the fingerprinting time. Rows: `(threshold, k)`.
-const AUTO: [(f64, u32); 11] = [
-    (0.98, 1),
-    (0.95, 4),
-    (0.90, 7),
-    (0.85, 8),
-    (0.80, 10),
-    (0.75, 11),
-    (0.70, 12),
-    (0.65, 13),
-    (0.60, 14),
-    (0.55, 15),
-    (0.0, 16),
-];
+const AUTO: [(f64, u32); 11] = [(0.98, 1), (0.95, 4), (0.90, 7), (0.85, 8), (0.80, 10), (0.75, 11), (0.70, 12), (0.65, 13), (0.60, 14), (0.55, 15), (0.0, 16)];
 
 impl Candidates {
     /// The candidates `"auto"` picks for pairs at least `threshold` alike:

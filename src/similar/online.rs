@@ -86,8 +86,7 @@ impl OnlineDedup {
     /// kept documents; [`Error::Interrupted`] when `control` is cancelled.
     pub fn add_utf8<T: AsRef<[u8]> + Sync>(&mut self, texts: &[T], control: &Control) -> Result<ChunkDedup> {
         let opts = self.opts;
-        let made: Vec<(u64, Kept)> =
-            super::fingerprints_and_sets(texts, &opts, control)?.into_iter().map(|(fp, set)| (fp, Kept::new(set))).collect();
+        let made: Vec<(u64, Kept)> = super::fingerprints_and_sets(texts, &opts, control)?.into_iter().map(|(fp, set)| (fp, Kept::new(set))).collect();
         control.check()?;
         let fps: Vec<u64> = made.iter().map(|m| m.0).collect();
         let n = fps.len();
@@ -199,7 +198,8 @@ mod tests {
     #[test]
     fn streamed_dedup_equals_the_corpus() {
         let base: Vec<String> = (0..50).map(|i| format!("note {i} on the {} hill and {} farms of {}", i % 6, i % 4, i % 5)).collect();
-        let texts: Vec<String> = base.iter().chain(base.iter().take(25)).enumerate().map(|(i, t)| if i % 4 == 0 { format!("{t} again") } else { t.clone() }).collect();
+        let texts: Vec<String> =
+            base.iter().chain(base.iter().take(25)).enumerate().map(|(i, t)| if i % 4 == 0 { format!("{t} again") } else { t.clone() }).collect();
         for (threshold, measure) in [(0.4, Measure::Jaccard), (0.7, Measure::Jaccard), (0.6, Measure::Containment), (1.0, Measure::Jaccard)] {
             let candidates = Candidates { shingling: Shingling::new(Mode::Words, Some(1)).unwrap(), k: 12 };
             let opts = Similar::new(threshold, measure, Shingling::new(Mode::Words, Some(2)).unwrap(), candidates).unwrap();

@@ -84,11 +84,7 @@ pub(crate) fn alike_within(a: &[u64], b: &[u64], opts: &Similar, may_reach: impl
     if !may_reach(need) {
         return None;
     }
-    let common = if small.len() * 32 < large.len() {
-        Some(gallop(small, large)).filter(|&c| c >= need)
-    } else {
-        overlap_at_least(small, large, need)
-    }?;
+    let common = if small.len() * 32 < large.len() { Some(gallop(small, large)).filter(|&c| c >= need) } else { overlap_at_least(small, large, need) }?;
     let whole = match opts.measure {
         Measure::Jaccard => small.len() + large.len() - common,
         Measure::Containment => small.len(),
@@ -169,8 +165,7 @@ impl Buckets {
     pub fn overlap_bound(&self, other: &Buckets, smaller_len: usize) -> Option<usize> {
         // Summed in u32 (at most 256 * 65,535): a usize sum made the
         // compiler widen every value to 64 bits, two lanes a step.
-        (smaller_len < usize::from(u16::MAX))
-            .then(|| self.0.iter().zip(&other.0).map(|(&x, &y)| u32::from(x.min(y))).sum::<u32>() as usize)
+        (smaller_len < usize::from(u16::MAX)).then(|| self.0.iter().zip(&other.0).map(|(&x, &y)| u32::from(x.min(y))).sum::<u32>() as usize)
     }
 
     /// Whether sets `a` and `b` (with these buckets) may share `need` values.

@@ -64,7 +64,15 @@ impl StreamVerifier {
     ///
     /// # Errors
     /// Also [`Error::BadInput`] for a link whose sets differ.
-    pub fn feed<T: AsRef<[u8]> + Sync>(&mut self, first: u64, texts: &[T], pairs: &[u64], last: &[u32], links: &[u64], control: &Control) -> Result<Vec<(u64, f32)>> {
+    pub fn feed<T: AsRef<[u8]> + Sync>(
+        &mut self,
+        first: u64,
+        texts: &[T],
+        pairs: &[u64],
+        last: &[u32],
+        links: &[u64],
+        control: &Control,
+    ) -> Result<Vec<(u64, f32)>> {
         let n = texts.len() as u64;
         if first != self.next {
             return Err(Error::invalid("first", "the position after the last chunk's documents", format!("{first}, expected {}", self.next)));
@@ -80,13 +88,21 @@ impl StreamVerifier {
         for &p in pairs.iter().chain(links) {
             let (hi, lo) = (p >> 32, p & u64::from(u32::MAX));
             if !(first..end).contains(&hi) || lo >= hi {
-                return Err(Error::invalid("pairs", "pairs (later, earlier) whose later document is in the chunk", format!("({hi}, {lo}) for documents {first}..{end}")));
+                return Err(Error::invalid(
+                    "pairs",
+                    "pairs (later, earlier) whose later document is in the chunk",
+                    format!("({hi}, {lo}) for documents {first}..{end}"),
+                ));
             }
             named[(hi - first) as usize] = true;
             if lo >= first {
                 named[(lo - first) as usize] = true;
             } else if !self.open.contains_key(&lo) {
-                return Err(Error::invalid("last", "the last later document of each earlier one", format!("document {lo} was dropped before {hi} paired with it")));
+                return Err(Error::invalid(
+                    "last",
+                    "the last later document of each earlier one",
+                    format!("document {lo} was dropped before {hi} paired with it"),
+                ));
             }
         }
         // Sets of the chunk's documents that some pair names, on all threads.
@@ -213,7 +229,8 @@ mod tests {
     #[test]
     fn streams_equal_memory() {
         let base: Vec<String> = (0..60).map(|i| format!("item {i} about the {} lake and {} roads of county {}", i % 7, i % 4, i % 9)).collect();
-        let texts: Vec<String> = base.iter().chain(base.iter().take(30)).enumerate().map(|(i, t)| if i % 3 == 0 { format!("{t} now") } else { t.clone() }).collect();
+        let texts: Vec<String> =
+            base.iter().chain(base.iter().take(30)).enumerate().map(|(i, t)| if i % 3 == 0 { format!("{t} now") } else { t.clone() }).collect();
         let candidates = Candidates { shingling: Shingling::new(Mode::Words, Some(1)).unwrap(), k: 14 };
         let opts = Similar::new(0.5, Measure::Jaccard, Shingling::new(Mode::Words, Some(2)).unwrap(), candidates).unwrap();
         let control = Control::default();

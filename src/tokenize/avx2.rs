@@ -40,10 +40,7 @@ pub(super) fn ascii_blocks(input: &[u8], out: &mut [u8], st: &mut State) {
         let digit = _mm256_and_si256(_mm256_cmpgt_epi8(v, below_0), _mm256_cmpgt_epi8(above_9, v));
         let token = _mm256_or_si256(letter, digit);
         // Token bytes lowercased, separators as spaces.
-        let bytes = _mm256_or_si256(
-            _mm256_and_si256(token, _mm256_or_si256(v, _mm256_and_si256(letter, case))),
-            _mm256_andnot_si256(token, case),
-        );
+        let bytes = _mm256_or_si256(_mm256_and_si256(token, _mm256_or_si256(v, _mm256_and_si256(letter, case))), _mm256_andnot_si256(token, case));
         let token_bits = _mm256_movemask_epi8(token) as u32;
         let sep_bits = !token_bits;
         let after_sep = (sep_bits << 1) | u32::from(!in_token);

@@ -320,11 +320,7 @@ mod tests {
                 let mut s: Vec<u8> = b"Ab1 cD2 eF3 gh".to_vec();
                 s.insert(pos, b);
                 let s = String::from_utf8(s).unwrap();
-                let expected: Vec<String> = s
-                    .split(|c: char| !c.is_ascii_alphanumeric())
-                    .filter(|t| !t.is_empty())
-                    .map(str::to_ascii_lowercase)
-                    .collect();
+                let expected: Vec<String> = s.split(|c: char| !c.is_ascii_alphanumeric()).filter(|t| !t.is_empty()).map(str::to_ascii_lowercase).collect();
                 assert_eq!(tokens(&s), expected, "{s:?}");
             }
         }

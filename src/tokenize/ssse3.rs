@@ -56,10 +56,7 @@ pub(super) fn ascii_blocks(input: &[u8], out: &mut [u8], st: &mut State) {
         let digit = _mm_and_si128(_mm_cmpgt_epi8(v, below_0), _mm_cmplt_epi8(v, above_9));
         let token = _mm_or_si128(letter, digit);
         // Token bytes lowercased, separators as spaces.
-        let bytes = _mm_or_si128(
-            _mm_and_si128(token, _mm_or_si128(v, _mm_and_si128(letter, case))),
-            _mm_andnot_si128(token, case),
-        );
+        let bytes = _mm_or_si128(_mm_and_si128(token, _mm_or_si128(v, _mm_and_si128(letter, case))), _mm_andnot_si128(token, case));
         let token_bits = _mm_movemask_epi8(token) as u32;
         let sep_bits = !token_bits & 0xffff;
         let after_sep = (sep_bits << 1) | u32::from(!st.in_token);

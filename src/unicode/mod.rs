@@ -166,10 +166,7 @@ mod tests {
         for c in all_chars() {
             h.update(&[class_of(c) as u8]);
         }
-        assert_eq!(
-            h.0, REF_CLASS_DIGEST,
-            "class_of differs from unicodedata2 15.1.0 (run check_categories.py)"
-        );
+        assert_eq!(h.0, REF_CLASS_DIGEST, "class_of differs from unicodedata2 15.1.0 (run check_categories.py)");
     }
 
     #[test]
@@ -179,10 +176,7 @@ mod tests {
             h.update(lower_string(c).as_bytes());
             h.update(&[0xff]);
         }
-        assert_eq!(
-            h.0, REF_LOWER_DIGEST,
-            "lookup's lowercase differs from Python's str.lower()"
-        );
+        assert_eq!(h.0, REF_LOWER_DIGEST, "lookup's lowercase differs from Python's str.lower()");
     }
 
     #[test]
@@ -207,29 +201,15 @@ mod tests {
         assert_eq!(MANY.len(), 1);
         assert!(CODES[tables::NCODES_USED..].iter().all(|&v| v == 0));
         assert!(CODES.iter().all(|&v| v & 3 != 3));
-        assert_eq!(
-            CODES
-                .iter()
-                .filter(|&&v| v >> 2 == tables::MANY_DELTA)
-                .count(),
-            1
-        );
+        assert_eq!(CODES.iter().filter(|&&v| v >> 2 == tables::MANY_DELTA).count(), 1);
     }
 
     #[test]
     fn ascii_matches_straightforward_reference() {
         for b in 0u8..=127 {
             let c = b as char;
-            let class = if c.is_ascii_alphanumeric() {
-                Class::Token
-            } else {
-                Class::Separator
-            };
-            assert_eq!(
-                lookup(c),
-                (class, Lower::One(c.to_ascii_lowercase())),
-                "{c:?}"
-            );
+            let class = if c.is_ascii_alphanumeric() { Class::Token } else { Class::Separator };
+            assert_eq!(lookup(c), (class, Lower::One(c.to_ascii_lowercase())), "{c:?}");
             assert_eq!(class_of(c), class);
         }
     }
@@ -242,11 +222,7 @@ mod tests {
         for c in all_chars() {
             let std: String = c.to_lowercase().collect();
             if std != lower_string(c) {
-                assert_eq!(
-                    lookup(c),
-                    (Class::Separator, Lower::One(c)),
-                    "{c:?}: std says {std:?}"
-                );
+                assert_eq!(lookup(c), (Class::Separator, Lower::One(c)), "{c:?}: std says {std:?}");
                 newer.push(c as u32);
             }
         }
@@ -285,22 +261,22 @@ mod tests {
             (0x13A0, Token, One('\u{AB70}')), // Cherokee
             (0xAB70, Token, One('\u{AB70}')),
             (0x1E9E, Token, One('\u{DF}')),
-            (0x1C90, Token, One('\u{10D0}')),   // Georgian Mtavruli
-            (0x10570, Token, One('\u{10597}')), // Vithkuqi (14.0)
-            (0x212A, Token, One('k')),          // KELVIN SIGN
-            (0x2160, Token, One('\u{2170}')),   // ROMAN NUMERAL ONE (Nl)
+            (0x1C90, Token, One('\u{10D0}')),     // Georgian Mtavruli
+            (0x10570, Token, One('\u{10597}')),   // Vithkuqi (14.0)
+            (0x212A, Token, One('k')),            // KELVIN SIGN
+            (0x2160, Token, One('\u{2170}')),     // ROMAN NUMERAL ONE (Nl)
             (0x24B6, Separator, One('\u{24D0}')), // CIRCLED LATIN CAPITAL LETTER A (So)
-            (0x301, Token, One('\u{301}')),     // combining mark (Mn)
-            (0x903, Token, One('\u{903}')),     // Mc
-            (0x20DD, Token, One('\u{20DD}')),   // Me
-            (0xE01, Solo, One('\u{E01}')),      // Thai
-            (0xE3F, Separator, One('\u{E3F}')), // THAI CURRENCY SYMBOL BAHT (Sc) in a Solo range
-            (0xE31, Solo, One('\u{E31}')),      // Thai vowel sign (Mn)
-            (0x1000, Solo, One('\u{1000}')),    // Myanmar
-            (0x1780, Solo, One('\u{1780}')),    // Khmer
-            (0x3042, Solo, One('\u{3042}')),    // Hiragana
+            (0x301, Token, One('\u{301}')),       // combining mark (Mn)
+            (0x903, Token, One('\u{903}')),       // Mc
+            (0x20DD, Token, One('\u{20DD}')),     // Me
+            (0xE01, Solo, One('\u{E01}')),        // Thai
+            (0xE3F, Separator, One('\u{E3F}')),   // THAI CURRENCY SYMBOL BAHT (Sc) in a Solo range
+            (0xE31, Solo, One('\u{E31}')),        // Thai vowel sign (Mn)
+            (0x1000, Solo, One('\u{1000}')),      // Myanmar
+            (0x1780, Solo, One('\u{1780}')),      // Khmer
+            (0x3042, Solo, One('\u{3042}')),      // Hiragana
             (0x30FB, Separator, One('\u{30FB}')), // KATAKANA MIDDLE DOT (Po)
-            (0x30FC, Solo, One('\u{30FC}')),    // KATAKANA-HIRAGANA PROLONGED SOUND MARK (Lm)
+            (0x30FC, Solo, One('\u{30FC}')),      // KATAKANA-HIRAGANA PROLONGED SOUND MARK (Lm)
             (0x4E00, Solo, One('\u{4E00}')),
             (0x9FFF, Solo, One('\u{9FFF}')), // 14.0
             (0xF900, Solo, One('\u{F900}')),
@@ -311,17 +287,17 @@ mod tests {
             (0x31350, Token, One('\u{31350}')),
             (0x31EF, Separator, One('\u{31EF}')), // CJK stroke (So), new in 15.1
             (0x323AF, Token, One('\u{323AF}')),
-            (0xAC00, Token, One('\u{AC00}')), // Hangul syllable: not a no-space script
-            (0xA7CB, Separator, One('\u{A7CB}')), // unassigned in 15.1 (16.0 adds it, cased)
-            (0x1C89, Separator, One('\u{1C89}')), // unassigned in 15.1 (16.0 adds it, cased)
+            (0xAC00, Token, One('\u{AC00}')),       // Hangul syllable: not a no-space script
+            (0xA7CB, Separator, One('\u{A7CB}')),   // unassigned in 15.1 (16.0 adds it, cased)
+            (0x1C89, Separator, One('\u{1C89}')),   // unassigned in 15.1 (16.0 adds it, cased)
             (0x1F600, Separator, One('\u{1F600}')), // emoji (So)
-            (0xBD, Token, One('\u{BD}')),     // VULGAR FRACTION ONE HALF (No)
-            (0x660, Token, One('\u{660}')),   // ARABIC-INDIC DIGIT ZERO (Nd)
+            (0xBD, Token, One('\u{BD}')),           // VULGAR FRACTION ONE HALF (No)
+            (0x660, Token, One('\u{660}')),         // ARABIC-INDIC DIGIT ZERO (Nd)
             (0xFFFD, Separator, One('\u{FFFD}')),
-            (0xAD, Separator, One('\u{AD}')),     // SOFT HYPHEN (Cf)
-            (0x200D, Separator, One('\u{200D}')), // ZWJ (Cf)
-            (0xE000, Separator, One('\u{E000}')), // private use (Co)
-            (0xE0100, Token, One('\u{E0100}')),   // VARIATION SELECTOR-17 (Mn)
+            (0xAD, Separator, One('\u{AD}')),       // SOFT HYPHEN (Cf)
+            (0x200D, Separator, One('\u{200D}')),   // ZWJ (Cf)
+            (0xE000, Separator, One('\u{E000}')),   // private use (Co)
+            (0xE0100, Token, One('\u{E0100}')),     // VARIATION SELECTOR-17 (Mn)
             (0xE0001, Separator, One('\u{E0001}')), // LANGUAGE TAG (Cf)
             (0x10FFFF, Separator, One('\u{10FFFF}')),
         ];

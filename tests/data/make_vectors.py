@@ -50,13 +50,60 @@ def hex64(x: int) -> str:
 def long_text() -> str:
     """A few KB of mixed-script text from a fixed 64-bit LCG (no `random`)."""
     vocab = [
-        "the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog",
-        "Simhash", "fingerprint", "near-duplicate", "INDEX", "web", "scale",
-        "3.14", "2024", "e-mail", "don't", "naïve", "café", "Straße",
-        "мир", "Привет", "данные", "γειά", "ΟΔΟΣ", "שלום", "مرحبا", "١٢٣",
-        "漢字", "東京", "データ", "ひらがな", "ภาษาไทย", "ខ្មែរ", "မြန်မာ", "한국어",
-        "हिन्दी", "e\u0301", "\u0130", "ＡＢＣ", "😀", "👍🏽", "—", ",", ".", "!", "?",
-        "(", ")", "\n", "\t", "\u00a0", "\u3000",
+        "the",
+        "quick",
+        "brown",
+        "fox",
+        "jumps",
+        "over",
+        "lazy",
+        "dog",
+        "Simhash",
+        "fingerprint",
+        "near-duplicate",
+        "INDEX",
+        "web",
+        "scale",
+        "3.14",
+        "2024",
+        "e-mail",
+        "don't",
+        "naïve",
+        "café",
+        "Straße",
+        "мир",
+        "Привет",
+        "данные",
+        "γειά",
+        "ΟΔΟΣ",
+        "שלום",
+        "مرحبا",
+        "١٢٣",
+        "漢字",
+        "東京",
+        "データ",
+        "ひらがな",
+        "ภาษาไทย",
+        "ខ្មែរ",
+        "မြန်မာ",
+        "한국어",
+        "हिन्दी",
+        "e\u0301",
+        "\u0130",
+        "ＡＢＣ",
+        "😀",
+        "👍🏽",
+        "—",
+        ",",
+        ".",
+        "!",
+        "?",
+        "(",
+        ")",
+        "\n",
+        "\t",
+        "\u00a0",
+        "\u3000",
     ]
     state = 0x243F6A8885A308D3
     parts = []
@@ -188,10 +235,7 @@ def fingerprint_entries():
         if key in seen:
             return
         seen.add(key)
-        out.append(
-            {"mode": mode, "width": width, "text": text,
-             "fingerprint": hex64(ref.fingerprint(text, mode, width))}
-        )
+        out.append({"mode": mode, "width": width, "text": text, "fingerprint": hex64(ref.fingerprint(text, mode, width))})
 
     for text in TEXTS:
         add("words", 3, text)
@@ -234,19 +278,20 @@ def weighted_entries():
         [["str", "a", 0.0], ["str", "b", -0.0]],
         [["str", "a", -1.0]],
         [["bytes_hex", b"foobar".hex(), 0.5], ["str", "foobar", 0.25], ["int", hex64(0), 0.125]],
-        [["int", hex64(0xFFFFFFFFFFFFFFFF), 1.0], ["int", hex64(0x8000000000000001), -2.5],
-         ["int", hex64(0x0123456789ABCDEF), 3.75]],
-        [["str", "漢字", 0.1], ["str", "\u0130", 0.2], ["str", "\U0001f600", 0.3],
-         ["bytes_hex", "ff00", -0.7]],
+        [
+            ["int", hex64(0xFFFFFFFFFFFFFFFF), 1.0],
+            ["int", hex64(0x8000000000000001), -2.5],
+            ["int", hex64(0x0123456789ABCDEF), 3.75],
+        ],
+        [["str", "漢字", 0.1], ["str", "\u0130", 0.2], ["str", "\U0001f600", 0.3], ["bytes_hex", "ff00", -0.7]],
         # order of accumulation matters: (1e16 + 1) - 1e16 == 0 in doubles
         [["str", "p", 1e16], ["str", "q", 1.0], ["str", "p", -1e16]],
         # overflow to +-inf follows IEEE-754 in the given order: x reaches +-inf
         # first and stays there, although y has the larger exact total
-        [["str", "x", 1.7e308], ["str", "x", 1.7e308], ["str", "y", 1.7e308],
-         ["str", "y", 1.7e308], ["str", "y", 1.7e308]],
+        [["str", "x", 1.7e308], ["str", "x", 1.7e308], ["str", "y", 1.7e308], ["str", "y", 1.7e308], ["str", "y", 1.7e308]],
         [["str", "tiny", 5e-324], ["str", "huge", -1e-300]],
         [["int", hex64(1 << k), float(k - 32)] for k in range(64)],
-        [["str", "w%d" % i, float(2 ** 52 + i)] for i in range(8)],
+        [["str", "w%d" % i, float(2**52 + i)] for i in range(8)],
     ]
 
     def decode(kind, value):
@@ -299,8 +344,7 @@ def entry_key(section, e):
 
 def changed_values(old, new):
     changes = []
-    for section, field in (("fingerprints", "fingerprint"), ("fnv1a64", "fnv1a64"),
-                           ("weighted", "fingerprint")):
+    for section, field in (("fingerprints", "fingerprint"), ("fnv1a64", "fnv1a64"), ("weighted", "fingerprint")):
         before = {entry_key(section, e): e[field] for e in old.get(section, [])}
         for e in new[section]:
             k = entry_key(section, e)
@@ -325,8 +369,7 @@ def main(argv):
     force = "--force" in argv
     check = "--check" in argv
     if ref.UNICODE_VERSION != "14.0.0":
-        print("note: running with unicodedata %s, vectors were made with 14.0.0"
-              % ref.UNICODE_VERSION, file=sys.stderr)
+        print("note: running with unicodedata %s, vectors were made with 14.0.0" % ref.UNICODE_VERSION, file=sys.stderr)
     doc = build()
     text = render(doc)
     json.loads(text)  # sanity
@@ -335,8 +378,10 @@ def main(argv):
         with open(OUT, encoding="utf-8") as f:
             old_text = f.read()
     if old_text == text:
-        print("%s is up to date (%d fingerprint, %d fnv, %d weighted vectors)"
-              % (OUT, len(doc["fingerprints"]), len(doc["fnv1a64"]), len(doc["weighted"])))
+        print(
+            "%s is up to date (%d fingerprint, %d fnv, %d weighted vectors)"
+            % (OUT, len(doc["fingerprints"]), len(doc["fnv1a64"]), len(doc["weighted"]))
+        )
         return 0
     if check:
         print("%s is NOT up to date" % OUT, file=sys.stderr)
@@ -346,14 +391,14 @@ def main(argv):
         if changes and not force:
             for section, k, a, b in changes[:20]:
                 print("changed %s %r: %s -> %s" % (section, k, a, b), file=sys.stderr)
-            print("refusing to overwrite %d changed value(s); use --force" % len(changes),
-                  file=sys.stderr)
+            print("refusing to overwrite %d changed value(s); use --force" % len(changes), file=sys.stderr)
             return 2
     with open(OUT, "w", encoding="utf-8", newline="\n") as f:
         f.write(text)
-    print("wrote %s (%d fingerprint, %d fnv, %d weighted vectors, %d bytes)"
-          % (OUT, len(doc["fingerprints"]), len(doc["fnv1a64"]), len(doc["weighted"]),
-             len(text.encode("utf-8"))))
+    print(
+        "wrote %s (%d fingerprint, %d fnv, %d weighted vectors, %d bytes)"
+        % (OUT, len(doc["fingerprints"]), len(doc["fnv1a64"]), len(doc["weighted"]), len(text.encode("utf-8")))
+    )
     return 0
 
 

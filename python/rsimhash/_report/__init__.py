@@ -19,9 +19,9 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 import numpy as np
 
 from .. import _texts
-from .build import Run, build
-from .found import Found, OutputFormatError, SIMILARITY, default_path
 from . import found as outputs
+from .build import Run, build
+from .found import SIMILARITY, Found, OutputFormatError, default_path
 from .records import Block, Shard
 
 __all__ = ["report", "Report", "Run", "Shard", "Block", "build", "OutputFormatError"]
@@ -42,8 +42,10 @@ class Report(str):
         return self
 
     def _repr_html_(self) -> str:
-        return (f'<iframe srcdoc="{html.escape(str(self), quote=True)}" sandbox="allow-scripts" '
-                'style="width:100%;height:720px;border:1px solid #ccc" title="rsimhash report"></iframe>')
+        return (
+            f'<iframe srcdoc="{html.escape(str(self), quote=True)}" sandbox="allow-scripts" '
+            'style="width:100%;height:720px;border:1px solid #ccc" title="rsimhash report"></iframe>'
+        )
 
     def __repr__(self) -> str:
         return f"<rsimhash report: {len(self.encode('utf-8', 'surrogatepass')):,} bytes of HTML; .save(path) writes it>"
@@ -86,9 +88,9 @@ class _Column:
 
 
 def _as_list(values: Any) -> List[Any]:
-    if hasattr(values, "to_list"):        # polars
+    if hasattr(values, "to_list"):  # polars
         return list(values.to_list())
-    if hasattr(values, "tolist"):         # numpy, pandas
+    if hasattr(values, "tolist"):  # numpy, pandas
         return list(values.tolist())
     return list(values)
 
@@ -101,8 +103,9 @@ def _columns(table: Any, what: str) -> Dict[str, List[Any]]:
     return {str(n): _as_list(table[n]) for n in names}
 
 
-def _pick(cols: Dict[str, List[Any]], what: str, need: Sequence[str], one_of: Sequence[str] = (),
-          optional: bool = False) -> Optional[str]:
+def _pick(
+    cols: Dict[str, List[Any]], what: str, need: Sequence[str], one_of: Sequence[str] = (), optional: bool = False
+) -> Optional[str]:
     missing = [n for n in need if n not in cols]
     if missing:
         raise ValueError(f"{what} has no column {missing[0]!r} (columns: {', '.join(cols)})")
@@ -130,8 +133,7 @@ def _from_given(kind: str, given: Any, similarity: Any, ids: List[Any]) -> Found
     if kind == "cluster":
         if isinstance(given, list):  # Index.cluster: arrays of ids
             members = [_names(c) for c in given]
-            return outputs.clusters([m for c in members for m in c],
-                                          [g for g, c in enumerate(members) for _ in c])
+            return outputs.clusters([m for c in members for m in c], [g for g, c in enumerate(members) for _ in c])
         if isinstance(given, tuple) and len(given) == 2:  # batch.clusters: (ids, labels)
             return outputs.clusters(_names(given[0]), _as_list(given[1]))
         cols = _columns(given, "clusters")
@@ -153,9 +155,8 @@ def _from_given(kind: str, given: Any, similarity: Any, ids: List[Any]) -> Found
 
 def _blocks(column: _Column, ids: List[Any], rows: np.ndarray, fps: Callable[[np.ndarray], np.ndarray]) -> Iterator[Block]:
     for lo in range(0, len(rows), BLOCK):
-        part = rows[lo:lo + BLOCK]
-        yield Block([ids[r] for r in part.tolist()], functools.partial(fps, part),
-                    functools.partial(_texts_of, column, part))
+        part = rows[lo : lo + BLOCK]
+        yield Block([ids[r] for r in part.tolist()], functools.partial(fps, part), functools.partial(_texts_of, column, part))
 
 
 def _texts_of(column: _Column, part: np.ndarray, pick: List[int]) -> List[str]:
@@ -225,8 +226,16 @@ def report(
     given = [(kind, v) for kind, v in (("dedup", removed), ("cluster", clusters), ("find-all", pairs)) if v is not None]
     if len(given) > 1:
         raise ValueError("give at most one of removed=, clusters= and pairs=")
-    run = Run(k=None if jaccard is not None else k, jaccard=jaccard, measure=measure, mode=mode, width=width,
-              candidates=candidates, title=title, command="rsimhash.report(...)")
+    run = Run(
+        k=None if jaccard is not None else k,
+        jaccard=jaccard,
+        measure=measure,
+        mode=mode,
+        width=width,
+        candidates=candidates,
+        title=title,
+        command="rsimhash.report(...)",
+    )
     fmode, fwidth, _ = run.fingerprinting()
     cache: Dict[str, np.ndarray] = {}
 
@@ -257,8 +266,7 @@ def report(
         for i, label in enumerate(labels):
             order.setdefault(label, []).append(i)
         groups = [(str(label), np.asarray(rows, dtype=np.int64)) for label, rows in order.items()]
-    shard_list = [Shard(name, functools.partial(_blocks, column, id_list, rows, fingerprints_of))
-                  for name, rows in groups]
+    shard_list = [Shard(name, functools.partial(_blocks, column, id_list, rows, fingerprints_of)) for name, rows in groups]
     page, numbers = build(run, found, shard_list, show=show, seed=seed)
     return Report(page, numbers)
 
@@ -275,20 +283,27 @@ def _dedup(column: _Column, ids: List[Any], run: Run, cache: Dict[str, np.ndarra
         gone = np.flatnonzero(~np.asarray(is_new, dtype=bool))
         kept = matched[gone].astype(np.int64)
         dist = hamming(fps[gone], fps[kept]) if len(gone) else np.zeros(0, np.uint8)
-        return outputs.removed([names[i] for i in gone.tolist()], [names[i] for i in kept.tolist()],
-                                     dist, "distance")
+        return outputs.removed([names[i] for i in gone.tolist()], [names[i] for i in kept.tolist()], dist, "distance")
     from .._rsimhash import OnlineDedup
     from ..similar import _threshold, candidates_arg
 
-    online = OnlineDedup(_threshold(run.jaccard), measure=run.measure, shingles=run.mode, width=run.width,
-                         candidates=candidates_arg(run.candidates))
-    answers = [online.add(p.core() if isinstance(p, _texts.ArrowBuffers) else p, threads=threads)
-               for p in column.pieces]
+    online = OnlineDedup(
+        _threshold(run.jaccard),
+        measure=run.measure,
+        shingles=run.mode,
+        width=run.width,
+        candidates=candidates_arg(run.candidates),
+    )
+    answers = [online.add(p.core() if isinstance(p, _texts.ArrowBuffers) else p, threads=threads) for p in column.pieces]
     keep, matched, sims = (_concat([a[i] for a in answers]) for i in range(3))
     gone = np.flatnonzero(~np.asarray(keep, dtype=bool))
     kept = np.asarray(matched)[gone].astype(np.int64)
-    return outputs.removed([names[i] for i in gone.tolist()], [names[i] for i in kept.tolist()],
-                           np.asarray(sims)[gone], "jaccard" if run.measure == "jaccard" else "containment")
+    return outputs.removed(
+        [names[i] for i in gone.tolist()],
+        [names[i] for i in kept.tolist()],
+        np.asarray(sims)[gone],
+        "jaccard" if run.measure == "jaccard" else "containment",
+    )
 
 
 def _concat(parts: List[np.ndarray]) -> np.ndarray:

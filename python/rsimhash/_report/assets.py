@@ -137,5 +137,7 @@ def script_hash() -> str:
 
 
 def csp() -> str:
-    return (f"default-src 'none'; style-src 'unsafe-inline'; script-src {script_hash()}; img-src data:; "
-            "base-uri 'none'; form-action 'none'")
+    return (
+        f"default-src 'none'; style-src 'unsafe-inline'; script-src {script_hash()}; img-src data:; "
+        "base-uri 'none'; form-action 'none'"
+    )

@@ -34,9 +34,11 @@ from .records import Scan, Shard, scan
 ROLES = {"dedup": ("kept", "removed"), "cluster": ("first member", "member"), "find-all": ("a", "b")}
 GROUP_ROLES = {"dedup": ("kept", "removed"), "cluster": ("first", "member"), "find-all": ("first", "linked")}
 # (the matches, the groups, the records flagged in the shard chart, the section of groups)
-WHAT = {"dedup": ("removed records", "groups", "removed", "kept records with the records removed for them"),
-        "cluster": ("members", "clusters", "in a cluster", "clusters"),
-        "find-all": ("pairs", "groups", "in a pair", "groups of records linked by pairs")}
+WHAT = {
+    "dedup": ("removed records", "groups", "removed", "kept records with the records removed for them"),
+    "cluster": ("members", "clusters", "in a cluster", "clusters"),
+    "find-all": ("pairs", "groups", "in a pair", "groups of records linked by pairs"),
+}
 
 
 class Run:
@@ -45,17 +47,29 @@ class Run:
     ``width``), table ``design``, ``seconds``, ``command`` line, ``summary``
     line and ``bad_lines``; ``notes`` are shown under the numbers."""
 
-    def __init__(self, *, k: Optional[int] = 3, jaccard: Optional[float] = None, measure: str = "jaccard",
-                 mode: str = "words", width: Optional[int] = None, candidates: Any = "auto",
-                 design: Optional[str] = None, seconds: Optional[float] = None, command: Optional[str] = None,
-                 summary: Optional[str] = None, bad_lines: Optional[int] = None, title: Optional[str] = None,
-                 notes: Sequence[str] = ()):
+    def __init__(
+        self,
+        *,
+        k: Optional[int] = 3,
+        jaccard: Optional[float] = None,
+        measure: str = "jaccard",
+        mode: str = "words",
+        width: Optional[int] = None,
+        candidates: Any = "auto",
+        design: Optional[str] = None,
+        seconds: Optional[float] = None,
+        command: Optional[str] = None,
+        summary: Optional[str] = None,
+        bad_lines: Optional[int] = None,
+        title: Optional[str] = None,
+        notes: Sequence[str] = (),
+    ):
         self.k, self.jaccard, self.measure, self.candidates = k, jaccard, measure, candidates
         self.mode, self.width = mode, width
         self.design, self.seconds, self.command, self.summary = design, seconds, command, summary
         self.bad_lines, self.title, self.notes = bad_lines, title, list(notes)
-        self.given_fingerprints = False   # the input holds fingerprints (hash TSV, decimal lines), not texts
-        self.records: Optional[int] = None   # records read, when the input cannot be read again (stdin)
+        self.given_fingerprints = False  # the input holds fingerprints (hash TSV, decimal lines), not texts
+        self.records: Optional[int] = None  # records read, when the input cannot be read again (stdin)
         self.distinct: Optional[int] = None
 
     def fingerprinting(self) -> Tuple[str, Optional[int], Optional[int]]:
@@ -88,8 +102,7 @@ def _largest(found: Found, n: int) -> List[Tuple[int, np.ndarray]]:
     sizes = found.sizes
     order = np.argsort(-sizes, kind="stable")[:n]
     starts = found.starts
-    return [(int(sizes[g]), found.members[starts[g]:min(starts[g + 1], starts[g] + page.MEMBERS)])
-            for g in order.tolist()]
+    return [(int(sizes[g]), found.members[starts[g] : min(starts[g + 1], starts[g] + page.MEMBERS)]) for g in order.tolist()]
 
 
 def build(run: Run, found: Found, shards: Sequence[Shard], *, show: int = 200, seed: int = 0) -> Tuple[str, Dict[str, Any]]:
@@ -98,8 +111,7 @@ def build(run: Run, found: Found, shards: Sequence[Shard], *, show: int = 200, s
     threshold = run.jaccard
     if found.similarity is not None and threshold is None and len(found.similarity):
         threshold = float(np.floor(found.similarity.min() * 100) / 100)
-        run.notes.append(f"The threshold was not given: taken as {threshold:g}, the least similarity found, "
-                         "rounded down.")
+        run.notes.append(f"The threshold was not given: taken as {threshold:g}, the least similarity found, rounded down.")
         run.jaccard = threshold
     from_fps = found.distance is None
     first: Optional[Scan] = None
@@ -198,8 +210,12 @@ def _numbers(run: Run, found: Found, sc: Scan) -> page.Numbers:
             nums.add("shingles", "fingerprints of", f"{mode} of {width or (3 if mode == 'words' else 4)}")
     if run.design:
         nums.add("design", "table design", run.design)
-    nums.add("seconds", "time", f"{run.seconds:.1f} s" if run.seconds is not None else "not known",
-             f"{run.seconds:.3f}" if run.seconds is not None else "")
+    nums.add(
+        "seconds",
+        "time",
+        f"{run.seconds:.1f} s" if run.seconds is not None else "not known",
+        f"{run.seconds:.3f}" if run.seconds is not None else "",
+    )
     if run.command:
         nums.add("command", "command line", run.command)
     if run.summary:
@@ -207,8 +223,15 @@ def _numbers(run: Run, found: Found, sc: Scan) -> page.Numbers:
     return nums
 
 
-def _page(run: Run, found: Found, sc: Scan, pairs: List[Pair], groups: List[Tuple[int, np.ndarray]],
-          shards: Sequence[Shard], threshold: Optional[float]) -> Tuple[str, Dict[str, Any]]:
+def _page(
+    run: Run,
+    found: Found,
+    sc: Scan,
+    pairs: List[Pair],
+    groups: List[Tuple[int, np.ndarray]],
+    shards: Sequence[Shard],
+    threshold: Optional[float],
+) -> Tuple[str, Dict[str, Any]]:
     from .. import __version__
     from .markup import text
 
@@ -218,25 +241,42 @@ def _page(run: Run, found: Found, sc: Scan, pairs: List[Pair], groups: List[Tupl
     notes = list(run.notes)
     unseen = int(np.count_nonzero(~sc.seen))
     if unseen and run.records is None:  # (an input read only by the run names none)
-        notes.append(f"{count(unseen)} of the {count(len(found.names))} ids the outputs name are not in the input: "
-                     "is it the run's input? Their texts and distances are missing here.")
+        notes.append(
+            f"{count(unseen)} of the {count(len(found.names))} ids the outputs name are not in the input: "
+            "is it the run's input? Their texts and distances are missing here."
+        )
     if not sc.has_texts:
         notes.append("The input holds fingerprints, not texts: the pairs are shown without their texts.")
     numbers = nums.html() + "".join(f'<p class="warn">{text(n)}</p>' for n in notes)
     figures = []
     dist = found.distance[found.distance >= 0] if found.distance is not None else np.zeros(0, np.int16)
-    of = {"dedup": "each removed record to the kept record it matched",
-          "cluster": "each member to its cluster's first member", "find-all": "the pairs"}[found.kind]
+    of = {
+        "dedup": "each removed record to the kept record it matched",
+        "cluster": "each member to its cluster's first member",
+        "find-all": "the pairs",
+    }[found.kind]
     if found.distance is not None:
-        fps = "fingerprints" if run.given_fingerprints else \
-            f"fingerprints ({mode} of {width or (3 if mode == 'words' else 4)})"
+        fps = "fingerprints" if run.given_fingerprints else f"fingerprints ({mode} of {width or (3 if mode == 'words' else 4)})"
         fps = "candidate " + fps if run.jaccard is not None else fps
-        figures.append(charts.hamming(dist, k, unit=what_matches, title=f"Hamming distance of the {fps} of {of}"
-                                      + (f"; k = {k} dashed" if k is not None else "")))
+        figures.append(
+            charts.hamming(
+                dist,
+                k,
+                unit=what_matches,
+                title=f"Hamming distance of the {fps} of {of}" + (f"; k = {k} dashed" if k is not None else ""),
+            )
+        )
     if found.similarity is not None:
-        figures.append(charts.similarity(found.similarity, threshold, run.measure, unit=what_matches,
-                                         title=f"{run.measure.capitalize()} similarity of {of}"
-                                         + (f" (at least {threshold:g})" if threshold is not None else "")))
+        figures.append(
+            charts.similarity(
+                found.similarity,
+                threshold,
+                run.measure,
+                unit=what_matches,
+                title=f"{run.measure.capitalize()} similarity of {of}"
+                + (f" (at least {threshold:g})" if threshold is not None else ""),
+            )
+        )
     figures.append(charts.sizes_loglog(found.sizes, what=what_groups))
     if len(shards) > 1:
         figures.append(charts.shards([s.name for s in shards], sc.records, sc.flagged, what=flagged_what))
@@ -246,8 +286,11 @@ def _page(run: Run, found: Found, sc: Scan, pairs: List[Pair], groups: List[Tupl
         return f"{found.names[c]} (record {sc.ids.get(c, '?')})" if found.values else found.names[c]
 
     shown_groups = [(size, [(name(c), sc.texts.get(c)) for c in members.tolist()]) for size, members in groups]
-    how = ("drawn across the distance range (each distance has an equal share)" if found.similarity is None else
-           "drawn across the similarity range (each tenth of it has an equal share, exact copies apart)")
+    how = (
+        "drawn across the distance range (each distance has an equal share)"
+        if found.similarity is None
+        else "drawn across the similarity range (each tenth of it has an equal share, exact copies apart)"
+    )
     how += ", so the borderline pairs are there"
     max_d = int(dist.max()) if len(dist) else None
     if max_d is not None and k is not None:
@@ -259,13 +302,16 @@ def _page(run: Run, found: Found, sc: Scan, pairs: List[Pair], groups: List[Tupl
     sections = [
         ("numbers", "The run in numbers", numbers),
         ("charts", "Charts", f'<div class="charts">{"".join(figures)}</div>'),
-        ("groups", f"The largest {groups_title}", page.groups_html(shown_groups, groups_title, roles,
-                                                                    len(found.sizes), sc.has_texts)),
+        (
+            "groups",
+            f"The largest {groups_title}",
+            page.groups_html(shown_groups, groups_title, roles, len(found.sizes), sc.has_texts),
+        ),
         ("pairs", "A sample of pairs", page.pairs_html(pairs, len(found.a), how, run.measure, max_d, sim_range)),
     ]
     kind = found.kind
     title = run.title or f"rsimhash {kind} report"
-    rule = (f"{run.measure} at least {run.jaccard:g}" if run.jaccard is not None else f"within {k} bits")
+    rule = f"{run.measure} at least {run.jaccard:g}" if run.jaccard is not None else f"within {k} bits"
     records = sc.total if run.records is None else run.records
     html = page.document(title, f"{kind}, {rule}, {count(records)} records", sections, __version__)
     values = {key: raw for key, _, _, raw in nums.rows}

@@ -26,8 +26,7 @@ import unicodedata
 from typing import List, NamedTuple, Optional
 
 # Scripts written without spaces (SPEC v1's list): each character a token.
-_NOSPACE = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff" \
-    "\U00020000-\U0003134f"
+_NOSPACE = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
 _ZWJ = "\u200d"
 EXACT_WORK = 100_000  # tokens x tokens that difflib compares exactly (0.04 s at most)
 _REGIONAL = "".join(chr(c) for c in range(0x1F1E6, 0x1F200))  # flag letters
@@ -62,9 +61,9 @@ def _token_re() -> "re.Pattern[str]":
 
 
 class Op(NamedTuple):
-    tag: str        # "equal", "replace", "delete" or "insert"
-    a: List[str]    # tokens of the first text (empty for "insert")
-    b: List[str]    # tokens of the second text (empty for "delete")
+    tag: str  # "equal", "replace", "delete" or "insert"
+    a: List[str]  # tokens of the first text (empty for "insert")
+    b: List[str]  # tokens of the second text (empty for "delete")
 
 
 def _attached(ch: str, prev: str) -> bool:
@@ -89,8 +88,7 @@ def tokens(text: str) -> List[str]:
     out: List[str] = []
     for t in found:
         # Nothing below U+0300 attaches (marks, joiners and modifiers are above it) but after a joiner.
-        if out and not out[-1][-1].isspace() and (ord(t[0]) >= 0x300 or out[-1][-1] == _ZWJ) \
-                and _attached(t[0], out[-1]):
+        if out and not out[-1][-1].isspace() and (ord(t[0]) >= 0x300 or out[-1][-1] == _ZWJ) and _attached(t[0], out[-1]):
             out[-1] += t
         else:
             out.append(t)
@@ -116,11 +114,11 @@ def diff(a: str, b: str) -> List[Op]:
     tail = 0
     while tail < len(ka) - head and tail < len(kb) - head and ka[-1 - tail] == kb[-1 - tail]:
         tail += 1
-    mid_a, mid_b = ka[head:len(ka) - tail], kb[head:len(kb) - tail]
+    mid_a, mid_b = ka[head : len(ka) - tail], kb[head : len(kb) - tail]
     matcher = difflib.SequenceMatcher(None, mid_a, mid_b, autojunk=len(mid_a) * len(mid_b) > EXACT_WORK)
     ops = [Op("equal", ta[:head], tb[:head])]
-    ops += [Op(tag, ta[head + i1:head + i2], tb[head + j1:head + j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes()]
-    ops.append(Op("equal", ta[len(ta) - tail:], tb[len(tb) - tail:]))
+    ops += [Op(tag, ta[head + i1 : head + i2], tb[head + j1 : head + j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes()]
+    ops.append(Op("equal", ta[len(ta) - tail :], tb[len(tb) - tail :]))
     merged: List[Op] = []
     for op in ops:
         if not op.a and not op.b:

@@ -41,17 +41,27 @@ class OutputFormatError(ValueError):
 
 
 class Found:
-    def __init__(self, kind: str, names: List[str], a: np.ndarray, b: np.ndarray, *,
-                 distance: Optional[np.ndarray] = None, similarity: Optional[np.ndarray] = None,
-                 measure: Optional[str] = None, hashes: Optional[np.ndarray] = None, values: bool = False,
-                 groups: Optional[Tuple[np.ndarray, np.ndarray]] = None):
+    def __init__(
+        self,
+        kind: str,
+        names: List[str],
+        a: np.ndarray,
+        b: np.ndarray,
+        *,
+        distance: Optional[np.ndarray] = None,
+        similarity: Optional[np.ndarray] = None,
+        measure: Optional[str] = None,
+        hashes: Optional[np.ndarray] = None,
+        values: bool = False,
+        groups: Optional[Tuple[np.ndarray, np.ndarray]] = None,
+    ):
         self.kind = kind
         self.names = names
         self.a = np.asarray(a, dtype=np.int64)
         self.b = np.asarray(b, dtype=np.int64)
         self.similarity = similarity
         self.measure = measure
-        self.hashes = hashes      # uint64 by code, when the outputs give the fingerprints
+        self.hashes = hashes  # uint64 by code, when the outputs give the fingerprints
         self.values = values
         if distance is None and hashes is not None:
             distance = _hamming(hashes[self.a], hashes[self.b])
@@ -98,8 +108,16 @@ def removed(ids: Sequence[str], kept: Sequence[str], values: Any, column: str) -
     codes = _Codes()
     b, a = codes.of(ids), codes.of(kept)
     dist, sim = _measures(values, column)
-    return Found("dedup", codes.names, a, b, distance=dist, similarity=sim,
-                 measure=column if column in SIMILARITY else None, groups=_groups_by_head(a, b))
+    return Found(
+        "dedup",
+        codes.names,
+        a,
+        b,
+        distance=dist,
+        similarity=sim,
+        measure=column if column in SIMILARITY else None,
+        groups=_groups_by_head(a, b),
+    )
 
 
 def clusters(ids: Sequence[str], labels: Sequence[Any], hashes: Optional[Sequence[Any]] = None) -> Found:
@@ -125,8 +143,9 @@ def clusters(ids: Sequence[str], labels: Sequence[Any], hashes: Optional[Sequenc
     return Found("cluster", names, heads[rest], members[rest], hashes=fps, groups=(members, starts))
 
 
-def pairs(a: Sequence[str], b: Sequence[str], values: Any = None, column: Optional[str] = None,
-          fingerprints: bool = False) -> Found:
+def pairs(
+    a: Sequence[str], b: Sequence[str], values: Any = None, column: Optional[str] = None, fingerprints: bool = False
+) -> Found:
     """``find-all``: pairs of ids with their distance or similarity, or pairs of
     fingerprint values (``fingerprints``)."""
     codes = _Codes()
@@ -134,8 +153,17 @@ def pairs(a: Sequence[str], b: Sequence[str], values: Any = None, column: Option
     names = codes.names
     dist, sim = _measures(values, column) if column is not None and values is not None else (None, None)
     hashes = np.array([int(x) for x in names], dtype=np.uint64) if fingerprints else None
-    return Found("find-all", names, ca, cb, distance=dist, similarity=sim,
-                 measure=column if column in SIMILARITY else None, hashes=hashes, values=fingerprints)
+    return Found(
+        "find-all",
+        names,
+        ca,
+        cb,
+        distance=dist,
+        similarity=sim,
+        measure=column if column in SIMILARITY else None,
+        hashes=hashes,
+        values=fingerprints,
+    )
 
 
 def _labels(labels: Sequence[Any]) -> np.ndarray:
@@ -245,7 +273,8 @@ def read(path: str, expect: Optional[str] = None) -> Found:
             raise OutputFormatError(
                 f"{path}:1: expected the header of a run's output: 'id<TAB>duplicate_of<TAB>distance' (dedup "
                 f"--removed), 'id<TAB>hash<TAB>cluster' or 'id<TAB>cluster' (cluster), 'id_a<TAB>id_b<TAB>jaccard' "
-                f"or JSON [a, b] lines (find-all); got {header[:80]!r}")
+                f"or JSON [a, b] lines (find-all); got {header[:80]!r}"
+            )
     if expect is not None and kind != expect:
         raise OutputFormatError(f"{path}: is the output of {kind}, not of {expect}")
     if kind == "find-all" and column is None:
@@ -302,8 +331,7 @@ def _value_pair(path: str, lineno: int, line: str, a: List[str], b: List[str]) -
         if not (type(x) is int and type(y) is int and 0 <= x < 1 << 64 and 0 <= y < 1 << 64):
             raise ValueError
     except (ValueError, TypeError):
-        raise OutputFormatError(f"{path}:{lineno}: expected a JSON pair [a, b] of fingerprints, got {line[:80]!r}") \
-            from None
+        raise OutputFormatError(f"{path}:{lineno}: expected a JSON pair [a, b] of fingerprints, got {line[:80]!r}") from None
     a.append(str(x))
     b.append(str(y))
 

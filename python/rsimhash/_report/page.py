@@ -40,13 +40,21 @@ class Numbers:
         self.rows.append((key, label, shown, str(shown if raw is None else raw)))
 
     def html(self) -> str:
-        body = "".join(f'<tr><th scope="row">{text(label)}</th><td data-key="{attr(key)}" data-value="{attr(raw)}">'
-                       f"{text(cut(shown, LINE_CHARS))}</td></tr>" for key, label, shown, raw in self.rows)
+        body = "".join(
+            f'<tr><th scope="row">{text(label)}</th><td data-key="{attr(key)}" data-value="{attr(raw)}">'
+            f"{text(cut(shown, LINE_CHARS))}</td></tr>"
+            for key, label, shown, raw in self.rows
+        )
         return f'<table class="numbers"><tbody>{body}</tbody></table>'
 
 
-def groups_html(groups: Sequence[Tuple[int, List[Tuple[str, Optional[str]]]]], what: str, roles: Tuple[str, str],
-                total: int, texts: bool = True) -> str:
+def groups_html(
+    groups: Sequence[Tuple[int, List[Tuple[str, Optional[str]]]]],
+    what: str,
+    roles: Tuple[str, str],
+    total: int,
+    texts: bool = True,
+) -> str:
     """The largest groups: ``(size, [(id, text), ...])`` each, its first member
     first; the first few open. ``texts``: the input has texts to show."""
     if not groups:
@@ -56,21 +64,31 @@ def groups_html(groups: Sequence[Tuple[int, List[Tuple[str, Optional[str]]]]], w
         rows = "".join(
             f'<tr><td><span class="role">{text(roles[0] if i == 0 else roles[1])}</span></td>'
             f'<td class="id"><code>{text(cut(rid, 200))}</code></td>'
-            + (f'<td class="first" dir="auto">{text(first_line(body))}</td>' if texts else "") + "</tr>"
-            for i, (rid, body) in enumerate(members))
+            + (f'<td class="first" dir="auto">{text(first_line(body))}</td>' if texts else "")
+            + "</tr>"
+            for i, (rid, body) in enumerate(members)
+        )
         more = size - len(members)
         tail = f'<p class="note">and {count(more)} more</p>' if more > 0 else ""
         head = "<th>first line</th>" if texts else ""
-        items.append(f"<li><details{' open' if number < OPEN_GROUPS else ''}><summary>{count(size)} records, "
-                     f"first <code>{text(cut(members[0][0], 200))}</code></summary><table><thead><tr><th></th>"
-                     f"<th>id</th>{head}</tr></thead><tbody>{rows}</tbody></table>{tail}</details></li>")
+        items.append(
+            f"<li><details{' open' if number < OPEN_GROUPS else ''}><summary>{count(size)} records, "
+            f"first <code>{text(cut(members[0][0], 200))}</code></summary><table><thead><tr><th></th>"
+            f"<th>id</th>{head}</tr></thead><tbody>{rows}</tbody></table>{tail}</details></li>"
+        )
     shown = len(groups)
     note = f"the {shown} largest of {count(total)}" if total > shown else f"all {count(total)}"
     return f'<p class="note">{text(note)} {text(what)}, largest first.</p><ol class="groups">{"".join(items)}</ol>'
 
 
-def pairs_html(pairs: Sequence[Pair], total: int, how: str, measure: str, max_distance: Optional[int],
-               similarity_range: Optional[Tuple[float, float]]) -> str:
+def pairs_html(
+    pairs: Sequence[Pair],
+    total: int,
+    how: str,
+    measure: str,
+    max_distance: Optional[int],
+    similarity_range: Optional[Tuple[float, float]],
+) -> str:
     """The sampled pairs, in the sample's interleaved order until the byte
     budget, then shown the farthest first (by distance, then similarity);
     with the filter form."""
@@ -90,25 +108,36 @@ def pairs_html(pairs: Sequence[Pair], total: int, how: str, measure: str, max_di
         rendered.append((key, block))
     rendered.sort(key=lambda r: r[0])
     dropped = len(pairs) - len(rendered)
-    intro = (f'<p class="note">{count(len(rendered))} of {count(total)} pairs, {text(how)}; the farthest first'
-             + (f" ({count(dropped)} more sampled but left out to keep the page small)" if dropped else "")
-             + ". Words only on the left are <del>struck through</del>, words only on the right <ins>underlined"
-               "</ins>, changed words <ins class=\"chg\">highlighted</ins>; long unchanged runs are folded (click "
-               "to open).</p>")
+    intro = (
+        f'<p class="note">{count(len(rendered))} of {count(total)} pairs, {text(how)}; the farthest first'
+        + (f" ({count(dropped)} more sampled but left out to keep the page small)" if dropped else "")
+        + ". Words only on the left are <del>struck through</del>, words only on the right <ins>underlined"
+        '</ins>, changed words <ins class="chg">highlighted</ins>; long unchanged runs are folded (click '
+        "to open).</p>"
+    )
     controls = []
     if max_distance is not None:
-        controls.append(f'<label>distance at most <input type="range" id="max-distance" min="0" '
-                        f'max="{max_distance}" step="1" value="{max_distance}"> <output id="max-distance-value">'
-                        f"{max_distance}</output> bits</label>")
+        controls.append(
+            f'<label>distance at most <input type="range" id="max-distance" min="0" '
+            f'max="{max_distance}" step="1" value="{max_distance}"> <output id="max-distance-value">'
+            f"{max_distance}</output> bits</label>"
+        )
     if similarity_range is not None:
         lo, hi = similarity_range
-        controls.append(f'<label>{text(measure)} at least <input type="range" id="min-similarity" '
-                        f'min="{lo:.2f}" max="{hi:.2f}" step="0.01" value="{lo:.2f}"> '
-                        f'<output id="min-similarity-value">{lo:.2f}</output></label>')
-    form = (f'<form id="filter" hidden>{"".join(controls)}<span id="shown" class="muted" aria-live="polite">'
-            "</span></form>") if rendered else ""
-    keys = ('<p id="keys" class="keys muted" hidden>Keys: <kbd>j</kbd>/<kbd>k</kbd> next and previous pair, '
-            "<kbd>o</kbd> open or close its folds, <kbd>/</kbd> the filter, <kbd>Esc</kbd> back.</p>")
+        controls.append(
+            f'<label>{text(measure)} at least <input type="range" id="min-similarity" '
+            f'min="{lo:.2f}" max="{hi:.2f}" step="0.01" value="{lo:.2f}"> '
+            f'<output id="min-similarity-value">{lo:.2f}</output></label>'
+        )
+    form = (
+        (f'<form id="filter" hidden>{"".join(controls)}<span id="shown" class="muted" aria-live="polite"></span></form>')
+        if rendered
+        else ""
+    )
+    keys = (
+        '<p id="keys" class="keys muted" hidden>Keys: <kbd>j</kbd>/<kbd>k</kbd> next and previous pair, '
+        "<kbd>o</kbd> open or close its folds, <kbd>/</kbd> the filter, <kbd>Esc</kbd> back.</p>"
+    )
     return intro + form + keys + "".join(block.replace(NUMBER, str(n)) for n, (_, block) in enumerate(rendered, 1))
 
 
@@ -117,13 +146,15 @@ def document(title: str, subtitle: str, sections: Sequence[Tuple[str, str, str]]
     nav = " ".join(f'<a href="#{attr(i)}">{text(h)}</a>' for i, h, _ in sections)
     body = "".join(f'<section id="{attr(i)}"><h2>{text(h)}</h2>{html}</section>' for i, h, html in sections)
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return ("<!DOCTYPE html>\n"
-            '<html lang="en"><head><meta charset="utf-8">'
-            f'<meta http-equiv="Content-Security-Policy" content="{attr(assets.csp())}">'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{text(title)}</title><style>{assets.CSS}</style></head><body>"
-            f'<header class="top"><h1>{text(title)}</h1><p class="sub">{text(subtitle)}</p>'
-            f"<nav>{nav}</nav></header><main>{body}</main>"
-            f"<footer>Made by rsimhash {text(version)} on {text(when)}. One self-contained file: no network, "
-            "the charts are drawn in the page.</footer>"
-            f"<script>{assets.SCRIPT}</script></body></html>\n")
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{attr(assets.csp())}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{text(title)}</title><style>{assets.CSS}</style></head><body>"
+        f'<header class="top"><h1>{text(title)}</h1><p class="sub">{text(subtitle)}</p>'
+        f"<nav>{nav}</nav></header><main>{body}</main>"
+        f"<footer>Made by rsimhash {text(version)} on {text(when)}. One self-contained file: no network, "
+        "the charts are drawn in the page.</footer>"
+        f"<script>{assets.SCRIPT}</script></body></html>\n"
+    )

@@ -27,11 +27,11 @@ KEEP = 12
 class Pair(NamedTuple):
     left_id: str
     right_id: str
-    left_role: str          # "kept", "first member", "a", ...
+    left_role: str  # "kept", "first member", "a", ...
     right_role: str
     distance: Optional[int]
     similarity: Optional[float]
-    left: Optional[str]     # the texts (None: the input holds no texts)
+    left: Optional[str]  # the texts (None: the input holds no texts)
     right: Optional[str]
 
 
@@ -70,9 +70,11 @@ def _equal(tokens: List[str], other: List[str], first: bool, last: bool) -> str:
     else:
         head, tail = (0 if first else KEEP), (0 if last else KEEP)
     cut_at = len(tokens) - tail
-    return (_plain(tokens[:head], other[:head]) + f'<details class="fold"><summary>\u2026 {count(cut_at - head)} '
-            f"unchanged words \u2026</summary>{_plain(tokens[head:cut_at], other[head:cut_at])}</details>"
-            + _plain(tokens[cut_at:], other[cut_at:]))
+    return (
+        _plain(tokens[:head], other[:head]) + f'<details class="fold"><summary>\u2026 {count(cut_at - head)} '
+        f"unchanged words \u2026</summary>{_plain(tokens[head:cut_at], other[head:cut_at])}</details>"
+        + _plain(tokens[cut_at:], other[cut_at:])
+    )
 
 
 def _side(ops: List[Op], side: str) -> str:
@@ -107,11 +109,16 @@ def render(pair: Pair, chars: int, measure: str, number: object = NUMBER) -> str
     head = [f'<span class="d">distance {text(dist) if dist else "?"}{" bit" if dist == "1" else " bits"}</span>']
     if sim:
         head.append(f'<span class="s">{text(measure)} {text(sim)}</span>')
-    parts = [f'<article class="pair" id="pair-{number}" tabindex="-1" data-distance="{attr(dist)}" '
-             f'data-similarity="{attr(sim)}"><h3><a class="anchor" href="#pair-{number}">#{number}</a> '
-             + " \u00b7 ".join(head) + "</h3>"]
-    ids = (f'<div class="who"><span class="role">{text(role)}</span> <code>{text(cut(rid, 200))}</code></div>'
-           for role, rid in ((pair.left_role, pair.left_id), (pair.right_role, pair.right_id)))
+    parts = [
+        f'<article class="pair" id="pair-{number}" tabindex="-1" data-distance="{attr(dist)}" '
+        f'data-similarity="{attr(sim)}"><h3><a class="anchor" href="#pair-{number}">#{number}</a> '
+        + " \u00b7 ".join(head)
+        + "</h3>"
+    ]
+    ids = (
+        f'<div class="who"><span class="role">{text(role)}</span> <code>{text(cut(rid, 200))}</code></div>'
+        for role, rid in ((pair.left_role, pair.left_id), (pair.right_role, pair.right_id))
+    )
     left_who, right_who = ids
     if pair.left is None or pair.right is None:
         parts.append(f'<div class="sides"><div class="side">{left_who}</div><div class="side">{right_who}</div></div>')
@@ -121,12 +128,14 @@ def render(pair: Pair, chars: int, measure: str, number: object = NUMBER) -> str
         changed = changed_words(ops)
         case = sum(x.rstrip() != y.rstrip() for op in ops if op.tag == "equal" for x, y in zip(op.a, op.b))
         case_note = f", {count(case)} in case only" if case else ""
-        parts.append(f'<p class="changed">{count(changed)} word{" differs" if changed == 1 else "s differ"}'
-                     f"{case_note}</p>"
-                     f'<div class="sides"><div class="side">{left_who}<div class="text" dir="auto">'
-                     f'{_side(ops, "a")}</div>{_note(pair.left, a)}</div>'
-                     f'<div class="side">{right_who}<div class="text" dir="auto">{_side(ops, "b")}</div>'
-                     f"{_note(pair.right, b)}</div></div>")
+        parts.append(
+            f'<p class="changed">{count(changed)} word{" differs" if changed == 1 else "s differ"}'
+            f"{case_note}</p>"
+            f'<div class="sides"><div class="side">{left_who}<div class="text" dir="auto">'
+            f"{_side(ops, 'a')}</div>{_note(pair.left, a)}</div>"
+            f'<div class="side">{right_who}<div class="text" dir="auto">{_side(ops, "b")}</div>'
+            f"{_note(pair.right, b)}</div></div>"
+        )
     parts.append("</article>")
     return "".join(parts)
 

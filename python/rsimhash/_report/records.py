@@ -31,8 +31,9 @@ class Block:
     ``fingerprints()`` a uint64 array of them, ``texts(rows)`` the texts of
     those rows (None when the input holds fingerprints, not texts)."""
 
-    def __init__(self, ids: Sequence[Any], fingerprints: Callable[[], np.ndarray],
-                 texts: Optional[Callable[[List[int]], List[str]]]):
+    def __init__(
+        self, ids: Sequence[Any], fingerprints: Callable[[], np.ndarray], texts: Optional[Callable[[List[int]], List[str]]]
+    ):
         self.ids = ids
         self.fingerprints = fingerprints
         self.texts = texts
@@ -40,23 +41,23 @@ class Block:
 
 class Shard(NamedTuple):
     name: str
-    blocks: Callable[[], Iterator[Block]]   # opens the shard and reads it
+    blocks: Callable[[], Iterator[Block]]  # opens the shard and reads it
 
 
 class Scan:
     """What one pass over the shards found (see the module doc)."""
 
     def __init__(self, n_codes: int):
-        self.records: List[int] = []          # records of each shard
-        self.flagged: List[int] = []          # of which removed (or in a pair, a cluster)
-        self.seen = np.zeros(n_codes, bool)   # the input holds the code
+        self.records: List[int] = []  # records of each shard
+        self.flagged: List[int] = []  # of which removed (or in a pair, a cluster)
+        self.seen = np.zeros(n_codes, bool)  # the input holds the code
         self.fps = np.zeros(n_codes, np.uint64)
         self.texts: Dict[int, str] = {}
-        self.ids: Dict[int, Any] = {}         # the record id of a fingerprint value (values mode)
+        self.ids: Dict[int, Any] = {}  # the record id of a fingerprint value (values mode)
         self.second_texts: Dict[int, str] = {}  # a value's second record (values mode)
         self.second_ids: Dict[int, Any] = {}
         self.has_texts = True
-        self.distinct: Optional[int] = None   # distinct fingerprints read (values mode)
+        self.distinct: Optional[int] = None  # distinct fingerprints read (values mode)
         self._values: List[np.ndarray] = []
 
     @property
@@ -77,8 +78,7 @@ def lookup(names: List[str]) -> Dict[Any, int]:
     return table
 
 
-def scan(shards: Sequence[Shard], found: Found, want_texts: np.ndarray, *, want_fps: bool,
-         flagged: np.ndarray) -> Scan:
+def scan(shards: Sequence[Shard], found: Found, want_texts: np.ndarray, *, want_fps: bool, flagged: np.ndarray) -> Scan:
     """One pass: see the module doc. ``want_texts`` and ``flagged`` are bool by code."""
     out = Scan(len(found.names))
     if found.values:
@@ -96,8 +96,9 @@ def scan(shards: Sequence[Shard], found: Found, want_texts: np.ndarray, *, want_
     return out
 
 
-def _ids_shard(shard: Shard, out: Scan, table: Dict[Any, int], want_texts: np.ndarray, want_fps: bool,
-               flagged: np.ndarray) -> None:
+def _ids_shard(
+    shard: Shard, out: Scan, table: Dict[Any, int], want_texts: np.ndarray, want_fps: bool, flagged: np.ndarray
+) -> None:
     records = hits = 0
     get = table.get
     for block in shard.blocks():
@@ -109,7 +110,7 @@ def _ids_shard(shard: Shard, out: Scan, table: Dict[Any, int], want_texts: np.nd
             continue
         c = codes[rows]
         hits += int(np.count_nonzero(flagged[c]))
-        c, first = np.unique(c, return_index=True)     # an id given twice: its first record
+        c, first = np.unique(c, return_index=True)  # an id given twice: its first record
         rows = rows[first]
         new = ~out.seen[c]
         c, rows = c[new], rows[new]
@@ -123,10 +124,11 @@ def _ids_shard(shard: Shard, out: Scan, table: Dict[Any, int], want_texts: np.nd
     out.flagged.append(hits)
 
 
-def _values_shard(shard: Shard, out: Scan, order: np.ndarray, values: np.ndarray, want_texts: np.ndarray,
-                  flagged: np.ndarray) -> None:
+def _values_shard(
+    shard: Shard, out: Scan, order: np.ndarray, values: np.ndarray, want_texts: np.ndarray, flagged: np.ndarray
+) -> None:
     records = hits = 0
-    taken = np.zeros(len(out.seen), np.int64)   # records kept so far for each value: 0, 1 or 2
+    taken = np.zeros(len(out.seen), np.int64)  # records kept so far for each value: 0, 1 or 2
     for block in shard.blocks():
         fps = block.fingerprints()
         records += len(fps)
@@ -161,8 +163,7 @@ def _values_shard(shard: Shard, out: Scan, order: np.ndarray, values: np.ndarray
     out.flagged.append(hits)
 
 
-def _texts(block: Block, out: Scan, codes: np.ndarray, rows: np.ndarray, want: np.ndarray,
-           into: Dict[int, str]) -> None:
+def _texts(block: Block, out: Scan, codes: np.ndarray, rows: np.ndarray, want: np.ndarray, into: Dict[int, str]) -> None:
     pick = want[codes]
     if not pick.any():
         return

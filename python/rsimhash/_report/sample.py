@@ -25,15 +25,16 @@ import numpy as np
 SIMILARITY_BINS = 10
 
 
-def strata(distance: Optional[np.ndarray], similarity: Optional[np.ndarray],
-           threshold: Optional[float]) -> Tuple[np.ndarray, int]:
+def strata(
+    distance: Optional[np.ndarray], similarity: Optional[np.ndarray], threshold: Optional[float]
+) -> Tuple[np.ndarray, int]:
     """``(stratum of each match, number of strata)``."""
     if similarity is not None:
         low = float(threshold) if threshold is not None else (float(similarity.min()) if len(similarity) else 0.0)
         low = min(low, float(similarity.min())) if len(similarity) else low
         width = max(1.0 - low, 1e-9) / SIMILARITY_BINS
         bins = np.clip(((similarity.astype(np.float64) - low) / width).astype(np.int64), 0, SIMILARITY_BINS - 1)
-        bins[similarity >= 1] = SIMILARITY_BINS   # exact copies (of their shingle sets)
+        bins[similarity >= 1] = SIMILARITY_BINS  # exact copies (of their shingle sets)
         return bins.astype(np.int16), SIMILARITY_BINS + 1
     assert distance is not None
     return np.clip(distance, 0, 64).astype(np.int16), 65
@@ -59,8 +60,9 @@ def quotas(sizes: np.ndarray, n: int) -> np.ndarray:
     return share
 
 
-def choose(distance: Optional[np.ndarray], similarity: Optional[np.ndarray], threshold: Optional[float], n: int,
-           seed: int = 0) -> np.ndarray:
+def choose(
+    distance: Optional[np.ndarray], similarity: Optional[np.ndarray], threshold: Optional[float], n: int, seed: int = 0
+) -> np.ndarray:
     """Indices of ``n`` matches (or all, when fewer), stratified and interleaved."""
     stratum, count = strata(distance, similarity, threshold)
     order = np.argsort(stratum, kind="stable")
@@ -70,7 +72,7 @@ def choose(distance: Optional[np.ndarray], similarity: Optional[np.ndarray], thr
     picked = []
     for s, q in enumerate(quotas(sizes, n).tolist()):
         if q:
-            members = order[starts[s]:starts[s + 1]]
+            members = order[starts[s] : starts[s + 1]]
             chosen = np.sort(rng.choice(members, q, replace=False))  # in output order within a stratum
             picked.append(chosen)
     if not picked:

@@ -63,9 +63,11 @@ from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from .. import _files, _rsimhash as _core
+from .. import _files
+from .. import _rsimhash as _core
 from ._outputs import Atomic, Bars, cluster_rows, pairs_npy_to_parquet, write_clusters
-from ._sources import check_writable, memory_limit as _memory_limit, parent_of, parse_memory, resolve
+from ._sources import check_writable, parent_of, parse_memory, resolve
+from ._sources import memory_limit as _memory_limit
 
 __all__ = ["clusters", "dedup", "find_all", "parse_memory", "similar_clusters", "similar_dedup", "similar_pairs"]
 
@@ -76,9 +78,21 @@ Memory = Union[None, int, float, str]
 class _Job:
     """Arguments shared by the three jobs, checked, and the resources they hold."""
 
-    def __init__(self, stack: ExitStack, *, k: int, memory_limit: Memory, workdir: Any, out: Optional[str],
-                 threads: Optional[int], progress: Progress, blocks: Optional[int], tables: Optional[int],
-                 spill: Optional[bool], desc: str):
+    def __init__(
+        self,
+        stack: ExitStack,
+        *,
+        k: int,
+        memory_limit: Memory,
+        workdir: Any,
+        out: Optional[str],
+        threads: Optional[int],
+        progress: Progress,
+        blocks: Optional[int],
+        tables: Optional[int],
+        spill: Optional[bool],
+        desc: str,
+    ):
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
             raise TypeError(f"k must be an int, got {type(k).__name__}")
         self.stack = stack
@@ -88,15 +102,23 @@ class _Job:
         self.temp_parent = parent_of(out)
         bars = Bars(progress, desc)
         stack.callback(bars.close)
-        self.kwargs: Dict[str, Any] = dict(k=int(k), memory_limit=self.limit, workdir=self.workdir, temp_parent=self.temp_parent,
-                           threads=threads, blocks=blocks, tables=tables, spill=spill, progress=bars)
+        self.kwargs: Dict[str, Any] = dict(
+            k=int(k),
+            memory_limit=self.limit,
+            workdir=self.workdir,
+            temp_parent=self.temp_parent,
+            threads=threads,
+            blocks=blocks,
+            tables=tables,
+            spill=spill,
+            progress=bars,
+        )
         self._spill_dir: Optional[str] = None
 
     def check_ids(self, ids: Optional[np.ndarray]) -> None:
         """Ids given twice are an error (``find_all`` checks its own in the core)."""
         if ids is not None:
-            _core.batch_check_ids(ids, memory_limit=self.limit, workdir=self.workdir,
-                                  temp_parent=self.temp_parent)
+            _core.batch_check_ids(ids, memory_limit=self.limit, workdir=self.workdir, temp_parent=self.temp_parent)
 
     def spill_dir(self) -> str:
         """Where copies of Parquet columns go: a directory of the job's own
@@ -113,10 +135,22 @@ class _Job:
         return self._spill_dir
 
 
-def find_all(source: Any, k: int = 3, *, ids: Any = None, column: Optional[str] = None, out: Any = None,
-             memory_limit: Memory = None, workdir: Any = None, threads: Optional[int] = None,
-             progress: Progress = None, blocks: Optional[int] = None, tables: Optional[int] = None,
-             copies: Optional[str] = None, _spill: Optional[bool] = None) -> Union[np.ndarray, int]:
+def find_all(
+    source: Any,
+    k: int = 3,
+    *,
+    ids: Any = None,
+    column: Optional[str] = None,
+    out: Any = None,
+    memory_limit: Memory = None,
+    workdir: Any = None,
+    threads: Optional[int] = None,
+    progress: Progress = None,
+    blocks: Optional[int] = None,
+    tables: Optional[int] = None,
+    copies: Optional[str] = None,
+    _spill: Optional[bool] = None,
+) -> Union[np.ndarray, int]:
     """Every unordered pair of distinct items within ``k`` bits, identical
     fingerprints included: a ``(P, 2)`` ``uint64`` array, smaller item
     first, rows sorted, as ``Index.find_all`` returns for the same items.
@@ -151,8 +185,19 @@ def find_all(source: Any, k: int = 3, *, ids: Any = None, column: Optional[str] 
         raise ValueError(f'copies must be "all" or "first", got {copies!r}')
     with ExitStack() as stack:
         workdir = workdir if workdir is not None or out_path is None else out_path + ".work"
-        job = _Job(stack, k=k, memory_limit=memory_limit, workdir=workdir, out=out_path, threads=threads,
-                   progress=progress, blocks=blocks, tables=tables, spill=_spill, desc="find_all")
+        job = _Job(
+            stack,
+            k=k,
+            memory_limit=memory_limit,
+            workdir=workdir,
+            out=out_path,
+            threads=threads,
+            progress=progress,
+            blocks=blocks,
+            tables=tables,
+            spill=_spill,
+            desc="find_all",
+        )
         job.kwargs["copies"] = copies
         r = resolve(source, column=column, ids=ids, spill_dir=job.spill_dir, stack=stack)
         if out_path is None:
@@ -166,10 +211,21 @@ def find_all(source: Any, k: int = 3, *, ids: Any = None, column: Optional[str] 
         return count
 
 
-def dedup(source: Any, k: int = 3, *, ids: Any = None, column: Optional[str] = None,
-          memory_limit: Memory = None, workdir: Any = None, threads: Optional[int] = None,
-          progress: Progress = None, blocks: Optional[int] = None, tables: Optional[int] = None,
-          return_matched: bool = False, _spill: Optional[bool] = None) -> Any:
+def dedup(
+    source: Any,
+    k: int = 3,
+    *,
+    ids: Any = None,
+    column: Optional[str] = None,
+    memory_limit: Memory = None,
+    workdir: Any = None,
+    threads: Optional[int] = None,
+    progress: Progress = None,
+    blocks: Optional[int] = None,
+    tables: Optional[int] = None,
+    return_matched: bool = False,
+    _spill: Optional[bool] = None,
+) -> Any:
     """The keep mask of a dedup: a ``bool`` array, ``False`` exactly for each
     item within ``k`` bits of an item kept before it (in source order), the
     answer of ``Index.add_unique`` over the items in order.
@@ -184,8 +240,19 @@ def dedup(source: Any, k: int = 3, *, ids: Any = None, column: Optional[str] = N
     [True, False, True, True]
     """
     with ExitStack() as stack:
-        job = _Job(stack, k=k, memory_limit=memory_limit, workdir=workdir, out=None, threads=threads,
-                   progress=progress, blocks=blocks, tables=tables, spill=_spill, desc="dedup")
+        job = _Job(
+            stack,
+            k=k,
+            memory_limit=memory_limit,
+            workdir=workdir,
+            out=None,
+            threads=threads,
+            progress=progress,
+            blocks=blocks,
+            tables=tables,
+            spill=_spill,
+            desc="dedup",
+        )
         r = resolve(source, column=column, ids=ids, spill_dir=job.spill_dir, stack=stack)
         job.check_ids(r.ids)
         keep, dropped, matched = _core.batch_dedup(r.values, **job.kwargs)
@@ -196,10 +263,23 @@ def dedup(source: Any, k: int = 3, *, ids: Any = None, column: Optional[str] = N
         return keep, (m if r.ids is None else r.ids[m])
 
 
-def clusters(source: Any, k: int = 3, *, method: str = "connected", min_size: int = 2, ids: Any = None,
-             column: Optional[str] = None, out: Any = None, memory_limit: Memory = None, workdir: Any = None,
-             threads: Optional[int] = None, progress: Progress = None, blocks: Optional[int] = None,
-             tables: Optional[int] = None, _spill: Optional[bool] = None) -> Union[Tuple[np.ndarray, np.ndarray], int]:
+def clusters(
+    source: Any,
+    k: int = 3,
+    *,
+    method: str = "connected",
+    min_size: int = 2,
+    ids: Any = None,
+    column: Optional[str] = None,
+    out: Any = None,
+    memory_limit: Memory = None,
+    workdir: Any = None,
+    threads: Optional[int] = None,
+    progress: Progress = None,
+    blocks: Optional[int] = None,
+    tables: Optional[int] = None,
+    _spill: Optional[bool] = None,
+) -> Union[Tuple[np.ndarray, np.ndarray], int]:
     """Clusters of at least ``min_size`` items as ``(ids, labels)``: one row
     per member, clusters numbered from 0 in the order of their smallest id,
     members sorted by id within each, as ``Index.cluster`` lists them
@@ -222,8 +302,19 @@ def clusters(source: Any, k: int = 3, *, method: str = "connected", min_size: in
         raise TypeError(f"min_size must be an int, got {type(min_size).__name__}")
     with ExitStack() as stack:
         workdir = workdir if workdir is not None or out_path is None else out_path + ".work"
-        job = _Job(stack, k=k, memory_limit=memory_limit, workdir=workdir, out=out_path, threads=threads,
-                   progress=progress, blocks=blocks, tables=tables, spill=_spill, desc="clusters")
+        job = _Job(
+            stack,
+            k=k,
+            memory_limit=memory_limit,
+            workdir=workdir,
+            out=out_path,
+            threads=threads,
+            progress=progress,
+            blocks=blocks,
+            tables=tables,
+            spill=_spill,
+            desc="clusters",
+        )
         r = resolve(source, column=column, ids=ids, spill_dir=job.spill_dir, stack=stack)
         job.check_ids(r.ids)
         members, starts = _core.batch_clusters(r.values, method=method, min_size=int(min_size), **job.kwargs)
@@ -233,10 +324,23 @@ def clusters(source: Any, k: int = 3, *, method: str = "connected", min_size: in
         return _id_labels(members, starts, r.ids)
 
 
-def similar_pairs(texts: Any, threshold: float = 0.9, *, shingles: str = "words", width: Optional[int] = 3,
-                  candidates: Any = "auto", measure: str = "jaccard", ids: Any = None, column: str = "text",
-                  memory_limit: Memory = None, workdir: Any = None, threads: Optional[int] = None,
-                  progress: Progress = None, copies: str = "all", max_record_mb: float = 256) -> Tuple[np.ndarray, np.ndarray]:
+def similar_pairs(
+    texts: Any,
+    threshold: float = 0.9,
+    *,
+    shingles: str = "words",
+    width: Optional[int] = 3,
+    candidates: Any = "auto",
+    measure: str = "jaccard",
+    ids: Any = None,
+    column: str = "text",
+    memory_limit: Memory = None,
+    workdir: Any = None,
+    threads: Optional[int] = None,
+    progress: Progress = None,
+    copies: str = "all",
+    max_record_mb: float = 256,
+) -> Tuple[np.ndarray, np.ndarray]:
     """Every pair of texts whose shingle sets are at least ``threshold``
     alike among the candidates, as ``rsimhash.similar_pairs`` finds them
     (the same pairs and values): ``(pairs, similarity)``, a ``(P, 2)``
@@ -267,9 +371,23 @@ def similar_pairs(texts: Any, threshold: float = 0.9, *, shingles: str = "words"
             found.append((higher, lower, sims))
 
     expand: list = []
-    n = _verified(texts, threshold, each, shingles=shingles, width=width, candidates=candidates, measure=measure,
-                  column=column, memory_limit=memory_limit, workdir=workdir, threads=threads, progress=progress,
-                  desc="similar_pairs", on_pairs=lambda two: expand.append(two), max_record_mb=max_record_mb)
+    n = _verified(
+        texts,
+        threshold,
+        each,
+        shingles=shingles,
+        width=width,
+        candidates=candidates,
+        measure=measure,
+        column=column,
+        memory_limit=memory_limit,
+        workdir=workdir,
+        threads=threads,
+        progress=progress,
+        desc="similar_pairs",
+        on_pairs=lambda two: expand.append(two),
+        max_record_mb=max_record_mb,
+    )
     hi = np.concatenate([f[0] for f in found]) if found else np.empty(0, np.uint64)
     lo = np.concatenate([f[1] for f in found]) if found else np.empty(0, np.uint64)
     sims = np.concatenate([f[2] for f in found]) if found else np.empty(0, np.float32)
@@ -281,10 +399,22 @@ def similar_pairs(texts: Any, threshold: float = 0.9, *, shingles: str = "words"
     return pairs, sims
 
 
-def similar_dedup(texts: Any, threshold: float = 0.9, *, shingles: str = "words", width: Optional[int] = 3,
-                  candidates: Any = "auto", measure: str = "jaccard", column: str = "text",
-                  memory_limit: Memory = None, workdir: Any = None, threads: Optional[int] = None,
-                  progress: Progress = None, return_matched: bool = False, max_record_mb: float = 256) -> Any:
+def similar_dedup(
+    texts: Any,
+    threshold: float = 0.9,
+    *,
+    shingles: str = "words",
+    width: Optional[int] = 3,
+    candidates: Any = "auto",
+    measure: str = "jaccard",
+    column: str = "text",
+    memory_limit: Memory = None,
+    workdir: Any = None,
+    threads: Optional[int] = None,
+    progress: Progress = None,
+    return_matched: bool = False,
+    max_record_mb: float = 256,
+) -> Any:
     """The keep mask of the verified dedup: ``False`` exactly for each text
     at least ``threshold`` alike a text kept before it, among the
     candidates (the answer of ``rsimhash.dedup(texts, jaccard=threshold)``).
@@ -301,9 +431,22 @@ def similar_dedup(texts: Any, threshold: float = 0.9, *, shingles: str = "words"
         if len(dropped):
             drops.append((dropped, matched, sims))
 
-    n = _verified(texts, threshold, each, shingles=shingles, width=width, candidates=candidates, measure=measure,
-                  column=column, memory_limit=memory_limit, workdir=workdir, threads=threads, progress=progress,
-                  desc="similar_dedup", max_record_mb=max_record_mb)
+    n = _verified(
+        texts,
+        threshold,
+        each,
+        shingles=shingles,
+        width=width,
+        candidates=candidates,
+        measure=measure,
+        column=column,
+        memory_limit=memory_limit,
+        workdir=workdir,
+        threads=threads,
+        progress=progress,
+        desc="similar_dedup",
+        max_record_mb=max_record_mb,
+    )
     keep = np.ones(n, dtype=bool)
     matched = np.arange(n, dtype=np.uint64)
     similarity = np.ones(n, dtype=np.float32)
@@ -314,11 +457,24 @@ def similar_dedup(texts: Any, threshold: float = 0.9, *, shingles: str = "words"
     return (keep, matched, similarity) if return_matched else keep
 
 
-def similar_clusters(texts: Any, threshold: float = 0.9, *, method: str = "connected", min_size: int = 2,
-                     shingles: str = "words", width: Optional[int] = 3, candidates: Any = "auto",
-                     measure: str = "jaccard", ids: Any = None, column: str = "text", memory_limit: Memory = None,
-                     workdir: Any = None, threads: Optional[int] = None,
-                     progress: Progress = None, max_record_mb: float = 256) -> Tuple[np.ndarray, np.ndarray]:
+def similar_clusters(
+    texts: Any,
+    threshold: float = 0.9,
+    *,
+    method: str = "connected",
+    min_size: int = 2,
+    shingles: str = "words",
+    width: Optional[int] = 3,
+    candidates: Any = "auto",
+    measure: str = "jaccard",
+    ids: Any = None,
+    column: str = "text",
+    memory_limit: Memory = None,
+    workdir: Any = None,
+    threads: Optional[int] = None,
+    progress: Progress = None,
+    max_record_mb: float = 256,
+) -> Tuple[np.ndarray, np.ndarray]:
     """Clusters of texts linked by verified pairs, as ``(ids, labels)`` in the
     layout of ``clusters``: ``"connected"`` components of the alike pairs,
     or ``"leader"`` clusters of the verified dedup (each text joins the
@@ -333,9 +489,23 @@ def similar_clusters(texts: Any, threshold: float = 0.9, *, method: str = "conne
     if method not in ("connected", "leader"):
         raise ValueError(f'method must be "connected" or "leader", got {method!r}')
     sweeps: list = []
-    n = _verified(texts, threshold, None, shingles=shingles, width=width, candidates=candidates, measure=measure,
-                  column=column, memory_limit=memory_limit, workdir=workdir, threads=threads, progress=progress,
-                  desc="similar_clusters", sweep_out=sweeps, max_record_mb=max_record_mb)
+    n = _verified(
+        texts,
+        threshold,
+        None,
+        shingles=shingles,
+        width=width,
+        candidates=candidates,
+        measure=measure,
+        column=column,
+        memory_limit=memory_limit,
+        workdir=workdir,
+        threads=threads,
+        progress=progress,
+        desc="similar_clusters",
+        sweep_out=sweeps,
+        max_record_mb=max_record_mb,
+    )
     members, starts = sweeps[0].clusters(method=method, min_size=int(min_size))
     id_arr = None
     if ids is not None:
@@ -345,10 +515,25 @@ def similar_clusters(texts: Any, threshold: float = 0.9, *, method: str = "conne
     return _id_labels(*_in_id_order(members, starts, id_arr), id_arr)
 
 
-def _verified(texts: Any, threshold: float, each: Any, *, shingles: str, width: Optional[int], candidates: Any,
-              measure: str, column: str, memory_limit: Memory, workdir: Any, threads: Optional[int],
-              progress: Progress, desc: str, sweep_out: Optional[list] = None, on_pairs: Any = None,
-              max_record_mb: float = 256) -> int:
+def _verified(
+    texts: Any,
+    threshold: float,
+    each: Any,
+    *,
+    shingles: str,
+    width: Optional[int],
+    candidates: Any,
+    measure: str,
+    column: str,
+    memory_limit: Memory,
+    workdir: Any,
+    threads: Optional[int],
+    progress: Progress,
+    desc: str,
+    sweep_out: Optional[list] = None,
+    on_pairs: Any = None,
+    max_record_mb: float = 256,
+) -> int:
     """Both passes of a verified job; ``each`` gets each piece's
     ``TwoPass.verify`` answer, and ``on_pairs`` a function that makes the
     job's pairs whole (``TwoPass.all_pairs``, its links copied out). Returns
@@ -359,8 +544,19 @@ def _verified(texts: Any, threshold: float, each: Any, *, shingles: str, width: 
     settings = Settings(threshold, measure=measure, shingles=shingles, width=width, candidates=candidates)
     read = reader(texts, column, max_record_mb)
     with ExitStack() as stack:
-        job = _Job(stack, k=settings.candidates[2], memory_limit=memory_limit, workdir=workdir, out=None,
-                   threads=threads, progress=progress, blocks=None, tables=None, spill=None, desc=desc)
+        job = _Job(
+            stack,
+            k=settings.candidates[2],
+            memory_limit=memory_limit,
+            workdir=workdir,
+            out=None,
+            threads=threads,
+            progress=progress,
+            blocks=None,
+            tables=None,
+            spill=None,
+            desc=desc,
+        )
         two = TwoPass(settings, job.spill_dir(), threads=threads)
         stack.callback(two.close)
         for piece in read():
@@ -375,9 +571,15 @@ def _verified(texts: Any, threshold: float, each: Any, *, shingles: str, width: 
             sweep_out.append(two.sweep)
         if on_pairs is not None:
             links = np.array(two.links)
-            on_pairs(lambda lo, hi, sims, copies: _core.expand_copies(
-                np.ascontiguousarray(lo, dtype=np.uint64), np.ascontiguousarray(hi, dtype=np.uint64),
-                np.ascontiguousarray(sims, dtype=np.float32), links, copies=copies))
+            on_pairs(
+                lambda lo, hi, sims, copies: _core.expand_copies(
+                    np.ascontiguousarray(lo, dtype=np.uint64),
+                    np.ascontiguousarray(hi, dtype=np.uint64),
+                    np.ascontiguousarray(sims, dtype=np.float32),
+                    links,
+                    copies=copies,
+                )
+            )
         return two.count
 
 
@@ -407,7 +609,7 @@ def _by_id(members: np.ndarray, starts: np.ndarray, ids: np.ndarray) -> Tuple[np
     members = members[order]
     first = ids[members[starts[:-1].astype(np.int64)]] if len(sizes) else np.empty(0, np.uint64)
     rank = np.argsort(first, kind="stable")
-    parts = [members[starts[c]:starts[c + 1]] for c in rank.tolist()]
+    parts = [members[starts[c] : starts[c + 1]] for c in rank.tolist()]
     members = np.concatenate(parts) if parts else members
     new_starts = np.concatenate([[0], np.cumsum(sizes[rank])]).astype(np.uint64)
     return members, new_starts
@@ -419,8 +621,7 @@ def _output(out: Any, allowed: Tuple[str, ...], job: str) -> Tuple[Optional[str]
     path = os.fspath(out)
     parent, ext = check_writable(path)
     if ext not in allowed:
-        raise ValueError(f"out={path!r}: {job} writes {' or '.join(allowed)} files; name the file with one of "
-                         "those extensions")
+        raise ValueError(f"out={path!r}: {job} writes {' or '.join(allowed)} files; name the file with one of those extensions")
     _remove_stale_temporaries(parent, os.path.basename(path))
     return path, ext
 
@@ -435,7 +636,7 @@ def _remove_stale_temporaries(directory: str, name: str) -> None:
         rest = entry.lstrip(".")
         if not rest.startswith(name):
             continue
-        numbers = [p for p in rest[len(name):].split(".") if p.isdigit()]
+        numbers = [p for p in rest[len(name) :].split(".") if p.isdigit()]
         if not numbers or int(numbers[0]) == os.getpid() or _alive(int(numbers[0])):
             continue
         try:

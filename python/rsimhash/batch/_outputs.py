@@ -59,7 +59,7 @@ def pairs_npy_to_parquet(npy: str, path: str) -> None:
     try:
         with out.open() as f, pq.ParquetWriter(f, schema) as writer:
             for lo in range(0, max(len(pairs), 1), ROWS):
-                block = np.asarray(pairs[lo:lo + ROWS])
+                block = np.asarray(pairs[lo : lo + ROWS])
                 writer.write_table(pa.table([block[:, 0].copy(), block[:, 1].copy()], schema=schema))
         out.commit()
     except OSError as e:
@@ -73,8 +73,8 @@ def cluster_rows(members: np.ndarray, starts: np.ndarray, ids: Optional[np.ndarr
     sizes = np.diff(starts).astype(np.int64)
     labels = np.repeat(np.arange(len(sizes), dtype=np.uint64), sizes)
     for lo in range(0, len(members), ROWS):
-        pos = members[lo:lo + ROWS].astype(np.uint64)
-        yield (pos if ids is None else ids[pos]), labels[lo:lo + ROWS]
+        pos = members[lo : lo + ROWS].astype(np.uint64)
+        yield (pos if ids is None else ids[pos]), labels[lo : lo + ROWS]
 
 
 def write_clusters(path: str, ext: str, rows: Iterator[Tuple[np.ndarray, np.ndarray]]) -> int:
@@ -136,10 +136,26 @@ class Bars:
         if not hasattr(self, "tqdm"):
             return
         if self.overall is None:
-            self.overall = self.tqdm(total=total, desc=self.desc, unit="item", unit_scale=True,
-                                     file=sys.stderr, position=0, leave=False, mininterval=0.2)
-            self.step = self.tqdm(total=step_total, desc=step, unit="item", unit_scale=True,
-                                  file=sys.stderr, position=1, leave=False, mininterval=0.2)
+            self.overall = self.tqdm(
+                total=total,
+                desc=self.desc,
+                unit="item",
+                unit_scale=True,
+                file=sys.stderr,
+                position=0,
+                leave=False,
+                mininterval=0.2,
+            )
+            self.step = self.tqdm(
+                total=step_total,
+                desc=step,
+                unit="item",
+                unit_scale=True,
+                file=sys.stderr,
+                position=1,
+                leave=False,
+                mininterval=0.2,
+            )
             self.step_name = step
         if done < self.overall.n:  # a job of several phases starts the next one
             self.overall.reset(total=total)

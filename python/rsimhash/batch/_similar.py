@@ -29,7 +29,8 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from .. import _files, _rsimhash as _core
+from .. import _files
+from .. import _rsimhash as _core
 from .._texts import ArrowBuffers
 
 Candidates = Tuple[str, Optional[int], int]
@@ -52,8 +53,9 @@ class Settings:
         # Refuses a bad threshold, measure or shingling before any work.
         self.verifier()
         self.candidates: Candidates = chosen if chosen is not None else _core.auto_candidates(self.threshold)
-        _core.SimilarCorpus(self.threshold, measure=measure, shingles=shingles, width=width,
-                            candidates=self.candidates)  # and bad candidates
+        _core.SimilarCorpus(
+            self.threshold, measure=measure, shingles=shingles, width=width, candidates=self.candidates
+        )  # and bad candidates
 
     def verifier(self) -> Any:
         return _core.StreamVerifier(self.threshold, measure=self.measure, shingles=self.shingles, width=self.width)
@@ -79,10 +81,19 @@ class TwoPass:
         self.settings = settings
         self.workdir = workdir
         self.threads = threads
-        self.files = [os.path.join(workdir, f"{name}-{os.getpid()}{ext}") for name, ext in
-                      (("candidates", ".u64"), ("candidate-pairs", ".npy"), ("candidate-last", ".npy"),
-                       ("text-keys", ".u128"), ("copy-links", ".npy"), ("first-copies", ".npy"),
-                       ("first-pairs", ".npy"), ("first-last", ".npy"))]
+        self.files = [
+            os.path.join(workdir, f"{name}-{os.getpid()}{ext}")
+            for name, ext in (
+                ("candidates", ".u64"),
+                ("candidate-pairs", ".npy"),
+                ("candidate-last", ".npy"),
+                ("text-keys", ".u128"),
+                ("copy-links", ".npy"),
+                ("first-copies", ".npy"),
+                ("first-pairs", ".npy"),
+                ("first-last", ".npy"),
+            )
+        ]
         self.fps_path, self.keys_path = self.files[0], self.files[3]
         self._fps = _files.create_fresh(self.fps_path)
         self._keys = _files.create_fresh(self.keys_path)
@@ -110,8 +121,20 @@ class TwoPass:
             raise ValueError(f"verified jobs take at most 2^32 - 2 texts, got {self.count:,}")
         kwargs = dict(job, k=self.settings.candidates[2])
         links_path = self.files[4]
-        n_links = int(_core.copy_links(self.keys_path, self.fps_path, self.count, workdir=self.workdir,
-                                       memory_limit=int(job["memory_limit"]), out=links_path)) if self.count else 0
+        n_links = (
+            int(
+                _core.copy_links(
+                    self.keys_path,
+                    self.fps_path,
+                    self.count,
+                    workdir=self.workdir,
+                    memory_limit=int(job["memory_limit"]),
+                    out=links_path,
+                )
+            )
+            if self.count
+            else 0
+        )
         if n_links:
             self.links = np.load(links_path, mmap_mode="r")
             n = self._first_copies_candidates(kwargs)
@@ -141,7 +164,7 @@ class TwoPass:
         first_path = self.files[5]
         first_fps = np.lib.format.open_memmap(first_path, mode="w+", dtype=np.uint64, shape=(len(positions),))
         for lo in range(0, len(positions), step):
-            first_fps[lo:lo + step] = fps[positions[lo:lo + step]]
+            first_fps[lo : lo + step] = fps[positions[lo : lo + step]]
         first_fps.flush()
         del first_fps, fps
         pairs_path, last_path = self.files[6:8]
@@ -149,16 +172,16 @@ class TwoPass:
         pairs = np.load(pairs_path, mmap_mode="r") if n else np.empty(0, np.uint64)
         out = np.lib.format.open_memmap(self.files[1], mode="w+", dtype=np.uint64, shape=(n,)) if n else pairs
         for lo in range(0, n, step):
-            p = np.asarray(pairs[lo:lo + step])
+            p = np.asarray(pairs[lo : lo + step])
             hi = positions[(p >> np.uint64(32)).astype(np.int64)].astype(np.uint64)
             low = positions[(p & np.uint64(0xFFFFFFFF)).astype(np.int64)].astype(np.uint64)
-            out[lo:lo + step] = hi << np.uint64(32) | low
+            out[lo : lo + step] = hi << np.uint64(32) | low
         last_first = np.load(last_path, mmap_mode="r")
         last = np.zeros(self.count, dtype=np.uint32)
         for lo in range(0, len(positions), step):
-            ls = np.asarray(last_first[lo:lo + step]).astype(np.int64)
+            ls = np.asarray(last_first[lo : lo + step]).astype(np.int64)
             own = np.arange(lo, lo + len(ls))
-            last[positions[lo:lo + step]] = np.where(ls > own, positions[np.minimum(ls, len(positions) - 1)], 0)
+            last[positions[lo : lo + step]] = np.where(ls > own, positions[np.minimum(ls, len(positions) - 1)], 0)
         firsts = np.asarray(self.links & np.uint64(0xFFFFFFFF), dtype=np.int64)
         np.maximum.at(last, firsts, copies)
         self.pairs, self.last = (out if n else np.empty(0, np.uint64)), last
@@ -172,8 +195,7 @@ class TwoPass:
         n = len(texts[0]) - 1 if isinstance(texts, tuple) else len(texts)
         first, end = self.first, self.first + n
         if end > self.count:
-            raise ValueError(f"the texts changed between the passes: the second gave more than the first's "
-                             f"{self.count:,}")
+            raise ValueError(f"the texts changed between the passes: the second gave more than the first's {self.count:,}")
         bounds = np.array([first << 32, end << 32], dtype=np.uint64)
         lo, hi = np.searchsorted(self.pairs, bounds)
         pairs = np.ascontiguousarray(self.pairs[lo:hi])
@@ -193,8 +215,7 @@ class TwoPass:
     def check_done(self) -> None:
         """The second pass read as many texts as the first."""
         if self.first != self.count:
-            raise ValueError(f"the texts changed between the passes: the first read {self.count:,}, "
-                             f"the second {self.first:,}")
+            raise ValueError(f"the texts changed between the passes: the first read {self.count:,}, the second {self.first:,}")
 
     def close(self) -> None:
         for f in (self._fps, self._keys):

@@ -25,11 +25,20 @@ NPY_MAGIC = b"\x93NUMPY"
 PARQUET_MAGIC = b"PAR1"
 
 _UNITS = {
-    "": 1, "b": 1,
-    "k": 1 << 10, "kib": 1 << 10, "kb": 10**3,
-    "m": 1 << 20, "mib": 1 << 20, "mb": 10**6,
-    "g": 1 << 30, "gib": 1 << 30, "gb": 10**9,
-    "t": 1 << 40, "tib": 1 << 40, "tb": 10**12,
+    "": 1,
+    "b": 1,
+    "k": 1 << 10,
+    "kib": 1 << 10,
+    "kb": 10**3,
+    "m": 1 << 20,
+    "mib": 1 << 20,
+    "mb": 10**6,
+    "g": 1 << 30,
+    "gib": 1 << 30,
+    "gb": 10**9,
+    "t": 1 << 40,
+    "tib": 1 << 40,
+    "tb": 10**12,
 }
 
 
@@ -51,8 +60,7 @@ def parse_memory(value: Union[int, float, str]) -> int:
     elif isinstance(value, str):
         m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([A-Za-z]*)\s*", value)
         if m is None or m.group(2).lower() not in _UNITS:
-            raise ValueError(
-                f"memory_limit must be a number of bytes or a string like '8GiB', '500MB' or '2g', got {value!r}")
+            raise ValueError(f"memory_limit must be a number of bytes or a string like '8GiB', '500MB' or '2g', got {value!r}")
         number, unit = float(m.group(1)), m.group(2).lower()
     else:
         raise TypeError(f"memory_limit must be a number of bytes or a string like '8GiB', got {type(value).__name__}")
@@ -130,7 +138,8 @@ def _paths(source: Any) -> List[str]:
         return out
     raise TypeError(
         "source must be a 1-D uint64 numpy array, a path to a .npy or Parquet file, a directory of them "
-        f"or a list of paths, got {type(source).__name__}")
+        f"or a list of paths, got {type(source).__name__}"
+    )
 
 
 def u64_array(values: Any, name: str) -> np.ndarray:
@@ -138,11 +147,12 @@ def u64_array(values: Any, name: str) -> np.ndarray:
     if not isinstance(values, np.ndarray):
         raise TypeError(f"{name} must be a numpy uint64 array, got {type(values).__name__}")
     if values.dtype != np.uint64:
-        raise TypeError(f"{name} must have dtype uint64, got {values.dtype}; convert with "
-                        f"np.ascontiguousarray({name}, dtype=np.uint64) after checking the values are in 0..2**64-1")
+        raise TypeError(
+            f"{name} must have dtype uint64, got {values.dtype}; convert with "
+            f"np.ascontiguousarray({name}, dtype=np.uint64) after checking the values are in 0..2**64-1"
+        )
     if values.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got an array of shape {values.shape}; "
-                         f"flatten it with {name}.ravel()")
+        raise ValueError(f"{name} must be one-dimensional, got an array of shape {values.shape}; flatten it with {name}.ravel()")
     if not values.flags.c_contiguous:
         values = np.ascontiguousarray(values)  # a strided view: copied once
     return values
@@ -157,8 +167,7 @@ class Resolved:
         self.length = length
 
 
-def resolve(source: Any, *, column: Optional[str], ids: Any, spill_dir: Any,
-            stack: ExitStack) -> Resolved:
+def resolve(source: Any, *, column: Optional[str], ids: Any, spill_dir: Any, stack: ExitStack) -> Resolved:
     """Checks ``source`` and ``ids`` and turns them into what the core reads.
     ``spill_dir()`` gives the directory for copies of Parquet columns."""
     if isinstance(source, np.ndarray):
@@ -232,8 +241,7 @@ def _column_name(files: Any, paths: Sequence[str], column: Optional[str], what: 
         raise ValueError(f"{paths[0]}: name the fingerprint column with column=; the file has {', '.join(names)}")
     for path, f in zip(paths, files):
         if column not in f.schema_arrow.names:
-            raise ValueError(f"{path}: has no column {column!r} ({what}); its columns are "
-                             f"{', '.join(f.schema_arrow.names)}")
+            raise ValueError(f"{path}: has no column {column!r} ({what}); its columns are {', '.join(f.schema_arrow.names)}")
     return column
 
 
@@ -245,15 +253,15 @@ def _batches(paths: Sequence[str], column: Optional[str], what: str) -> Any:
     for path, f in zip(paths, files):
         field = f.schema_arrow.field(name)
         if str(field.type) not in ("uint64", "int64"):
-            raise TypeError(f"{path}: column {name!r} has type {field.type}; {what} must be uint64, "
-                            "or int64 holding the same bits")
+            raise TypeError(
+                f"{path}: column {name!r} has type {field.type}; {what} must be uint64, or int64 holding the same bits"
+            )
         row = 0
         for g in range(f.num_row_groups):
             col = f.read_row_group(g, columns=[name]).column(0)
             if col.null_count:
                 first = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-                raise ValueError(f"{path}: row {row + first + 1}: column {name!r} is null; "
-                                 f"every row needs its {what}")
+                raise ValueError(f"{path}: row {row + first + 1}: column {name!r} is null; every row needs its {what}")
             arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
             yield arr.to_numpy(zero_copy_only=False).view(np.uint64)
             row += len(col)

@@ -23,8 +23,10 @@ def reader(texts: Any, column: str, max_record_mb: Any = 256) -> Reader:
     if isinstance(texts, (list, tuple)) and texts and all(isinstance(t, os.PathLike) for t in texts):
         return _files_reader([os.fspath(t) for t in texts], column, limit)
     if not _texts.kind(texts) and iter(texts) is texts:
-        raise TypeError("texts is read twice: give a sequence, a column, paths or a function that "
-                        "returns a fresh iterable of chunks, not a one-shot iterator")
+        raise TypeError(
+            "texts is read twice: give a sequence, a column, paths or a function that "
+            "returns a fresh iterable of chunks, not a one-shot iterator"
+        )
     pieces = [_untuple(p) for p in _texts.pieces(texts)]
     return lambda: iter(pieces)
 
@@ -60,8 +62,7 @@ def _files_reader(paths: List[str], column: str, max_record_bytes: int) -> Reade
         for path in paths:
             fmt = guess_format(path, "auto")
             if fmt not in ("json", "parquet"):
-                raise ValueError(f"{path}: verified jobs read texts from JSON lines or Parquet files, "
-                                 f"not {fmt} files")
+                raise ValueError(f"{path}: verified jobs read texts from JSON lines or Parquet files, not {fmt} files")
             try:
                 with Source(path, fmt, text_column=column, need_ids=False, max_record_bytes=max_record_bytes) as source:
                     for chunk in source.chunks():

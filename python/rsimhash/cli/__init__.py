@@ -58,14 +58,18 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
-    parser = _Parser(prog=PROG, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
-                     epilog="exit codes: 0 done, 1 bad data or files, 2 bad command line, 130 interrupted,\n"
-                            "141 stdout closed early (| head)")
+    parser = _Parser(
+        prog=PROG,
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="exit codes: 0 done, 1 bad data or files, 2 bad command line, 130 interrupted,\n141 stdout closed early (| head)",
+    )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for name, module in COMMANDS:
-        p = sub.add_parser(name, help=module.HELP, description=module.DESCRIPTION,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        p = sub.add_parser(
+            name, help=module.HELP, description=module.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+        )
         module.add_arguments(p)
         if name in report.REPORTED:
             report.add_report_option(p)

@@ -33,12 +33,20 @@ from typing import Any, Iterator, List, Tuple
 import numpy as np
 
 from . import verified
-from .pipeline import fingerprints_of, prefetch
 from .options import (
-    add_distance, add_input, add_memory, add_run, add_text, bad_lines_part, make_index, memory_limit, open_source,
+    add_distance,
+    add_input,
+    add_memory,
+    add_run,
+    add_text,
+    bad_lines_part,
+    make_index,
+    memory_limit,
+    open_source,
     positive_int,
 )
 from .outputs import Outputs
+from .pipeline import fingerprints_of, prefetch
 from .progress import Progress, count
 from .spill import Fingerprints, Ids, Workspace, engine_part
 
@@ -62,18 +70,34 @@ examples:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_input(p, formats=("json", "hash", "parquet"))
-    p.add_argument("--output", "-o", metavar="FILE", default="-",
-                   help="the TSV 'id<TAB>hash<TAB>cluster'; - writes stdout. Default: %(default)s")
+    p.add_argument(
+        "--output",
+        "-o",
+        metavar="FILE",
+        default="-",
+        help="the TSV 'id<TAB>hash<TAB>cluster'; - writes stdout. Default: %(default)s",
+    )
     add_text(p)
     add_distance(p)
-    p.add_argument("--sample", type=positive_int, metavar="N", default=None,
-                   help="cluster only the first N records of the input. Default: all")
-    p.add_argument("--all", action="store_true",
-                   help="write every record, each singleton in a cluster of its own "
-                        "(default: only clusters of two or more)")
-    p.add_argument("--method", choices=("connected", "leader"), default="connected",
-                   help="connected: components of the within-K graph; leader: in input order each "
-                        "record joins the first leader within K or becomes one. Default: %(default)s")
+    p.add_argument(
+        "--sample",
+        type=positive_int,
+        metavar="N",
+        default=None,
+        help="cluster only the first N records of the input. Default: all",
+    )
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="write every record, each singleton in a cluster of its own (default: only clusters of two or more)",
+    )
+    p.add_argument(
+        "--method",
+        choices=("connected", "leader"),
+        default="connected",
+        help="connected: components of the within-K graph; leader: in input order each "
+        "record joins the first leader within K or becomes one. Default: %(default)s",
+    )
     verified.add_arguments(p, "link records")
     add_memory(p)
     add_run(p)
@@ -84,8 +108,11 @@ def run(args: argparse.Namespace) -> int:
         return _run_verified(args)
     index = make_index(args.distance, args.blocks)
     limit = memory_limit(args)
-    with open_source(args, limit=args.sample, formats=("json", "hash", "parquet")) as source, \
-            Outputs() as outs, Workspace(args.workdir, args.output) as workspace:
+    with (
+        open_source(args, limit=args.sample, formats=("json", "hash", "parquet")) as source,
+        Outputs() as outs,
+        Workspace(args.workdir, args.output) as workspace,
+    ):
         out = outs.open(args.output)
         progress = Progress("cluster", source.total, args.quiet)
         cap = limit // IN_MEMORY_BYTES
@@ -119,24 +146,38 @@ def run(args: argparse.Namespace) -> int:
             store.close()
             ids.close()
         what = "clusters" if args.all else "clusters of two or more"
-        progress.summary("cluster", [
-            count(source.records, "record") + " read",
-            f"{clusters:,} {what} holding {count(members, 'record')}",
-            bad_lines_part(source),
-        ] + ([engine_part(workspace)] if store.spilled else []), source.nbytes)
+        progress.summary(
+            "cluster",
+            [
+                count(source.records, "record") + " read",
+                f"{clusters:,} {what} holding {count(members, 'record')}",
+                bad_lines_part(source),
+            ]
+            + ([engine_part(workspace)] if store.spilled else []),
+            source.nbytes,
+        )
     return 0
 
 
-def _clusters_batch(path: str, args: argparse.Namespace, min_size: int, limit: int,
-                    workspace: Workspace) -> Iterator[Tuple[int, np.ndarray]]:
+def _clusters_batch(
+    path: str, args: argparse.Namespace, min_size: int, limit: int, workspace: Workspace
+) -> Iterator[Tuple[int, np.ndarray]]:
     """``(cluster number, member positions)`` of the spilled fingerprints at
     ``path``, by the batch engine, a cluster at a time (members of a cluster
     together, so that each block of output rows stays small)."""
     from .. import batch
 
-    found: Any = batch.clusters(path, args.distance, method=args.method, min_size=min_size, memory_limit=limit,
-                                workdir=workspace.path, threads=args.threads, blocks=args.blocks,
-                                progress=False if args.quiet else None)
+    found: Any = batch.clusters(
+        path,
+        args.distance,
+        method=args.method,
+        min_size=min_size,
+        memory_limit=limit,
+        workdir=workspace.path,
+        threads=args.threads,
+        blocks=args.blocks,
+        progress=False if args.quiet else None,
+    )
     positions, labels = found
     if not len(labels):
         return
@@ -152,13 +193,15 @@ def _run_verified(args: argparse.Namespace) -> int:
     min_size = 1 if args.all else 2
     with Workspace(args.workdir, args.output) as workspace, Outputs() as outs:
         path = verified.input_path(args, workspace)
-        with open_source(args, path=path, limit=args.sample, formats=("json", "hash", "parquet"),
-                         shingling=None) as source:
+        with open_source(args, path=path, limit=args.sample, formats=("json", "hash", "parquet"), shingling=None) as source:
             verified.check_format(source)
             out = outs.open(args.output)
             clusters = members = 0
-            with verified.gathered(args, opts, source, path, limit, workspace, "cluster", limit // IN_MEMORY_BYTES) \
-                    as (records, ids, progress):
+            with verified.gathered(args, opts, source, path, limit, workspace, "cluster", limit // IN_MEMORY_BYTES) as (
+                records,
+                ids,
+                progress,
+            ):
                 positions, starts = _verified_clusters(records, args, min_size)
                 out.write(b"id\tcluster\n")
                 bounds = starts.astype(np.int64).tolist()
@@ -168,23 +211,29 @@ def _run_verified(args: argparse.Namespace) -> int:
                     members += hi - lo
                     clusters = number + 1
             what = "clusters" if args.all else "clusters of two or more"
-            progress.summary("cluster", [
-                count(source.records, "record") + " read",
-                f"{clusters:,} {what} holding {count(members, 'record')} "
-                f"({args.measure} at least {args.jaccard:g})",
-                bad_lines_part(source),
-            ] + ([engine_part(workspace)] if records.two is not None else []), source.nbytes)
+            progress.summary(
+                "cluster",
+                [
+                    count(source.records, "record") + " read",
+                    f"{clusters:,} {what} holding {count(members, 'record')} ({args.measure} at least {args.jaccard:g})",
+                    bad_lines_part(source),
+                ]
+                + ([engine_part(workspace)] if records.two is not None else []),
+                source.nbytes,
+            )
     return 0
 
 
-def _verified_clusters(gathered: "verified.Gathered", args: argparse.Namespace,
-                       min_size: int) -> Tuple[np.ndarray, np.ndarray]:
+def _verified_clusters(gathered: "verified.Gathered", args: argparse.Namespace, min_size: int) -> Tuple[np.ndarray, np.ndarray]:
     """``(member positions, cluster starts)``: clusters in the order of their
     first record, members in input order."""
     if gathered.corpus is not None:
         corpus = gathered.corpus
-        return verified.with_bars(args, "cluster", lambda bars: corpus.clusters(
-            method=args.method, min_size=min_size, threads=args.threads, progress=bars))
+        return verified.with_bars(
+            args,
+            "cluster",
+            lambda bars: corpus.clusters(method=args.method, min_size=min_size, threads=args.threads, progress=bars),
+        )
     assert gathered.two is not None
     for _ in gathered.two.again():
         pass

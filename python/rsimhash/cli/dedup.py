@@ -35,9 +35,9 @@ import numpy as np
 from . import verified
 from .dedup_writer import Kept, KeptWriter, bits, summary, write_removed
 from .inputs import Chunk, Source
-from .pipeline import fingerprints_of, prefetch
 from .options import add_distance, add_input, add_memory, add_run, add_text, make_index, memory_limit, open_source
 from .outputs import Output, Outputs
+from .pipeline import fingerprints_of, prefetch
 from .progress import Progress
 from .spill import Workspace, copy_stdin
 
@@ -59,12 +59,20 @@ example:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_input(p)
-    p.add_argument("--output", "-o", metavar="FILE", required=True,
-                   help="the kept records as read, in the input's format; - writes stdout; "
-                        "a name ending in .gz or .zst is compressed")
-    p.add_argument("--removed", metavar="FILE", default=None,
-                   help="also write a TSV 'id<TAB>duplicate_of<TAB>distance' naming each removed "
-                        "record and the kept record it is a near-duplicate of")
+    p.add_argument(
+        "--output",
+        "-o",
+        metavar="FILE",
+        required=True,
+        help="the kept records as read, in the input's format; - writes stdout; a name ending in .gz or .zst is compressed",
+    )
+    p.add_argument(
+        "--removed",
+        metavar="FILE",
+        default=None,
+        help="also write a TSV 'id<TAB>duplicate_of<TAB>distance' naming each removed "
+        "record and the kept record it is a near-duplicate of",
+    )
     add_text(p)
     add_distance(p)
     verified.add_arguments(p, "remove records alike an earlier kept one")
@@ -84,8 +92,12 @@ def run(args: argparse.Namespace) -> int:
         if args.input == "-" and explicit:
             # Read twice: stdin is copied first (its size is not known ahead).
             path = copy_stdin(workspace)
-        with open_source(args, need_ids=need_ids, full_rows=True, path=path,
-                         shingling=None if args.jaccard is not None else "args") as source, Outputs() as outs:
+        with (
+            open_source(
+                args, need_ids=need_ids, full_rows=True, path=path, shingling=None if args.jaccard is not None else "args"
+            ) as source,
+            Outputs() as outs,
+        ):
             out = outs.open(args.output)
             removed = outs.open(args.removed) if args.removed is not None else None
             chunks = prefetch(source.chunks())
@@ -115,8 +127,9 @@ def _estimated_records(source: Source) -> int:
     return int(source.total * source.records / read)
 
 
-def _in_memory(args: argparse.Namespace, index: Any, source: Source, chunks: Iterator[Chunk], out: Output,
-               removed: Optional[Output]) -> int:
+def _in_memory(
+    args: argparse.Namespace, index: Any, source: Source, chunks: Iterator[Chunk], out: Output, removed: Optional[Output]
+) -> int:
     """The dedup through an ``Index`` of the kept records, in one pass."""
     writer = KeptWriter(out, source)
     kept = Kept(fingerprints=True) if removed is not None else None
@@ -133,8 +146,9 @@ def _in_memory(args: argparse.Namespace, index: Any, source: Source, chunks: Ite
             kept.add(positions[new], [chunk.ids[j] for j in new.tolist()], fps[new])
             gone = np.flatnonzero(~is_new)
             slots = kept.find(matched[gone])
-            write_removed(removed, [chunk.ids[j] for j in gone.tolist()], kept.ids_at(slots),
-                          bits(fps[gone], kept.fps_at(slots)).tolist())
+            write_removed(
+                removed, [chunk.ids[j] for j in gone.tolist()], kept.ids_at(slots), bits(fps[gone], kept.fps_at(slots)).tolist()
+            )
         n_removed += n - int(np.count_nonzero(is_new))
         position += n
         progress.update(source.position(), source.records)

@@ -29,8 +29,16 @@ from .progress import Progress
 from .spill import Fingerprints, Ids, Workspace, engine_part
 
 
-def dedup_batch(args: argparse.Namespace, source: Source, chunks: Iterator[Chunk], out: Output,
-                removed: Optional[Output], limit: int, workspace: Workspace, path: str) -> int:
+def dedup_batch(
+    args: argparse.Namespace,
+    source: Source,
+    chunks: Iterator[Chunk],
+    out: Output,
+    removed: Optional[Output],
+    limit: int,
+    workspace: Workspace,
+    path: str,
+) -> int:
     from .. import batch
 
     # Pass 1: fingerprints (and ids) to spill files.
@@ -49,28 +57,35 @@ def dedup_batch(args: argparse.Namespace, source: Source, chunks: Iterator[Chunk
     if ids is not None:
         ids.finish()
     progress.close()
-    keep, matched = batch.dedup(fps_source, args.distance, return_matched=True, blocks=args.blocks,
-                                memory_limit=limit, workdir=workspace.path, threads=args.threads,
-                                progress=False if args.quiet else None)
+    keep, matched = batch.dedup(
+        fps_source,
+        args.distance,
+        return_matched=True,
+        blocks=args.blocks,
+        memory_limit=limit,
+        workdir=workspace.path,
+        threads=args.threads,
+        progress=False if args.quiet else None,
+    )
     fps: Any = np.load(fps_source, mmap_mode="r") if isinstance(fps_source, str) else fps_source
 
     # Pass 2: the kept records, as read.
     n_removed = int(len(keep) - np.count_nonzero(keep))
     again_progress = Progress("dedup: writing", source.total, args.quiet)
-    with open_source(args, need_ids=False, full_rows=True, path=path, quiet_bad_lines=True,
-                     shingling=None) as again:
+    with open_source(args, need_ids=False, full_rows=True, path=path, quiet_bad_lines=True, shingling=None) as again:
         writer = KeptWriter(out, again)
         position = 0
         for chunk in prefetch(again.chunks()):
             n = len(chunk)
-            is_new = keep[position:position + n]
+            is_new = keep[position : position + n]
             writer.write(chunk, is_new)
             if removed is not None and ids is not None:
                 gone = np.flatnonzero(~is_new) + position
                 if len(gone):
                     others = matched[gone]
-                    write_removed(removed, ids.text(gone.tolist()), ids.text(others.tolist()),
-                                  bits(fps[gone], fps[others]).tolist())
+                    write_removed(
+                        removed, ids.text(gone.tolist()), ids.text(others.tolist()), bits(fps[gone], fps[others]).tolist()
+                    )
             position += n
             again_progress.update(again.position(), again.records)
         writer.close()

@@ -29,21 +29,30 @@ from .progress import Progress
 from .spill import Ids, Workspace, engine_part
 
 
-def run(args: argparse.Namespace, source: Source, chunks: Iterator[Chunk], first: Optional[Chunk], out: Output,
-        removed: Optional[Output], limit: int, workspace: Workspace, path: str) -> int:
+def run(
+    args: argparse.Namespace,
+    source: Source,
+    chunks: Iterator[Chunk],
+    first: Optional[Chunk],
+    out: Output,
+    removed: Optional[Output],
+    limit: int,
+    workspace: Workspace,
+    path: str,
+) -> int:
     opts = verified.settings(args)
     verified.check_format(source)
     if removed is not None:
         removed.write(f"id\tduplicate_of\t{verified.similarity_column(args)}\n".encode("ascii"))
-    fits = path == "-" or first is None or \
-        verified.text_bytes(source) * verified.SET_BYTES_PER_TEXT_BYTE <= limit
+    fits = path == "-" or first is None or verified.text_bytes(source) * verified.SET_BYTES_PER_TEXT_BYTE <= limit
     if fits and path == args.input:
         return _in_memory(args, opts, source, chunks, out, removed)
     return _two_pass(args, opts, source, chunks, out, removed, limit, workspace, path)
 
 
-def _in_memory(args: argparse.Namespace, opts: Any, source: Source, chunks: Iterator[Chunk], out: Output,
-               removed: Optional[Output]) -> int:
+def _in_memory(
+    args: argparse.Namespace, opts: Any, source: Source, chunks: Iterator[Chunk], out: Output, removed: Optional[Output]
+) -> int:
     from .. import _rsimhash
 
     online = _rsimhash.OnlineDedup(opts.threshold, **verified.core_settings(opts))
@@ -71,8 +80,17 @@ def _in_memory(args: argparse.Namespace, opts: Any, source: Source, chunks: Iter
     return 0
 
 
-def _two_pass(args: argparse.Namespace, opts: Any, source: Source, chunks: Iterator[Chunk], out: Output,
-              removed: Optional[Output], limit: int, workspace: Workspace, path: str) -> int:
+def _two_pass(
+    args: argparse.Namespace,
+    opts: Any,
+    source: Source,
+    chunks: Iterator[Chunk],
+    out: Output,
+    removed: Optional[Output],
+    limit: int,
+    workspace: Workspace,
+    path: str,
+) -> int:
     progress = Progress("dedup", source.total, args.quiet)
     second = verified.SecondPass(args, opts, workspace, path, limit, full_rows=True)
     ids = Ids(0, workspace) if removed is not None else None
@@ -106,4 +124,3 @@ def _two_pass(args: argparse.Namespace, opts: Any, source: Source, chunks: Itera
             ids.close()
     summary(progress, args, source, n_removed, [engine_part(workspace)])
     return 0
-

@@ -64,15 +64,15 @@ class Kept:
             self.pos = np.resize(self.pos, size)
             if self.fps is not None:
                 self.fps = np.resize(self.fps, size)
-        self.pos[self.n:self.n + m] = positions
+        self.pos[self.n : self.n + m] = positions
         if self.fps is not None and fps is not None:
-            self.fps[self.n:self.n + m] = fps
+            self.fps[self.n : self.n + m] = fps
         self.ids.extend(ids)
         self.n += m
 
     def find(self, positions: np.ndarray) -> np.ndarray:
         """The slot of each kept record at ``positions``."""
-        return np.searchsorted(self.pos[:self.n], np.asarray(positions, dtype=np.uint64))
+        return np.searchsorted(self.pos[: self.n], np.asarray(positions, dtype=np.uint64))
 
     def ids_at(self, slots: np.ndarray) -> List[Any]:
         return [self.ids[s] for s in slots.tolist()]
@@ -101,12 +101,17 @@ def summary(progress: Progress, args: argparse.Namespace, source: Source, n_remo
     from .options import bad_lines_part
 
     rule = f"within {args.distance} bits" if args.jaccard is None else f"{args.measure} at least {args.jaccard:g}"
-    progress.summary("dedup", [
-        count(source.records, "record") + " read",
-        f"{n_removed:,} removed as near-duplicates ({rule})",
-        f"{source.records - n_removed:,} kept",
-        bad_lines_part(source),
-    ] + more, source.nbytes)
+    progress.summary(
+        "dedup",
+        [
+            count(source.records, "record") + " read",
+            f"{n_removed:,} removed as near-duplicates ({rule})",
+            f"{source.records - n_removed:,} kept",
+            bad_lines_part(source),
+        ]
+        + more,
+        source.nbytes,
+    )
 
 
 class _ParquetSink:

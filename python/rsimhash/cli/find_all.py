@@ -28,15 +28,23 @@ from typing import Any, Dict
 
 import numpy as np
 
+from . import verified
 from .inputs import FORMATS
-from .pipeline import fingerprints_of, prefetch
 from .options import (
-    add_distance, add_input, add_memory, add_run, add_text, bad_lines_part, make_index, memory_limit, open_source,
+    add_distance,
+    add_input,
+    add_memory,
+    add_run,
+    add_text,
+    bad_lines_part,
+    make_index,
+    memory_limit,
+    open_source,
 )
 from .outputs import Outputs
+from .pipeline import fingerprints_of, prefetch
 from .progress import Progress, count
 from .spill import Fingerprints, Workspace, engine_part
-from . import verified
 
 # Bytes a fingerprint costs on the in-memory path: the array, np.unique's
 # copies and an Index of the distinct values (about 100 bytes an item).
@@ -56,15 +64,24 @@ example:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_input(p, default="lines", what="fingerprints")
-    p.add_argument("--output", "-o", metavar="FILE", default="-",
-                   help="the pairs, one JSON array per line; - writes stdout. Default: %(default)s")
+    p.add_argument(
+        "--output",
+        "-o",
+        metavar="FILE",
+        default="-",
+        help="the pairs, one JSON array per line; - writes stdout. Default: %(default)s",
+    )
     add_distance(p, what="fingerprints of a pair")
     add_text(p)
     verified.add_arguments(p, "pairs of records")
-    p.add_argument("--copies", choices=("all", "first"), default=None,
-                   help="pairs of records given more than once (copies), with --jaccard: 'all' lists every pair "
-                        "of them (c copies make c(c-1)/2), 'first' pairs each copy with the first copy only. "
-                        "Default: all, with a warning when copies make most of a large output")
+    p.add_argument(
+        "--copies",
+        choices=("all", "first"),
+        default=None,
+        help="pairs of records given more than once (copies), with --jaccard: 'all' lists every pair "
+        "of them (c copies make c(c-1)/2), 'first' pairs each copy with the first copy only. "
+        "Default: all, with a warning when copies make most of a large output",
+    )
     add_memory(p)
     add_run(p)
 
@@ -74,8 +91,11 @@ def run(args: argparse.Namespace) -> int:
         return _run_verified(args)
     make_index(args.distance, args.blocks)  # checks --distance and --blocks before any file is touched
     limit = memory_limit(args)
-    with open_source(args, need_ids=False, formats=FORMATS) as source, Outputs() as outs, \
-            Workspace(args.workdir, args.output) as workspace:
+    with (
+        open_source(args, need_ids=False, formats=FORMATS) as source,
+        Outputs() as outs,
+        Workspace(args.workdir, args.output) as workspace,
+    ):
         out = outs.open(args.output)
         progress = Progress("find-all", source.total, args.quiet)
         store = Fingerprints(limit // IN_MEMORY_BYTES, workspace)
@@ -98,20 +118,26 @@ def run(args: argparse.Namespace) -> int:
             # is (smaller, larger) and rows are sorted.
             from .. import batch
 
-            found = batch.find_all(values, args.distance, blocks=args.blocks, threads=args.threads,
-                                   memory_limit=limit, progress=False)
+            found = batch.find_all(
+                values, args.distance, blocks=args.blocks, threads=args.threads, memory_limit=limit, progress=False
+            )
             assert isinstance(found, np.ndarray)  # no out=: the pairs themselves
             pairs = values[found] if len(found) else np.empty((0, 2), dtype=np.uint64)
             pairs = _with_self_pairs(pairs, values[counts > 1])
         step = 1 << 16
         for lo in range(0, len(pairs), step):
-            block = pairs[lo:lo + step].tolist()
+            block = pairs[lo : lo + step].tolist()
             out.write("".join(f"[{a}, {b}]\n" for a, b in block).encode("ascii"))
-        progress.summary("find-all", [
-            count(source.records, "fingerprint") + f" read ({distinct:,} distinct)",
-            count(len(pairs), "pair") + f" within {args.distance} bits",
-            bad_lines_part(source),
-        ] + ([engine_part(workspace)] if store.spilled else []), source.nbytes)
+        progress.summary(
+            "find-all",
+            [
+                count(source.records, "fingerprint") + f" read ({distinct:,} distinct)",
+                count(len(pairs), "pair") + f" within {args.distance} bits",
+                bad_lines_part(source),
+            ]
+            + ([engine_part(workspace)] if store.spilled else []),
+            source.nbytes,
+        )
     return 0
 
 
@@ -129,16 +155,17 @@ def _pairs_batch(path: str, args: argparse.Namespace, limit: int, workspace: Wor
     keeps, and the values it drops are those given more than once."""
     from .. import batch
 
-    jobs: Dict[str, Any] = dict(memory_limit=limit, workdir=workspace.path, threads=args.threads,
-                                progress=False if args.quiet else None)
+    jobs: Dict[str, Any] = dict(
+        memory_limit=limit, workdir=workspace.path, threads=args.threads, progress=False if args.quiet else None
+    )
     keep = batch.dedup(path, 0, **jobs)
     fps = np.load(path, mmap_mode="r")
     distinct_path = workspace.file("distinct", ".npy")
     distinct = np.lib.format.open_memmap(distinct_path, mode="w+", dtype=np.uint64, shape=(int(keep.sum()),))
     at, dropped = 0, []
     for lo in range(0, len(fps), 1 << 22):
-        block, kept = np.asarray(fps[lo:lo + (1 << 22)]), keep[lo:lo + (1 << 22)]
-        distinct[at:at + int(kept.sum())] = block[kept]
+        block, kept = np.asarray(fps[lo : lo + (1 << 22)]), keep[lo : lo + (1 << 22)]
+        distinct[at : at + int(kept.sum())] = block[kept]
         at += int(kept.sum())
         dropped.append(np.unique(block[~kept]))
     distinct.flush()
@@ -163,20 +190,28 @@ def _run_verified(args: argparse.Namespace) -> int:
         with open_source(args, path=path, shingling=None) as source:
             verified.check_format(source)
             out = outs.open(args.output)
-            with verified.gathered(args, opts, source, path, limit, workspace, "find-all", limit // 256) as \
-                    (records, ids, progress):
+            with verified.gathered(args, opts, source, path, limit, workspace, "find-all", limit // 256) as (
+                records,
+                ids,
+                progress,
+            ):
                 lower, higher, sims = _verified_pairs(records, args)
                 out.write(f"id_a\tid_b\t{verified.similarity_column(args)}\n".encode("ascii"))
                 step = 1 << 16
                 for lo in range(0, len(lower), step):
-                    a, b = ids.text(lower[lo:lo + step].tolist()), ids.text(higher[lo:lo + step].tolist())
-                    s = verified.fmt(sims[lo:lo + step])
+                    a, b = ids.text(lower[lo : lo + step].tolist()), ids.text(higher[lo : lo + step].tolist())
+                    s = verified.fmt(sims[lo : lo + step])
                     out.write("".join(f"{x}\t{y}\t{z}\n" for x, y, z in zip(a, b, s)).encode("utf-8"))
-            progress.summary("find-all", [
-                count(source.records, "record") + " read",
-                count(len(lower), "pair") + f" at least {args.jaccard:g} alike ({args.measure})",
-                bad_lines_part(source),
-            ] + ([engine_part(workspace)] if records.two is not None else []), source.nbytes)
+            progress.summary(
+                "find-all",
+                [
+                    count(source.records, "record") + " read",
+                    count(len(lower), "pair") + f" at least {args.jaccard:g} alike ({args.measure})",
+                    bad_lines_part(source),
+                ]
+                + ([engine_part(workspace)] if records.two is not None else []),
+                source.nbytes,
+            )
     return 0
 
 
@@ -185,8 +220,9 @@ def _verified_pairs(gathered: "verified.Gathered", args: argparse.Namespace) -> 
     copies = args.copies or "all"
     if gathered.corpus is not None:
         corpus = gathered.corpus
-        pairs, sims = verified.with_bars(args, "find-all", lambda bars: corpus.pairs(
-            threads=args.threads, progress=bars, copies=copies))
+        pairs, sims = verified.with_bars(
+            args, "find-all", lambda bars: corpus.pairs(threads=args.threads, progress=bars, copies=copies)
+        )
         _warn_copies(args, pairs, copies)
         return pairs[:, 0], pairs[:, 1], sims
     assert gathered.two is not None
@@ -211,6 +247,8 @@ def _warn_copies(args: argparse.Namespace, pairs: np.ndarray, copies: str) -> No
         return
     import sys
 
-    print(f"rsimhash find-all: warning: {len(pairs):,} pairs to write, most of them between copies of the same "
-          "record; --copies first pairs each copy with its first copy only (--copies all silences this)",
-          file=sys.stderr)
+    print(
+        f"rsimhash find-all: warning: {len(pairs):,} pairs to write, most of them between copies of the same "
+        "record; --copies first pairs each copy with its first copy only (--copies all silences this)",
+        file=sys.stderr,
+    )

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 
-from .pipeline import fingerprints_of, prefetch
 from .options import add_input, add_run, add_text, bad_lines_part, open_source
 from .outputs import Outputs
+from .pipeline import fingerprints_of, prefetch
 from .progress import Progress, count
 
 HELP = "fingerprint records: TSV id, hash"
@@ -26,8 +26,9 @@ example:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_input(p, formats=("json", "parquet"), what="texts")
-    p.add_argument("--output", "-o", metavar="FILE", default="-",
-                   help="the TSV 'id<TAB>hash'; - writes stdout. Default: %(default)s")
+    p.add_argument(
+        "--output", "-o", metavar="FILE", default="-", help="the TSV 'id<TAB>hash'; - writes stdout. Default: %(default)s"
+    )
     add_text(p)
     add_run(p)
 
@@ -41,8 +42,12 @@ def run(args: argparse.Namespace) -> int:
             fps = fingerprints_of(chunk, args.mode, args.width, args.threads).tolist()
             out.write("".join(f"{i}\t{h}\n" for i, h in zip(chunk.ids, fps)).encode("utf-8"))
             progress.update(source.position(), source.records)
-        progress.summary("fingerprint", [
-            count(source.records, "record") + " fingerprinted",
-            bad_lines_part(source),
-        ], source.nbytes)
+        progress.summary(
+            "fingerprint",
+            [
+                count(source.records, "record") + " fingerprinted",
+                bad_lines_part(source),
+            ],
+            source.nbytes,
+        )
     return 0

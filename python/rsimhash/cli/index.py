@@ -36,11 +36,18 @@ import numpy as np
 
 from .errors import CliError, InputError, UsageError
 from .inputs import guess_format
-from .pipeline import fingerprints_of, prefetch
 from .options import (
-    add_distance, add_input, add_run, add_text, bad_lines_part, distance, make_index, open_source,
+    add_distance,
+    add_input,
+    add_run,
+    add_text,
+    bad_lines_part,
+    distance,
+    make_index,
+    open_source,
 )
 from .outputs import Output, Outputs
+from .pipeline import fingerprints_of, prefetch
 from .progress import Progress, count
 
 HELP = "persistent index files: build, add, query, info, verify"
@@ -68,12 +75,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sub.required = True
 
     def action(name: str, help: str, description: str) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=help, description=description,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
+        return sub.add_parser(name, help=help, description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
 
-    b = action("build", "build an index file from records or hashes",
-               "Fingerprint the input (or read its hashes) and write an index file and its ids file "
-               "IDX.ids.\n\nexample:\n  rsimhash index build --input corpus.jsonl --output corpus.rsh")
+    b = action(
+        "build",
+        "build an index file from records or hashes",
+        "Fingerprint the input (or read its hashes) and write an index file and its ids file "
+        "IDX.ids.\n\nexample:\n  rsimhash index build --input corpus.jsonl --output corpus.rsh",
+    )
     add_input(b)
     b.add_argument("--output", "-o", metavar="IDX", required=True, help="the index file to write (and IDX.ids)")
     add_text(b)
@@ -81,45 +90,65 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_run(b)
     b.set_defaults(run=build)
 
-    a = action("add", "add records or hashes to an index file",
-               "Add the input's records to an index file and its ids file, fingerprinted as at build "
-               "time.\n\nexample:\n  rsimhash index add corpus.rsh --input more.jsonl")
+    a = action(
+        "add",
+        "add records or hashes to an index file",
+        "Add the input's records to an index file and its ids file, fingerprinted as at build "
+        "time.\n\nexample:\n  rsimhash index add corpus.rsh --input more.jsonl",
+    )
     a.add_argument("index", metavar="IDX", help="the index file (changed in place, atomically)")
     add_input(a)
     add_text(a, mode_default=None)
     add_run(a)
     a.set_defaults(run=add)
 
-    q = action("query", "probe a batch of records against an index file",
-               "Write every stored item within K bits of each input record as a TSV "
-               "'id<TAB>matched_id<TAB>distance', by input order, then distance, then matched item."
-               "\n\nexample:\n  rsimhash index query corpus.rsh --input new.jsonl --output matches.tsv")
+    q = action(
+        "query",
+        "probe a batch of records against an index file",
+        "Write every stored item within K bits of each input record as a TSV "
+        "'id<TAB>matched_id<TAB>distance', by input order, then distance, then matched item."
+        "\n\nexample:\n  rsimhash index query corpus.rsh --input new.jsonl --output matches.tsv",
+    )
     q.add_argument("index", metavar="IDX", help="the index file")
     add_input(q)
-    q.add_argument("--output", "-o", metavar="FILE", default="-",
-                   help="the TSV of matches; - writes stdout. Default: %(default)s")
-    q.add_argument("--distance", "-k", type=distance, metavar="K", default=None,
-                   help="largest distance of a match, at most the index's k. Default: the index's k")
+    q.add_argument(
+        "--output", "-o", metavar="FILE", default="-", help="the TSV of matches; - writes stdout. Default: %(default)s"
+    )
+    q.add_argument(
+        "--distance",
+        "-k",
+        type=distance,
+        metavar="K",
+        default=None,
+        help="largest distance of a match, at most the index's k. Default: the index's k",
+    )
     add_text(q, mode_default=None)
     add_run(q)
     q.set_defaults(run=query)
 
-    i = action("info", "show what an index file holds",
-               "Items, k, table design, bytes per item, spec and format versions of an index file."
-               "\n\nexample:\n  rsimhash index info corpus.rsh")
+    i = action(
+        "info",
+        "show what an index file holds",
+        "Items, k, table design, bytes per item, spec and format versions of an index file."
+        "\n\nexample:\n  rsimhash index info corpus.rsh",
+    )
     i.add_argument("index", metavar="IDX", help="the index file")
     i.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     i.set_defaults(run=info)
 
-    v = action("verify", "check every checksum of an index file and its ids file",
-               "Load the index file checking every checksum and table block, and check every line of "
-               "IDX.ids against it. Prints one line; exit code 0 when all is well, 1 otherwise."
-               "\n\nexample:\n  rsimhash index verify corpus.rsh")
+    v = action(
+        "verify",
+        "check every checksum of an index file and its ids file",
+        "Load the index file checking every checksum and table block, and check every line of "
+        "IDX.ids against it. Prints one line; exit code 0 when all is well, 1 otherwise."
+        "\n\nexample:\n  rsimhash index verify corpus.rsh",
+    )
     v.add_argument("index", metavar="IDX", help="the index file")
     v.set_defaults(run=verify)
 
 
 # -- the index file and its ids file ------------------------------------------------
+
 
 def ids_path(index_path: str) -> str:
     return index_path + ".ids"
@@ -156,8 +185,9 @@ class IdsFile:
             self.file = open(self.path, "rb")
         except FileNotFoundError:
             if required:
-                raise InputError(self.path, None, f"is missing: {index_path} was not made by "
-                                                  "rsimhash index build (or the ids file was moved)") from None
+                raise InputError(
+                    self.path, None, f"is missing: {index_path} was not made by rsimhash index build (or the ids file was moved)"
+                ) from None
             return
         except OSError as e:
             raise InputError(self.path, None, f"cannot read: {e.strerror or e}") from None
@@ -166,15 +196,15 @@ class IdsFile:
         if first.startswith(IDS_MAGIC):
             self.checksummed = True
         elif not first.startswith(IDS_MAGIC_V1):
-            raise InputError(self.path, 1, "is not an rsimhash ids file (its first line should start "
-                                           f"with {IDS_MAGIC.decode()!r})")
+            raise InputError(
+                self.path, 1, f"is not an rsimhash ids file (its first line should start with {IDS_MAGIC.decode()!r})"
+            )
         try:
-            settings = json.loads(first[len(IDS_MAGIC):])
+            settings = json.loads(first[len(IDS_MAGIC) :])
             if not isinstance(settings, dict):
                 raise ValueError("not an object")
         except ValueError:
-            raise InputError(self.path, 1, "the settings after the first line's colon are not a "
-                                           "JSON object") from None
+            raise InputError(self.path, 1, "the settings after the first line's colon are not a JSON object") from None
         self.settings = settings
 
     @property
@@ -202,15 +232,22 @@ class IdsFile:
                 raise InputError(self.path, lineno, "expected 'hash<TAB>id'")
             yield lineno, int(fp), rid
         if self.checksummed:
-            raise InputError(self.path, None, "is cut short: its end line (count and checksum) is missing; "
-                                              "rebuild it with rsimhash index build")
+            raise InputError(
+                self.path,
+                None,
+                "is cut short: its end line (count and checksum) is missing; rebuild it with rsimhash index build",
+            )
 
     def _check_end(self, line: bytes, lineno: int, count: int, crc: int) -> None:
         expected = ids_end(count, crc)
         if line != expected:
-            raise InputError(self.path, lineno, "fails its checksum: the file was edited or damaged after it "
-                                                "was written (ids, order or settings changed); rebuild it with "
-                                                "rsimhash index build")
+            raise InputError(
+                self.path,
+                lineno,
+                "fails its checksum: the file was edited or damaged after it "
+                "was written (ids, order or settings changed); rebuild it with "
+                "rsimhash index build",
+            )
         if self.file is not None and self.file.read(1):
             raise InputError(self.path, lineno + 1, "has lines after its end line: the file was edited or damaged")
 
@@ -257,9 +294,12 @@ def check_items(index: Any, ids_file: str, index_path: str, positions: List[int]
     ok[qi[hit == pos[qi]]] = True
     if not ok.all():
         bad = int(np.flatnonzero(~ok)[0])
-        raise InputError(ids_file, positions[bad] + 2,
-                         f"does not belong to {index_path}: its item {positions[bad]} has another "
-                         "fingerprint (rebuild both with rsimhash index build)")
+        raise InputError(
+            ids_file,
+            positions[bad] + 2,
+            f"does not belong to {index_path}: its item {positions[bad]} has another "
+            "fingerprint (rebuild both with rsimhash index build)",
+        )
 
 
 def spot_positions(n: int) -> "set[int]":
@@ -298,6 +338,7 @@ def _no_stdout(path: str, what: str) -> None:
 
 # -- actions ---------------------------------------------------------------------------
 
+
 def build(args: argparse.Namespace) -> int:
     _no_stdout(args.output, "--output (an index file)")
     index = make_index(args.distance, args.blocks)
@@ -316,11 +357,15 @@ def build(args: argparse.Namespace) -> int:
                 progress.update(source.position(), source.records)
             out.finish()
         save_index(index, args.output)
-        progress.summary("index build", [
-            count(source.records, "record") + " read",
-            f"{args.output}: {count(len(index), 'item')} ({index.design})",
-            bad_lines_part(source),
-        ], source.nbytes)
+        progress.summary(
+            "index build",
+            [
+                count(source.records, "record") + " read",
+                f"{args.output}: {count(len(index), 'item')} ({index.design})",
+                bad_lines_part(source),
+            ],
+            source.nbytes,
+        )
     return 0
 
 
@@ -338,15 +383,18 @@ def add(args: argparse.Namespace) -> int:
                 positions: List[int] = []
                 fps_seen: List[int] = []
                 n_copied = 0
-                for lineno, fp, rid in old.lines(limit=n_old):
+                for _lineno, fp, rid in old.lines(limit=n_old):
                     out.write(b"%d\t%s\n" % (fp, rid), 1)
                     if n_copied in spots:
                         positions.append(n_copied)
                         fps_seen.append(fp)
                     n_copied += 1
                 if n_copied < n_old:
-                    raise InputError(old.path, None, f"holds {n_copied:,} ids but {args.index} holds "
-                                                     f"{n_old:,} items: the two files do not belong together")
+                    raise InputError(
+                        old.path,
+                        None,
+                        f"holds {n_copied:,} ids but {args.index} holds {n_old:,} items: the two files do not belong together",
+                    )
                 check_items(index, old.path, args.index, positions, fps_seen)
                 position = n_old
                 for chunk in prefetch(source.chunks()):
@@ -357,11 +405,15 @@ def add(args: argparse.Namespace) -> int:
                     progress.update(source.position(), source.records)
                 out.finish()
             save_index(index, args.index)
-            progress.summary("index add", [
-                count(source.records, "record") + " added",
-                f"{args.index}: {count(len(index), 'item')} ({index.design})",
-                bad_lines_part(source),
-            ], source.nbytes)
+            progress.summary(
+                "index add",
+                [
+                    count(source.records, "record") + " added",
+                    f"{args.index}: {count(len(index), 'item')} ({index.design})",
+                    bad_lines_part(source),
+                ],
+                source.nbytes,
+            )
     finally:
         old.close()
     return 0
@@ -378,14 +430,17 @@ def _read_ids(index: Any, index_path: str) -> Tuple[Optional[List[str]], Dict[st
         ids: List[str] = []
         positions: List[int] = []
         fps: List[int] = []
-        for lineno, fp, rid in ids_file.lines(limit=n):
+        for _lineno, fp, rid in ids_file.lines(limit=n):
             if len(ids) in spots:
                 positions.append(len(ids))
                 fps.append(fp)
             ids.append(rid.decode("utf-8", "replace"))
         if len(ids) < n:
-            raise InputError(ids_file.path, None, f"holds {len(ids):,} ids but {index_path} holds "
-                                                  f"{n:,} items: the two files do not belong together")
+            raise InputError(
+                ids_file.path,
+                None,
+                f"holds {len(ids):,} ids but {index_path} holds {n:,} items: the two files do not belong together",
+            )
         check_items(index, ids_file.path, index_path, positions, fps)
         return ids, ids_file.settings
     finally:
@@ -396,12 +451,13 @@ def query(args: argparse.Namespace) -> int:
     index = load_index(args.index)
     k = index.k if args.distance is None else args.distance
     if k > index.k:
-        raise UsageError(f"--distance {k} is more than the k={index.k} that {args.index} answers "
-                         f"completely; rebuild it with rsimhash index build --distance {k}")
+        raise UsageError(
+            f"--distance {k} is more than the k={index.k} that {args.index} answers "
+            f"completely; rebuild it with rsimhash index build --distance {k}"
+        )
     ids, recorded = _read_ids(index, args.index)
     settings = settings_for(args, guess_format(args.input, args.format), recorded)
-    with open_source(args, shingling=(settings.get("mode") or "words", settings.get("width"))) as source, \
-            Outputs() as outs:
+    with open_source(args, shingling=(settings.get("mode") or "words", settings.get("width"))) as source, Outputs() as outs:
         out = outs.open(args.output)
         out.write(b"id\tmatched_id\tdistance\n")
         progress = Progress("index query", source.total, args.quiet)
@@ -418,12 +474,16 @@ def query(args: argparse.Namespace) -> int:
             n_hits += len(qi)
             n_matched += len(np.unique(qi))
             progress.update(source.position(), source.records)
-        progress.summary("index query", [
-            count(source.records, "record") + " queried",
-            f"{n_matched:,} with a match",
-            count(n_hits, "match", "matches") + f" within {k} bits",
-            bad_lines_part(source),
-        ], source.nbytes)
+        progress.summary(
+            "index query",
+            [
+                count(source.records, "record") + " queried",
+                f"{n_matched:,} with a match",
+                count(n_hits, "match", "matches") + f" within {k} bits",
+                bad_lines_part(source),
+            ],
+            source.nbytes,
+        )
     return 0
 
 
@@ -445,13 +505,21 @@ def info(args: argparse.Namespace) -> int:
         print(json.dumps(facts))
         return 0
     labels = [
-        ("file", "file"), ("file_bytes", "file bytes"), ("items", "items"), ("k", "k"),
-        ("tables", "tables"), ("design", "design"), ("compressed", "compressed tables"),
+        ("file", "file"),
+        ("file_bytes", "file bytes"),
+        ("items", "items"),
+        ("k", "k"),
+        ("tables", "tables"),
+        ("design", "design"),
+        ("compressed", "compressed tables"),
         ("file_bytes_per_item", "file bytes per item"),
         ("table_bytes_per_item_per_table", "table bytes per item per table"),
-        ("nbytes", "memory bytes"), ("spec_version", "fingerprint spec version"),
-        ("format_version", "file format version"), ("ids_file", "ids file"),
-        ("fingerprint_mode", "fingerprint mode"), ("fingerprint_width", "fingerprint width"),
+        ("nbytes", "memory bytes"),
+        ("spec_version", "fingerprint spec version"),
+        ("format_version", "file format version"),
+        ("ids_file", "ids file"),
+        ("fingerprint_mode", "fingerprint mode"),
+        ("fingerprint_width", "fingerprint width"),
     ]
     shown = {key for key, _ in labels}
     rows = [(label, facts.get(key)) for key, label in labels if key in facts]
@@ -477,7 +545,7 @@ def verify(args: argparse.Namespace) -> int:
             positions: List[int] = []
             fps: List[int] = []
             seen = 0
-            for lineno, fp, _ in ids_file.lines(limit=n):
+            for _lineno, fp, _ in ids_file.lines(limit=n):
                 positions.append(seen)
                 fps.append(fp)
                 seen += 1
@@ -486,8 +554,11 @@ def verify(args: argparse.Namespace) -> int:
                     positions, fps = [], []
             check_items(index, ids_file.path, args.index, positions, fps)
             if seen < n:
-                raise InputError(ids_file.path, None, f"holds {seen:,} ids but {args.index} holds "
-                                                      f"{n:,} items: the two files do not belong together")
+                raise InputError(
+                    ids_file.path,
+                    None,
+                    f"holds {seen:,} ids but {args.index} holds {n:,} items: the two files do not belong together",
+                )
             note = f"all {seen:,} ids of {ids_file.path} match"
             if ids_file.checksummed:
                 note += " and its checksum"

@@ -37,7 +37,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import sys
 from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
@@ -56,8 +55,14 @@ MAX_RECORD_BYTES = 256 << 20
 Id = Union[int, str]
 
 _EXTENSIONS = {
-    ".jsonl": "json", ".json": "json", ".ndjson": "json", ".jsonlines": "json",
-    ".tsv": "hash", ".txt": "lines", ".parquet": "parquet", ".pq": "parquet",
+    ".jsonl": "json",
+    ".json": "json",
+    ".ndjson": "json",
+    ".jsonlines": "json",
+    ".tsv": "hash",
+    ".txt": "lines",
+    ".parquet": "parquet",
+    ".pq": "parquet",
 }
 _MISSING = object()
 
@@ -74,8 +79,7 @@ def guess_format(path: str, fmt: str) -> str:
             name = name[: -len(suffix)]
     guess = _EXTENSIONS.get(os.path.splitext(name)[1])
     if guess is None:
-        raise UsageError(f"cannot tell the format of {path} from its name; "
-                         f"give --format ({', '.join(FORMATS)})")
+        raise UsageError(f"cannot tell the format of {path} from its name; give --format ({', '.join(FORMATS)})")
     return guess
 
 
@@ -87,23 +91,35 @@ class Chunk:
     are decoded only when asked for (``texts``), and kept lines are written
     from the block (``write_lines``)."""
 
-    def __init__(self, lines: Any, ids: Optional[List[Id]] = None, *, texts: Any = None,
-                 hashes: Optional[np.ndarray] = None, raw: Optional[List[bytes]] = None,
-                 final_newline: bool = True, nbytes: int = 0, batch: Any = None,
-                 rows: Optional[np.ndarray] = None, core: Any = None, entries: Optional[np.ndarray] = None,
-                 shingling: Any = None, extra_texts: Optional[Dict[int, str]] = None):
-        self.lines = lines                # 1-based line (or row) number of each record
-        self._ids = ids                   # each record's id as written; None: the line numbers
-        self._texts = texts               # list of str, pyarrow string array or ArrowBuffers
-        self.hashes = hashes              # uint64 fingerprints: of hash/lines inputs, or the core's
-        self.shingling = shingling        # (mode, width) the core's hashes were made with
-        self.raw = raw                    # each record's line without its b"\n"
+    def __init__(
+        self,
+        lines: Any,
+        ids: Optional[List[Id]] = None,
+        *,
+        texts: Any = None,
+        hashes: Optional[np.ndarray] = None,
+        raw: Optional[List[bytes]] = None,
+        final_newline: bool = True,
+        nbytes: int = 0,
+        batch: Any = None,
+        rows: Optional[np.ndarray] = None,
+        core: Any = None,
+        entries: Optional[np.ndarray] = None,
+        shingling: Any = None,
+        extra_texts: Optional[Dict[int, str]] = None,
+    ):
+        self.lines = lines  # 1-based line (or row) number of each record
+        self._ids = ids  # each record's id as written; None: the line numbers
+        self._texts = texts  # list of str, pyarrow string array or ArrowBuffers
+        self.hashes = hashes  # uint64 fingerprints: of hash/lines inputs, or the core's
+        self.shingling = shingling  # (mode, width) the core's hashes were made with
+        self.raw = raw  # each record's line without its b"\n"
         self.final_newline = final_newline  # False when raw[-1] ends the input with no b"\n"
-        self.nbytes = nbytes              # (uncompressed) input bytes this chunk covers
-        self.batch = batch                # parquet: the RecordBatch the records come from
-        self.rows = rows                  # parquet: each record's row in ``batch``
-        self.core = core                  # the core's RecordChunk
-        self.entries = entries            # the records' entries in ``core``
+        self.nbytes = nbytes  # (uncompressed) input bytes this chunk covers
+        self.batch = batch  # parquet: the RecordBatch the records come from
+        self.rows = rows  # parquet: each record's row in ``batch``
+        self.core = core  # the core's RecordChunk
+        self.entries = entries  # the records' entries in ``core``
         self.extra_texts = extra_texts or {}  # entry -> text, of lines the reference reader read
 
     def __len__(self) -> int:
@@ -165,13 +181,18 @@ class Chunk:
         if n >= len(self):
             return self
         cut = Chunk(
-            self.lines[:n], None if self._ids is None else self._ids[:n],
+            self.lines[:n],
+            None if self._ids is None else self._ids[:n],
             texts=None if self._texts is None else self._texts[:n],
             hashes=None if self.hashes is None else self.hashes[:n],
             raw=None if self.raw is None else self.raw[:n],
-            final_newline=True, nbytes=self.nbytes, batch=self.batch,
-            rows=None if self.rows is None else self.rows[:n], core=self.core,
-            entries=None if self.entries is None else self.entries[:n], shingling=self.shingling,
+            final_newline=True,
+            nbytes=self.nbytes,
+            batch=self.batch,
+            rows=None if self.rows is None else self.rows[:n],
+            core=self.core,
+            entries=None if self.entries is None else self.entries[:n],
+            shingling=self.shingling,
             extra_texts=self.extra_texts,
         )
         return cut
@@ -247,9 +268,9 @@ class Source:
             raise ValueError(f"engine must be 'core' or 'python', got {engine!r}")
         self.engine = engine
         self.max_record_bytes = max_record_bytes  # longer lines are bad lines
-        self.records = 0          # records yielded so far
-        self.nbytes = 0           # input bytes read so far (uncompressed)
-        self.line_ids = False     # ids are line numbers (json without an id field)
+        self.records = 0  # records yielded so far
+        self.nbytes = 0  # input bytes read so far (uncompressed)
+        self.line_ids = False  # ids are line numbers (json without an id field)
         self.total: Optional[int] = None  # size of the input file, when known
         self.header: Optional[bytes] = None  # hash TSV: the header line as read, with its b"\n"
         self._raw: Optional[BinaryIO] = None
@@ -257,8 +278,8 @@ class Source:
         self._failure: Optional[str] = None  # why a compressed stream stopped early
         self._stream: Any = None
         self._parquet: Any = None
-        self._core: Any = None          # the core's JsonLines reader
-        self._consumed = 0              # file bytes behind the chunks yielded (core reader)
+        self._core: Any = None  # the core's JsonLines reader
+        self._consumed = 0  # file bytes behind the chunks yielded (core reader)
         self._open()
 
     # -- opening -------------------------------------------------------------
@@ -303,8 +324,9 @@ class Source:
             try:
                 zstandard = module("zstandard")
             except ImportError:
-                raise self._error(None, "is zstd-compressed; reading it needs the zstandard "
-                                        "package (pip install zstandard)") from None
+                raise self._error(
+                    None, "is zstd-compressed; reading it needs the zstandard package (pip install zstandard)"
+                ) from None
             self._stream = _ZstdFrames(zstandard, raw)
         else:
             self._stream = raw
@@ -321,10 +343,16 @@ class Source:
             mode = width = None  # a fingerprint file: the hashes are read, not made
         try:
             self._core = _rsimhash.JsonLines(
-                source, text_field=self.text_column,
+                source,
+                text_field=self.text_column,
                 id_field=self.id_column if self.need_ids or self.format == "hash" else None,
-                mode=mode, width=width, threads=self.threads, chunk_bytes=self.chunk_bytes,
-                format=self.format, max_record_bytes=self.max_record_bytes)
+                mode=mode,
+                width=width,
+                threads=self.threads,
+                chunk_bytes=self.chunk_bytes,
+                format=self.format,
+                max_record_bytes=self.max_record_bytes,
+            )
         except OSError as e:
             raise self._error(None, f"cannot read: {e.strerror or e}") from None
 
@@ -407,8 +435,9 @@ class Source:
     def _too_long(self, lineno: int) -> InputError:
         limit = self.max_record_bytes
         size = f"{limit / (1 << 20):g} MiB" if limit >= 1 << 20 else f"{limit:,} bytes"
-        return self._error(lineno, f"is longer than {size}, the most a record may take (raise it with "
-                                   "--max-record-mb, or max_record_mb=)")
+        return self._error(
+            lineno, f"is longer than {size}, the most a record may take (raise it with --max-record-mb, or max_record_mb=)"
+        )
 
     def _blocks(self) -> Iterator[Tuple[Optional[bytes], bool]]:
         """Blocks of whole lines (each ending in b"\\n"), then the last line if
@@ -443,7 +472,7 @@ class Source:
                 carry = data
                 continue
             if cut + 1 < len(data):
-                carry = data[cut + 1:]
+                carry = data[cut + 1 :]
                 data = data[: cut + 1]
             else:
                 carry = b""
@@ -463,7 +492,7 @@ class Source:
                 return None
             end = data.find(b"\n")
             if end >= 0:
-                return data[end + 1:]
+                return data[end + 1 :]
 
     def _line_chunks(self) -> Iterator[Chunk]:
         parse = {"json": self._parse_json, "hash": self._parse_hash, "lines": self._parse_lines}[self.format]
@@ -522,7 +551,7 @@ class Source:
                     self.bad(self._too_long(lineno))
                     continue
                 if status[i] == 1 and (self.line_ids or (first and not self.id_given)):
-                    self.line_ids = True   # no id field in the first record: ids are line numbers
+                    self.line_ids = True  # no id field in the first record: ids are line numbers
                     keep[i] = True
                 else:
                     found = self._json_record(rc.line(i), lineno, first)
@@ -545,9 +574,16 @@ class Source:
             for i, rid in extra_ids.items():
                 all_ids[i] = rid
             ids = [all_ids[i] for i in entries.tolist()] if len(entries) < len(all_ids) else all_ids
-        return Chunk(lines[entries], ids, hashes=None if fps is None else fps[entries],
-                     shingling=self.shingling if fps is not None else None, nbytes=rc.nbytes,
-                     core=rc, entries=entries, extra_texts=extra)
+        return Chunk(
+            lines[entries],
+            ids,
+            hashes=None if fps is None else fps[entries],
+            shingling=self.shingling if fps is not None else None,
+            nbytes=rc.nbytes,
+            core=rc,
+            entries=entries,
+            extra_texts=extra,
+        )
 
     def _from_core_hashes(self, rc: Any) -> Chunk:
         """A chunk of a fingerprint file read by the core: the header line
@@ -561,8 +597,7 @@ class Source:
         if not len(special):  # the usual chunk: every line a record, nothing to pick
             if self.format == "hash" and self.need_ids:
                 ids = rc.ids()
-            return Chunk(lines, ids, hashes=fps, nbytes=rc.nbytes, core=rc,
-                         entries=np.arange(len(lines), dtype=np.int64))
+            return Chunk(lines, ids, hashes=fps, nbytes=rc.nbytes, core=rc, entries=np.arange(len(lines), dtype=np.int64))
         keep = status == 0
         extra_ids: Dict[int, Id] = {}
         for i in special.tolist():
@@ -624,8 +659,7 @@ class Source:
         text = record.get(text_column, _MISSING)
         if type(text) is not str:
             if text is _MISSING:
-                self.bad(self._error(lineno, f'has no "{text_column}" field (the text field is set '
-                                             f"with --text-column)"))
+                self.bad(self._error(lineno, f'has no "{text_column}" field (the text field is set with --text-column)'))
             else:
                 self.bad(self._error(lineno, f'"{text_column}" must be a string, got {json_type(text)}'))
             return None
@@ -633,11 +667,10 @@ class Source:
             return text, lineno
         rid = record.get(id_column, _MISSING)
         if rid is _MISSING and not self.id_given and first:
-            self.line_ids = True   # no id field in the first record: ids are line numbers
+            self.line_ids = True  # no id field in the first record: ids are line numbers
             return text, lineno
         if rid is _MISSING:
-            self.bad(self._error(lineno, f'has no "{id_column}" field (the id field is set '
-                                         f"with --id-column)"))
+            self.bad(self._error(lineno, f'has no "{id_column}" field (the id field is set with --id-column)'))
             return None
         problem = _check_id(rid, id_column)
         if problem is not None:
@@ -663,8 +696,7 @@ class Source:
                 continue
             value = _parse_u64(fields[self._hash_col])
             if value is None:
-                self.bad(self._error(lineno, f"hash {_show(fields[self._hash_col])} is not a decimal "
-                                             "integer in 0..2**64-1"))
+                self.bad(self._error(lineno, f"hash {_show(fields[self._hash_col])} is not a decimal integer in 0..2**64-1"))
                 continue
             try:
                 rid = fields[self._id_col].decode("utf-8")
@@ -682,8 +714,10 @@ class Source:
         if names and names[0].startswith("\ufeff"):
             names[0] = names[0][1:]
         if self.id_column not in names or "hash" not in names:
-            raise self._error(1, f'expected a header line naming the columns "{self.id_column}" and "hash", '
-                                 f"separated by a tab, got {_show(part)}")
+            raise self._error(
+                1,
+                f'expected a header line naming the columns "{self.id_column}" and "hash", separated by a tab, got {_show(part)}',
+            )
         self.header = part + b"\n"
         self._ncols = len(names)
         self._id_col = names.index(self.id_column)
@@ -701,8 +735,10 @@ class Source:
                     continue
                 message = f"{_show(part)} is not a decimal integer in 0..2**64-1"
                 if lineno == 1 and any(c.isalpha() for c in part.decode("utf-8", "replace")):
-                    message += ("; it looks like a header, which a lines input does not have (one "
-                                "fingerprint per line; a TSV with an id and a hash column is --format hash)")
+                    message += (
+                        "; it looks like a header, which a lines input does not have (one "
+                        "fingerprint per line; a TSV with an id and a hash column is --format hash)"
+                    )
                 self.bad(self._error(lineno, message))
                 continue
             lines.append(lineno)
@@ -717,20 +753,26 @@ class Source:
         pf = self._parquet
         names = pf.schema_arrow.names
         if self.text_column not in names:
-            raise self._error(None, f'has no column "{self.text_column}" (columns: {", ".join(names)}); '
-                                    "the text column is set with --text-column")
+            raise self._error(
+                None,
+                f'has no column "{self.text_column}" (columns: {", ".join(names)}); the text column is set with --text-column',
+            )
         text_type = pf.schema_arrow.field(self.text_column).type
-        if not (pa.types.is_string(text_type) or pa.types.is_large_string(text_type)
-                or pa.types.is_string_view(text_type)):
+        if not (pa.types.is_string(text_type) or pa.types.is_large_string(text_type) or pa.types.is_string_view(text_type)):
             raise self._error(None, f'column "{self.text_column}" has type {text_type}, not string')
         use_ids = self.need_ids and (self.id_given or self.id_column in names)
         if use_ids:
             if self.id_column not in names:
-                raise self._error(None, f'has no column "{self.id_column}" (columns: {", ".join(names)}); '
-                                        "the id column is set with --id-column")
+                raise self._error(
+                    None, f'has no column "{self.id_column}" (columns: {", ".join(names)}); the id column is set with --id-column'
+                )
             id_type = pf.schema_arrow.field(self.id_column).type
-            if not (pa.types.is_integer(id_type) or pa.types.is_string(id_type)
-                    or pa.types.is_large_string(id_type) or pa.types.is_string_view(id_type)):
+            if not (
+                pa.types.is_integer(id_type)
+                or pa.types.is_string(id_type)
+                or pa.types.is_large_string(id_type)
+                or pa.types.is_string_view(id_type)
+            ):
                 raise self._error(None, f'column "{self.id_column}" has type {id_type}, not an integer or string')
         else:
             self.line_ids = True
@@ -774,6 +816,7 @@ class Source:
         except (OSError, pa.ArrowException) as e:
             raise self._error(None, f"cannot be read past row {row}: {e}") from None
 
+
 def _stopped(compression: str, error: object) -> str:
     """The bad line's message when an input stops early (both readers)."""
     what = "the file" if compression == "plain" else f"the {compression} stream"
@@ -803,7 +846,7 @@ class _ZstdFrames:
 
     def __init__(self, zstandard: Any, raw: Any):
         self.zstandard, self.raw = zstandard, raw
-        self.frame: Any = None     # the frame being decompressed, if one is begun
+        self.frame: Any = None  # the frame being decompressed, if one is begun
         self.pending = b""
 
     def read(self, n: int) -> bytes:

@@ -24,7 +24,6 @@ from .._optional import module
 from .errors import InputError, UsageError
 from .stdio import stdout_binary
 
-
 _WRITEBACK_BYTES = 32 << 20
 _WRITEBACK_WINDOW = 256 << 20
 
@@ -89,8 +88,8 @@ class Output:
         self.path = path
         self._tmp: Optional[str] = None
         self._raw: Any = None
-        self._written = 0    # bytes written by write_records
-        self._flushed = 0    # of which the disk was asked to start writing
+        self._written = 0  # bytes written by write_records
+        self._flushed = 0  # of which the disk was asked to start writing
         self._writer = Behind("rsimhash-write", 3)  # write_records' thread
         if path == "-":
             self._file: Any = stdout_binary()
@@ -233,6 +232,6 @@ class Outputs:
             try:
                 out.commit()
             except BaseException:
-                for rest in self._items[i + 1:]:
+                for rest in self._items[i + 1 :]:
                     rest.discard()
                 raise

@@ -38,9 +38,17 @@ class Progress:
             sized = False
         # a terminal that reports no width (a bare pty) gets 80 columns, not an empty bar
         self._bar = tqdm(
-            total=total or None, desc=desc, unit="B", unit_scale=True, unit_divisor=1000,
-            file=sys.stderr, mininterval=0.25, leave=False,
-            dynamic_ncols=sized, ncols=None if sized else 80, nrows=None if sized else 24,
+            total=total or None,
+            desc=desc,
+            unit="B",
+            unit_scale=True,
+            unit_divisor=1000,
+            file=sys.stderr,
+            mininterval=0.25,
+            leave=False,
+            dynamic_ncols=sized,
+            ncols=None if sized else 80,
+            nrows=None if sized else 24,
         )
 
     def update(self, position: int, records: int) -> None:

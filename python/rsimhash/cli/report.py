@@ -74,21 +74,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_text(p)
     add_distance(p, what="near-duplicates (the run's)")
     verified.add_arguments(p, "the run was verified")
-    p.add_argument("--sample", type=positive_int, metavar="N", default=None,
-                   help="the run read the first N records only (cluster --sample N)")
-    p.add_argument("--show", type=positive_int, metavar="N", default=200,
-                   help="pairs to show, drawn across the distance range. Default: %(default)s")
+    p.add_argument(
+        "--sample",
+        type=positive_int,
+        metavar="N",
+        default=None,
+        help="the run read the first N records only (cluster --sample N)",
+    )
+    p.add_argument(
+        "--show",
+        type=positive_int,
+        metavar="N",
+        default=200,
+        help="pairs to show, drawn across the distance range. Default: %(default)s",
+    )
     p.add_argument("--seed", type=int, default=0, help="picks the pairs shown. Default: %(default)s")
-    p.add_argument("--log", metavar="FILE", default=None,
-                   help="the run's stderr: the page shows its summary line and takes the time from it")
+    p.add_argument(
+        "--log", metavar="FILE", default=None, help="the run's stderr: the page shows its summary line and takes the time from it"
+    )
     p.add_argument("--title", default=None, help="the page's title")
     add_run(p)
 
 
 def add_report_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--report", metavar="FILE", default=None,
-                   help="also write an HTML page of what the run found (see rsimhash report); with it, "
-                        "an output to stdout comes at the end of the run")
+    p.add_argument(
+        "--report",
+        metavar="FILE",
+        default=None,
+        help="also write an HTML page of what the run found (see rsimhash report); with it, "
+        "an output to stdout comes at the end of the run",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,12 +116,30 @@ def run(args: argparse.Namespace) -> int:
         if args.input == "-":  # read once here, so that the page may read it twice
             args.format = _format(args)
             args.input = copy_stdin(workspace)
-        return write(args, KINDS[kind_flag], getattr(args, kind_flag), args.output, summary=summary,
-                     seconds=_seconds(summary), command=None, notes=[note])
+        return write(
+            args,
+            KINDS[kind_flag],
+            getattr(args, kind_flag),
+            args.output,
+            summary=summary,
+            seconds=_seconds(summary),
+            command=None,
+            notes=[note],
+        )
 
 
-def write(args: argparse.Namespace, kind: str, found_path: str, page_path: str, *, summary: Optional[str],
-          seconds: Optional[float], command: Optional[str], notes: List[str], reported: bool = False) -> int:
+def write(
+    args: argparse.Namespace,
+    kind: str,
+    found_path: str,
+    page_path: str,
+    *,
+    summary: Optional[str],
+    seconds: Optional[float],
+    command: Optional[str],
+    notes: List[str],
+    reported: bool = False,
+) -> int:
     """Builds the page of ``found_path`` (the ``kind`` run's output) over ``args.input``;
     ``reported``: the run has reported the input's bad lines already."""
     from .._report import OutputFormatError, Run, build
@@ -118,9 +151,20 @@ def write(args: argparse.Namespace, kind: str, found_path: str, page_path: str, 
         found = outputs.read(found_path, kind)
     except OutputFormatError as e:
         raise ReportError(str(e)) from None
-    run_info = Run(k=args.distance if args.jaccard is None else None, jaccard=args.jaccard, measure=args.measure,
-                   mode=args.mode, width=args.width, candidates=args.candidates, design=_design(args),
-                   seconds=seconds, command=command, summary=summary, title=getattr(args, "title", None), notes=notes)
+    run_info = Run(
+        k=args.distance if args.jaccard is None else None,
+        jaccard=args.jaccard,
+        measure=args.measure,
+        mode=args.mode,
+        width=args.width,
+        candidates=args.candidates,
+        design=_design(args),
+        seconds=seconds,
+        command=command,
+        summary=summary,
+        title=getattr(args, "title", None),
+        notes=notes,
+    )
     run_info.given_fingerprints = _format(args) in ("hash", "lines")
     # Fingerprints are made as the texts are parsed only when the page needs them
     # all: for distances the outputs do not give, or to find fingerprint values.
@@ -152,8 +196,10 @@ def _inputs(args: argparse.Namespace, run_info: Any, fingerprints: bool, reporte
 
     if args.input == "-":
         # The run read stdin, which cannot be read again: its counts come from its summary line.
-        run_info.notes.append("The input came from stdin, which cannot be read again: the page shows ids and "
-                              "distances without texts. Run rsimhash report on the input file for them.")
+        run_info.notes.append(
+            "The input came from stdin, which cannot be read again: the page shows ids and "
+            "distances without texts. Run rsimhash report on the input file for them."
+        )
         counts = _SUMMARY_COUNTS.match(run_info.summary or "")
         if counts:
             run_info.records = int(counts.group(1).replace(",", ""))
@@ -166,8 +212,13 @@ def _inputs(args: argparse.Namespace, run_info: Any, fingerprints: bool, reporte
 
     def blocks() -> Iterator[Any]:
         passes[0] += 1  # bad lines are reported once: by the run, or by the first pass
-        with open_source(args, path=args.input, limit=getattr(args, "sample", None),
-                         shingling=(mode, width) if fingerprints else None, quiet_bad_lines=passes[0] > 1) as source:
+        with open_source(
+            args,
+            path=args.input,
+            limit=getattr(args, "sample", None),
+            shingling=(mode, width) if fingerprints else None,
+            quiet_bad_lines=passes[0] > 1,
+        ) as source:
             for chunk in prefetch(source.chunks()):
                 yield _block(chunk, mode, width, args.threads)
             run_info.bad_lines = source.bad.count
@@ -178,8 +229,11 @@ def _inputs(args: argparse.Namespace, run_info: Any, fingerprints: bool, reporte
 def _block(chunk: Chunk, mode: str, width: Optional[int], threads: Optional[int]) -> Any:
     from .._report import Block
 
-    return Block(chunk.ids, lambda: fingerprints_of(chunk, mode, width, threads),
-                 (lambda rows: _texts_at(chunk, rows)) if chunk.has_texts else None)
+    return Block(
+        chunk.ids,
+        lambda: fingerprints_of(chunk, mode, width, threads),
+        (lambda rows: _texts_at(chunk, rows)) if chunk.has_texts else None,
+    )
 
 
 def _texts_at(chunk: Chunk, rows: List[int]) -> List[str]:
@@ -263,9 +317,17 @@ def with_report(args: argparse.Namespace) -> int:
         summary = progress.last_summary
         argv = getattr(args, "argv", None)
         line = "rsimhash " + " ".join(shlex.quote(a) for a in argv) if argv is not None else None
-        write(args, command, found_path, args.report, summary=summary,
-              seconds=_seconds(summary) if summary else seconds, command=line, notes=[], reported=True)
+        write(
+            args,
+            command,
+            found_path,
+            args.report,
+            summary=summary,
+            seconds=_seconds(summary) if summary else seconds,
+            command=line,
+            notes=[],
+            reported=True,
+        )
         return 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-

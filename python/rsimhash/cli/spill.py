@@ -45,7 +45,7 @@ class Workspace:
         self._made_given = False
         self._files: List[str] = []
         if workdir is not None:
-            self.path  # a --workdir that cannot be written is an error before any work
+            _ = self.path  # a --workdir that cannot be written is an error before any work
 
     @property
     def path(self) -> str:
@@ -230,8 +230,9 @@ class Ids:
 def engine_part(workspace: Workspace) -> str:
     """The summary's note that the batch engine ran, and what it spilled."""
     size = workspace.spilled()
-    amount = next(f"{size / 10 ** p:,.1f} {unit}" for p, unit in ((9, "GB"), (6, "MB"), (3, "kB"), (0, "B"))
-                  if size >= 10 ** p or p == 0)
+    amount = next(
+        f"{size / 10**p:,.1f} {unit}" for p, unit in ((9, "GB"), (6, "MB"), (3, "kB"), (0, "B")) if size >= 10**p or p == 0
+    )
     return f"batch engine ({amount} spilled to {workspace.path})"
 
 

@@ -10,6 +10,7 @@ traceback, and never reads or writes whatever file took the descriptor.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from typing import Any, BinaryIO
@@ -17,24 +18,29 @@ from typing import Any, BinaryIO
 from .errors import UsageError
 
 
-def _fd(stream: Any, expected: int) -> "int | None":
-    """The stream's descriptor if it is open and still the standard one."""
-    if stream is None:
-        return None
+def _is_open(stream: Any) -> bool:
+    """Whether ``stream`` is there to use: Python sets a stream closed at
+    start to ``None``; a stream the caller put in its place (a test's
+    ``io.StringIO``, which has no descriptor) is used as it is."""
+    if stream is None or getattr(stream, "closed", False):
+        return False
     try:
-        fd = stream.fileno()
-        os.fstat(fd)
+        os.fstat(stream.fileno())
+    except io.UnsupportedOperation:
+        return True  # an in-memory stream
     except (AttributeError, ValueError, OSError):
-        return None
-    return fd if fd == expected else None
+        return False
+    return True
 
 
 def stdin_fd(flag: str = "--input") -> int:
-    """Descriptor 0, checked to be standard input; else a ``UsageError``."""
-    fd = _fd(sys.stdin, 0)
-    if fd is None:
+    """Standard input's descriptor, checked to be open; else a ``UsageError``."""
+    if not _is_open(sys.stdin):
         raise UsageError(f"{flag} - reads standard input, which is closed; give a file instead")
-    return fd
+    try:
+        return sys.stdin.fileno()
+    except io.UnsupportedOperation:  # replaced by an in-memory stream
+        raise UsageError(f"{flag} - reads standard input's descriptor, which sys.stdin lacks; give a file instead") from None
 
 
 def stdin_binary(flag: str = "--input") -> BinaryIO:
@@ -45,6 +51,6 @@ def stdin_binary(flag: str = "--input") -> BinaryIO:
 
 def stdout_binary(flag: str = "--output", what: str = "") -> BinaryIO:
     """Standard output's binary stream, checked to be open."""
-    if _fd(sys.stdout, 1) is None:
+    if not _is_open(sys.stdout):
         raise UsageError((what or f"{flag} - writes standard output") + ", which is closed; give a file instead")
     return sys.stdout.buffer

@@ -40,11 +40,11 @@ import numpy as np
 from . import tune_stats as st
 from . import verified
 from .errors import UsageError
-from .stdio import stdout_binary
 from .inputs import guess_format
 from .options import MAX_K, add_run, bad_lines_part, distance, open_source, positive_int, thread_count, width_count
 from .outputs import Outputs
 from .progress import Progress, count
+from .stdio import stdout_binary
 
 HELP = "measure simhash against exact Jaccard on a sample: precision, recall, recommended k"
 DESCRIPTION = """\
@@ -70,50 +70,105 @@ DEFAULT_WIDTH = {"words": 3, "chars": 4}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--input", "-i", metavar="FILE", required=True,
-                   help="JSON lines or Parquet of texts; - reads stdin. gzip and zstd compression are recognised")
-    p.add_argument("--format", "-f", choices=("auto", "json", "parquet"), default="auto",
-                   help="json: JSON lines; parquet: a Parquet file (needs pyarrow). Default: %(default)s, which "
-                        "goes by the file name (.jsonl/.json/.ndjson json, .parquet parquet; stdin is json)")
-    p.add_argument("--text-column", "--text_column", dest="text_column", metavar="NAME", default="text",
-                   help="field (json) or column (parquet) holding the text. Default: %(default)s")
-    p.add_argument("--sample", type=positive_int, metavar="N", default=DEFAULT_SAMPLE,
-                   help="documents measured: the first N records, or with --seed a random N. Default: %(default)s")
-    p.add_argument("--seed", type=int, metavar="S", default=None,
-                   help="take a uniform random sample (reservoir, seeded with S) of the whole input instead "
-                        "of its first records")
-    p.add_argument("--jaccard", type=verified.threshold, metavar="T", default=0.9,
-                   help="least Jaccard similarity of the shingle sets of a true pair, in (0, 1]. Default: %(default)s")
-    p.add_argument("--shingles", choices=("words", "chars"), default="words",
-                   help="shingles of the truth's sets: words (W tokens) or chars (W characters), as "
-                        "similar_pairs(shingles=). Default: %(default)s")
-    p.add_argument("--width", type=width_count, metavar="W", default=None,
-                   help="width of the truth's shingles. Default: 3 for words, 4 for chars")
-    p.add_argument("--max-k", type=distance, metavar="K", default=10,
-                   help=f"measure k = 0..K bits (at most {MAX_K}). Default: %(default)s")
-    p.add_argument("--expected-size", type=positive_int, metavar="N", default=None,
-                   help="documents of the corpus to design for. Default: the input's (counted, or estimated "
-                        "from its size), else the sample's")
-    p.add_argument("--json", metavar="FILE", default=None,
-                   help="also write the figures as JSON; - writes the JSON to stdout instead of the tables")
-    p.add_argument("--plot", metavar="FILE.png", default=None,
-                   help="draw precision-recall per k and the leading bits of sorted neighbours in one PNG "
-                        '(needs matplotlib: pip install "rsimhash[plot]")')
-    p.add_argument("--threads", type=thread_count, metavar="N", default=None,
-                   help="threads. Default: all cores (or RAYON_NUM_THREADS)")
+    p.add_argument(
+        "--input",
+        "-i",
+        metavar="FILE",
+        required=True,
+        help="JSON lines or Parquet of texts; - reads stdin. gzip and zstd compression are recognised",
+    )
+    p.add_argument(
+        "--format",
+        "-f",
+        choices=("auto", "json", "parquet"),
+        default="auto",
+        help="json: JSON lines; parquet: a Parquet file (needs pyarrow). Default: %(default)s, which "
+        "goes by the file name (.jsonl/.json/.ndjson json, .parquet parquet; stdin is json)",
+    )
+    p.add_argument(
+        "--text-column",
+        "--text_column",
+        dest="text_column",
+        metavar="NAME",
+        default="text",
+        help="field (json) or column (parquet) holding the text. Default: %(default)s",
+    )
+    p.add_argument(
+        "--sample",
+        type=positive_int,
+        metavar="N",
+        default=DEFAULT_SAMPLE,
+        help="documents measured: the first N records, or with --seed a random N. Default: %(default)s",
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        metavar="S",
+        default=None,
+        help="take a uniform random sample (reservoir, seeded with S) of the whole input instead of its first records",
+    )
+    p.add_argument(
+        "--jaccard",
+        type=verified.threshold,
+        metavar="T",
+        default=0.9,
+        help="least Jaccard similarity of the shingle sets of a true pair, in (0, 1]. Default: %(default)s",
+    )
+    p.add_argument(
+        "--shingles",
+        choices=("words", "chars"),
+        default="words",
+        help="shingles of the truth's sets: words (W tokens) or chars (W characters), as "
+        "similar_pairs(shingles=). Default: %(default)s",
+    )
+    p.add_argument(
+        "--width",
+        type=width_count,
+        metavar="W",
+        default=None,
+        help="width of the truth's shingles. Default: 3 for words, 4 for chars",
+    )
+    p.add_argument(
+        "--max-k", type=distance, metavar="K", default=10, help=f"measure k = 0..K bits (at most {MAX_K}). Default: %(default)s"
+    )
+    p.add_argument(
+        "--expected-size",
+        type=positive_int,
+        metavar="N",
+        default=None,
+        help="documents of the corpus to design for. Default: the input's (counted, or estimated "
+        "from its size), else the sample's",
+    )
+    p.add_argument(
+        "--json",
+        metavar="FILE",
+        default=None,
+        help="also write the figures as JSON; - writes the JSON to stdout instead of the tables",
+    )
+    p.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        default=None,
+        help="draw precision-recall per k and the leading bits of sorted neighbours in one PNG "
+        '(needs matplotlib: pip install "rsimhash[plot]")',
+    )
+    p.add_argument(
+        "--threads", type=thread_count, metavar="N", default=None, help="threads. Default: all cores (or RAYON_NUM_THREADS)"
+    )
     add_run(p)
 
 
 # -- the sample ------------------------------------------------------------------------
 
+
 @dataclass
 class Sample:
     texts: List[str]
-    lines: List[int]          # input line (parquet: row) of each text
-    read: int                 # records read
-    size: Optional[int]       # records of the whole input, when known or estimated
-    exact: bool               # ``size`` is counted, not estimated
-    how: str                  # "the first 3,000 of 12,345 records", ...
+    lines: List[int]  # input line (parquet: row) of each text
+    read: int  # records read
+    size: Optional[int]  # records of the whole input, when known or estimated
+    exact: bool  # ``size`` is counted, not estimated
+    how: str  # "the first 3,000 of 12,345 records", ...
 
 
 def read_sample(args: argparse.Namespace) -> Tuple[Sample, str, Progress]:
@@ -182,12 +237,12 @@ def _reservoir(source: Any, n: int, seed: int, progress: Progress) -> Sample:
             seen += 1
         progress.update(source.position(), source.records)
     kept.sort()
-    how = (f"a random {len(kept):,} (seed {seed}) of {count(seen, 'record')}" if seen > n
-           else f"all {count(seen, 'record')}")
+    how = f"a random {len(kept):,} (seed {seed}) of {count(seen, 'record')}" if seen > n else f"all {count(seen, 'record')}"
     return Sample([t for _, t in kept], [ln for ln, _ in kept], seen, seen, True, how)
 
 
 # -- the measures ----------------------------------------------------------------------
+
 
 @dataclass
 class Results:
@@ -216,11 +271,20 @@ def measure(args: argparse.Namespace, sample: Sample) -> Results:
     for v in verified:
         st.verify_cost(v, texts, truth, t, args.shingles, args.width, args.threads)
     expected = args.expected_size or sample.size or len(texts)
-    return Results(sample, truth, curves, verified, st.best_plain(curves), expected, xor,
-                   st.random_leading_bits(len(texts), seed=0 if args.seed is None else args.seed))
+    return Results(
+        sample,
+        truth,
+        curves,
+        verified,
+        st.best_plain(curves),
+        expected,
+        xor,
+        st.random_leading_bits(len(texts), seed=0 if args.seed is None else args.seed),
+    )
 
 
 # -- the report --------------------------------------------------------------------------
+
 
 def _f(x: Optional[float], digits: int = 3) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
@@ -235,35 +299,46 @@ def _bytes(n: float) -> str:
 
 def report(args: argparse.Namespace, r: Results) -> str:
     width = args.width or DEFAULT_WIDTH[args.shingles]
-    head = [f"sample: {r.sample.how} of {args.input}",
-            f"truth: {count(len(r.truth.pairs), 'pair')} with Jaccard >= {args.jaccard:g} of {args.shingles} "
-            f"{width}-shingle sets (exact: {r.truth.checked:,} pairs compared after a prefix filter)", ""]
-    return "\n".join(head + _plain_table(args, r) + [""] + _verified_table(r) + [""] + _leading(r)
-                     + [""] + recommendation(args, r)) + "\n"
+    head = [
+        f"sample: {r.sample.how} of {args.input}",
+        f"truth: {count(len(r.truth.pairs), 'pair')} with Jaccard >= {args.jaccard:g} of {args.shingles} "
+        f"{width}-shingle sets (exact: {r.truth.checked:,} pairs compared after a prefix filter)",
+        "",
+    ]
+    return (
+        "\n".join(head + _plain_table(args, r) + [""] + _verified_table(r) + [""] + _leading(r) + [""] + recommendation(args, r))
+        + "\n"
+    )
 
 
 def _plain_table(args: argparse.Namespace, r: Results) -> List[str]:
     names = "".join(f" | {c.name:^23}" for c in r.curves)
     sub = "".join(" | precision recall  pairs" for _ in r.curves)
-    out = [f"plain simhash: the pairs within k bits, against the truth at Jaccard >= {args.jaccard:g}",
-           f"  k{names}", f"   {sub}"]
+    out = [
+        f"plain simhash: the pairs within k bits, against the truth at Jaccard >= {args.jaccard:g}",
+        f"  k{names}",
+        f"   {sub}",
+    ]
     for k in range(args.max_k + 1):
-        out.append(f"{k:>3}" + "".join(f" | {_f(c.precision(k)):>9} {_f(c.recall(k)):>6} {c.found[k]:>6,}"
-                                       for c in r.curves))
+        out.append(f"{k:>3}" + "".join(f" | {_f(c.precision(k)):>9} {_f(c.recall(k)):>6} {c.found[k]:>6,}" for c in r.curves))
     return out
 
 
 def _verified_table(r: Results) -> List[str]:
-    out = ["verified: candidates within k bits, each checked against the sets (precision 1)",
-           "  recall  candidates   k  pairs/doc  recall   seconds  measured recall"]
+    out = [
+        "verified: candidates within k bits, each checked against the sets (precision 1)",
+        "  recall  candidates   k  pairs/doc  recall   seconds  measured recall",
+    ]
     for v in r.verified:
         if not v.options:
             out.append(f"  {v.target:.2f}    not reached at k <= {len(r.curves[0].found) - 1} (try --max-k {MAX_K})")
         for c, k in sorted(v.options, key=lambda o: (o[1], o[0].found[o[1]])):
             chosen = v.chosen is not None and v.chosen[0] is c
             tail = f"  {_f(v.seconds, 2):>7}  {_f(v.recall_measured)}" if chosen else ""
-            out.append(f"{'*' if chosen else ' '} {v.target:.2f}    {c.name:<10} {k:>3}  {c.found[k] / c.n:>9.2f}"
-                       f"  {_f(c.recall(k))}{tail}")
+            out.append(
+                f"{'*' if chosen else ' '} {v.target:.2f}    {c.name:<10} {k:>3}  {c.found[k] / c.n:>9.2f}"
+                f"  {_f(c.recall(k))}{tail}"
+            )
     out.append("  (*: the least k, then the fewest candidates; seconds: similar_pairs on the sample)")
     return out
 
@@ -278,42 +353,53 @@ def _leading(r: Results) -> List[str]:
     out = [f"leading 1-bit of the XOR of sorted neighbours (0 = top bit): median {rand} for random fingerprints"]
     for name, hist in r.xor.items():
         total = max(1, int(hist.sum()))
-        out.append(f"  {name:<16} median {_median(hist)}, equal neighbours "
-                   f"{100 * hist[64] / total:.1f} %, within 20 bits of the bottom {100 * hist[44:64].sum() / total:.1f} %")
+        out.append(
+            f"  {name:<16} median {_median(hist)}, equal neighbours "
+            f"{100 * hist[64] / total:.1f} %, within 20 bits of the bottom {100 * hist[44:64].sum() / total:.1f} %"
+        )
     return out
 
 
 def recommendation(args: argparse.Namespace, r: Results) -> List[str]:
     n = r.expected
-    out = [f"recommendation for {n:,} documents"
-           + ("" if args.expected_size else " (--expected-size to change)") + ":"]
+    out = [f"recommendation for {n:,} documents" + ("" if args.expected_size else " (--expected-size to change)") + ":"]
     if not len(r.truth.pairs):
-        return out + [f"  no pair of the sample is at Jaccard >= {args.jaccard:g}: nothing to tune on; take a "
-                      "larger --sample, a lower --jaccard, or the defaults (candidates=\"auto\")"]
+        return out + [
+            f"  no pair of the sample is at Jaccard >= {args.jaccard:g}: nothing to tune on; take a "
+            'larger --sample, a lower --jaccard, or the defaults (candidates="auto")'
+        ]
     source = _source_flags(args)
     if r.plain is not None:
         c, k = r.plain
         tables, desc = st.design(n, k)
-        out += [f"  plain simhash: {c.mode} width {c.width}, k = {k}, the best F1 ({_f(c.f1(k))}: precision "
-                f"{_f(c.precision(k))}, recall {_f(c.recall(k))})",
-                f"    rsimhash dedup {source} --mode {c.mode} --window {c.width} --distance {k}",
-                f"    tables: {desc}; rsimhash.Index({k}, tables={tables}) of {n:,}: about "
-                f"{_bytes(st.index_bytes(n, k, tables))}"]
+        out += [
+            f"  plain simhash: {c.mode} width {c.width}, k = {k}, the best F1 ({_f(c.f1(k))}: precision "
+            f"{_f(c.precision(k))}, recall {_f(c.recall(k))})",
+            f"    rsimhash dedup {source} --mode {c.mode} --window {c.width} --distance {k}",
+            f"    tables: {desc}; rsimhash.Index({k}, tables={tables}) of {n:,}: about {_bytes(st.index_bytes(n, k, tables))}",
+        ]
     v = next(v for v in r.verified if v.target == 0.97)
     if v.chosen is None:
         return out + [f"  verified: no k <= {args.max_k} reaches a recall of 0.97; try --max-k {MAX_K}"]
     c, k = v.chosen
     tables, desc = st.design(n, k)
-    shingles = "" if (args.shingles, args.width or 3) == ("words", 3) else \
-        f", shingles={args.shingles!r}, width={args.width or DEFAULT_WIDTH[args.shingles]}"
-    out += [f"  verified (recall >= 0.97 on the sample, precision 1): candidates {c.mode},{c.width},{k}",
-            f"    rsimhash dedup {source} --jaccard {args.jaccard:g} --candidates {c.mode},{c.width},{k}",
-            f"    rsimhash.similar_pairs(texts, {args.jaccard:g}{shingles}, candidates=({c.mode!r}, {c.width}, {k}))",
-            f"    tables: {desc}; sets held: about {_bytes(v.bytes_per_doc or 0)} a document, "
-            f"{_bytes((v.bytes_per_doc or 0) * n)} for {n:,}"]
+    shingles = (
+        ""
+        if (args.shingles, args.width or 3) == ("words", 3)
+        else f", shingles={args.shingles!r}, width={args.width or DEFAULT_WIDTH[args.shingles]}"
+    )
+    out += [
+        f"  verified (recall >= 0.97 on the sample, precision 1): candidates {c.mode},{c.width},{k}",
+        f"    rsimhash dedup {source} --jaccard {args.jaccard:g} --candidates {c.mode},{c.width},{k}",
+        f"    rsimhash.similar_pairs(texts, {args.jaccard:g}{shingles}, candidates=({c.mode!r}, {c.width}, {k}))",
+        f"    tables: {desc}; sets held: about {_bytes(v.bytes_per_doc or 0)} a document, "
+        f"{_bytes((v.bytes_per_doc or 0) * n)} for {n:,}",
+    ]
     if shingles:
-        out.append(f"    (the truth used {args.shingles} {args.width or DEFAULT_WIDTH[args.shingles]}-shingles: "
-                   "give the command the same shingles)")
+        out.append(
+            f"    (the truth used {args.shingles} {args.width or DEFAULT_WIDTH[args.shingles]}-shingles: "
+            "give the command the same shingles)"
+        )
     return out
 
 
@@ -333,24 +419,40 @@ def figures(args: argparse.Namespace, r: Results) -> Dict[str, Any]:
         c, k = v97.chosen
         rec["verified"] = dict(candidates=[c.mode, c.width, k], design=st.design(r.expected, k)[1])
     return dict(
-        input=args.input, threshold=args.jaccard, shingles=args.shingles,
+        input=args.input,
+        threshold=args.jaccard,
+        shingles=args.shingles,
         width=args.width or DEFAULT_WIDTH[args.shingles],
-        sample=dict(documents=len(r.sample.texts), how=r.sample.how, lines=r.sample.lines,
-                    input_records=r.sample.size, input_records_exact=r.sample.exact),
+        sample=dict(
+            documents=len(r.sample.texts),
+            how=r.sample.how,
+            lines=r.sample.lines,
+            input_records=r.sample.size,
+            input_records_exact=r.sample.exact,
+        ),
         expected_size=r.expected,
         truth=dict(pairs=r.truth.pairs.tolist(), similarity=r.truth.similarity.tolist(), compared=r.truth.checked),
         plain=[row for c in r.curves for row in c.rows()],
-        verified=[dict(target=v.target, options=[dict(mode=c.mode, width=c.width, k=k, candidate_pairs=c.found[k],
-                                                      recall=c.recall(k)) for c, k in v.options],
-                       chosen=None if v.chosen is None else [v.chosen[0].mode, v.chosen[0].width, v.chosen[1]],
-                       seconds=v.seconds, recall_measured=v.recall_measured, bytes_per_document=v.bytes_per_doc)
-                  for v in r.verified],
+        verified=[
+            dict(
+                target=v.target,
+                options=[
+                    dict(mode=c.mode, width=c.width, k=k, candidate_pairs=c.found[k], recall=c.recall(k)) for c, k in v.options
+                ],
+                chosen=None if v.chosen is None else [v.chosen[0].mode, v.chosen[0].width, v.chosen[1]],
+                seconds=v.seconds,
+                recall_measured=v.recall_measured,
+                bytes_per_document=v.bytes_per_doc,
+            )
+            for v in r.verified
+        ],
         recommendation=rec,
         leading_bits=dict({name: h.tolist() for name, h in r.xor.items()}, random=r.random_xor.tolist()),
     )
 
 
 # -- the command -----------------------------------------------------------------------
+
 
 def run(args: argparse.Namespace) -> int:
     if args.plot is not None:
@@ -373,8 +475,9 @@ def run(args: argparse.Namespace) -> int:
             js.write((json.dumps(figures(args, results)) + "\n").encode("utf-8"))
         if plot is not None:
             plot.write(_png(args, results))
-        progress.summary("tune", [count(len(sample.texts), "document") + " measured",
-                                  count(len(results.truth.pairs), "true pair"), bad])
+        progress.summary(
+            "tune", [count(len(sample.texts), "document") + " measured", count(len(results.truth.pairs), "true pair"), bad]
+        )
     return 0
 
 
@@ -382,6 +485,8 @@ def _png(args: argparse.Namespace, r: Results) -> bytes:
     from . import tune_plot
 
     width = args.width or DEFAULT_WIDTH[args.shingles]
-    title = (f"rsimhash tune: {len(r.sample.texts):,} documents of {args.input}, "
-             f"{len(r.truth.pairs):,} pairs with Jaccard >= {args.jaccard:g} ({args.shingles} {width}-shingles)")
+    title = (
+        f"rsimhash tune: {len(r.sample.texts):,} documents of {args.input}, "
+        f"{len(r.truth.pairs):,} pairs with Jaccard >= {args.jaccard:g} ({args.shingles} {width}-shingles)"
+    )
     return tune_plot.png(r.curves, r.xor, r.random_xor, args.jaccard, title)

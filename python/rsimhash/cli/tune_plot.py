@@ -38,8 +38,7 @@ def require() -> None:
         raise UsageError(f"--plot needs matplotlib, which is not installed; install it with: {INSTALL}") from None
 
 
-def png(curves: Sequence[Curve], xor: "dict[str, np.ndarray]", random_xor: np.ndarray, threshold: float,
-        title: str) -> bytes:
+def png(curves: Sequence[Curve], xor: "dict[str, np.ndarray]", random_xor: np.ndarray, threshold: float, title: str) -> bytes:
     """The two panels as PNG bytes."""
     figure = module("matplotlib.figure").Figure(figsize=(13, 5.2), dpi=100, layout="constrained")
     module("matplotlib.backends.backend_agg").FigureCanvasAgg(figure)
@@ -58,8 +57,14 @@ def _precision_recall(ax: Any, curves: Sequence[Curve], threshold: float) -> Non
         points = [(r, p, k) for r, p, k in points if r is not None and p is not None]
         if not points:
             continue
-        ax.plot([r for r, _, _ in points], [p for _, p, _ in points], "o-", color=color, markersize=4,
-                label=f"{c.mode}, width {c.width}")
+        ax.plot(
+            [r for r, _, _ in points],
+            [p for _, p, _ in points],
+            "o-",
+            color=color,
+            markersize=4,
+            label=f"{c.mode}, width {c.width}",
+        )
         for r, p, k in points:
             ax.annotate(str(k), (r, p), textcoords="offset points", xytext=(4, 3), fontsize=7, color=color)
     ax.set_xlim(-0.02, 1.05)

@@ -52,9 +52,9 @@ class Curve:
     mode: str
     width: int
     found: List[int]  # pairs within k bits
-    true: List[int]   # true pairs within k bits
-    truth: int        # true pairs in all
-    n: int            # documents
+    true: List[int]  # true pairs within k bits
+    truth: int  # true pairs in all
+    n: int  # documents
 
     def precision(self, k: int) -> Optional[float]:
         return self.true[k] / self.found[k] if self.found[k] else None
@@ -73,9 +73,19 @@ class Curve:
         return f"{self.mode},{self.width}"
 
     def rows(self) -> List[Dict[str, Any]]:
-        return [dict(mode=self.mode, width=self.width, k=k, found=self.found[k], true=self.true[k],
-                     precision=self.precision(k), recall=self.recall(k), f1=self.f1(k))
-                for k in range(len(self.found))]
+        return [
+            dict(
+                mode=self.mode,
+                width=self.width,
+                k=k,
+                found=self.found[k],
+                true=self.true[k],
+                precision=self.precision(k),
+                recall=self.recall(k),
+                f1=self.f1(k),
+            )
+            for k in range(len(self.found))
+        ]
 
 
 @dataclass
@@ -84,9 +94,9 @@ class Verified:
 
     target: float
     options: List[Tuple[Curve, int]] = field(default_factory=list)  # (mode, its least k), reached only
-    seconds: Optional[float] = None          # similar_pairs on the sample, for the chosen one
+    seconds: Optional[float] = None  # similar_pairs on the sample, for the chosen one
     recall_measured: Optional[float] = None  # of its verified pairs against the truth
-    bytes_per_doc: Optional[float] = None    # what it holds a document (sets and fingerprints)
+    bytes_per_doc: Optional[float] = None  # what it holds a document (sets and fingerprints)
 
     @property
     def chosen(self) -> Optional[Tuple[Curve, int]]:
@@ -97,6 +107,7 @@ class Verified:
 
 
 # -- the truth -----------------------------------------------------------------------
+
 
 def truth_pairs(offsets: np.ndarray, hashes: np.ndarray, threshold: float) -> Truth:
     """Every pair of sets at least ``threshold`` alike (Jaccard), exactly."""
@@ -163,8 +174,8 @@ def _all_pairs(n: int) -> Tuple[np.ndarray, np.ndarray]:
 
 # -- plain simhash -------------------------------------------------------------------
 
-def curve(fps: np.ndarray, truth: Truth, mode: str, width: int, max_k: int,
-          threads: Optional[int]) -> Curve:
+
+def curve(fps: np.ndarray, truth: Truth, mode: str, width: int, max_k: int, threads: Optional[int]) -> Curve:
     """Pairs within each k and true pairs among them."""
     from .. import batch, hamming
 
@@ -174,10 +185,14 @@ def curve(fps: np.ndarray, truth: Truth, mode: str, width: int, max_k: int,
     tp = truth.pairs
     tdist = hamming(fps[tp[:, 0]], fps[tp[:, 1]]) if len(tp) else np.zeros(0, dtype=np.uint8)
     tdist = tdist[tdist <= max_k]
-    return Curve(mode, width,
-                 found=np.cumsum(np.bincount(dist, minlength=max_k + 1)).tolist(),
-                 true=np.cumsum(np.bincount(tdist, minlength=max_k + 1)).tolist(),
-                 truth=len(tp), n=len(fps))
+    return Curve(
+        mode,
+        width,
+        found=np.cumsum(np.bincount(dist, minlength=max_k + 1)).tolist(),
+        true=np.cumsum(np.bincount(tdist, minlength=max_k + 1)).tolist(),
+        truth=len(tp),
+        n=len(fps),
+    )
 
 
 def best_plain(curves: Sequence[Curve]) -> Optional[Tuple[Curve, int]]:
@@ -199,8 +214,9 @@ def verified_options(curves: Sequence[Curve], target: float) -> Verified:
     return v
 
 
-def verify_cost(v: Verified, texts: List[str], truth: Truth, threshold: float, shingles: str,
-                width: int, threads: Optional[int]) -> None:
+def verify_cost(
+    v: Verified, texts: List[str], truth: Truth, threshold: float, shingles: str, width: int, threads: Optional[int]
+) -> None:
     """Runs the verified pairs of ``v``'s chosen candidates on the sample
     (what ``similar_pairs`` does): seconds, recall, bytes held a document."""
     from ..similar import SimilarCorpus
@@ -221,6 +237,7 @@ def verify_cost(v: Verified, texts: List[str], truth: Truth, threshold: float, s
 
 
 # -- designs and memory --------------------------------------------------------------
+
 
 def design(n: int, k: int) -> Tuple[int, str]:
     """``(tables, description)`` of the batch engine's design for ``n`` items."""
@@ -244,6 +261,7 @@ def index_bytes(n: int, k: int, tables: int, seed: int = 0) -> float:
 
 
 # -- leading bits of neighbours ------------------------------------------------------
+
 
 def leading_bits(fps: np.ndarray) -> np.ndarray:
     """Histogram (65 counts) of the position of the highest 1-bit of the XOR

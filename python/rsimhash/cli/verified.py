@@ -62,23 +62,37 @@ def candidates(text: str) -> Any:
     from .options import MAX_K, MAX_WIDTH
 
     if not (1 <= width <= MAX_WIDTH and 0 <= k <= MAX_K):
-        raise argparse.ArgumentTypeError(f"WIDTH must be from 1 to {MAX_WIDTH:,} and K (the candidates' k) "
-                                         f"from 0 to {MAX_K}, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"WIDTH must be from 1 to {MAX_WIDTH:,} and K (the candidates' k) from 0 to {MAX_K}, got {text!r}"
+        )
     return parts[0], width, k
 
 
 def add_arguments(p: argparse.ArgumentParser, what: str) -> None:
     g = p.add_argument_group("verified near-duplicates (records with text only)")
-    g.add_argument("--jaccard", type=threshold, metavar="T", default=None,
-                   help=f"{what} by the exact similarity of shingle sets (of --mode/--width, words of 3 by "
-                        "default) at least T, checked for each candidate pair of fingerprints; --distance "
-                        "does not apply")
-    g.add_argument("--measure", choices=("jaccard", "containment"), default="jaccard",
-                   help="with --jaccard: jaccard |A&B|/|A|B|, or containment |A&B|/min(|A|,|B|). "
-                        "Default: %(default)s")
-    g.add_argument("--candidates", type=candidates, metavar="auto|MODE,WIDTH,K", default="auto",
-                   help="with --jaccard: the candidate pairs, fingerprints of MODE and WIDTH within K bits "
-                        "(as 'rsimhash tune' recommends); auto picks them for T. Default: %(default)s")
+    g.add_argument(
+        "--jaccard",
+        type=threshold,
+        metavar="T",
+        default=None,
+        help=f"{what} by the exact similarity of shingle sets (of --mode/--width, words of 3 by "
+        "default) at least T, checked for each candidate pair of fingerprints; --distance "
+        "does not apply",
+    )
+    g.add_argument(
+        "--measure",
+        choices=("jaccard", "containment"),
+        default="jaccard",
+        help="with --jaccard: jaccard |A&B|/|A|B|, or containment |A&B|/min(|A|,|B|). Default: %(default)s",
+    )
+    g.add_argument(
+        "--candidates",
+        type=candidates,
+        metavar="auto|MODE,WIDTH,K",
+        default="auto",
+        help="with --jaccard: the candidate pairs, fingerprints of MODE and WIDTH within K bits "
+        "(as 'rsimhash tune' recommends); auto picks them for T. Default: %(default)s",
+    )
 
 
 def settings(args: argparse.Namespace) -> Any:
@@ -86,19 +100,18 @@ def settings(args: argparse.Namespace) -> Any:
     from ..batch._similar import Settings
 
     if args.distance != 3 or getattr(args, "blocks", None) is not None:
-        raise UsageError("--distance and --blocks are for fingerprints within K bits; with --jaccard, "
-                         "give --candidates MODE,WIDTH,K")
+        raise UsageError(
+            "--distance and --blocks are for fingerprints within K bits; with --jaccard, give --candidates MODE,WIDTH,K"
+        )
     try:
-        return Settings(args.jaccard, measure=args.measure, shingles=args.mode, width=args.width,
-                        candidates=args.candidates)
+        return Settings(args.jaccard, measure=args.measure, shingles=args.mode, width=args.width, candidates=args.candidates)
     except (ValueError, TypeError) as e:
         raise UsageError(f"--candidates {','.join(map(str, args.candidates))}: {e}") from None
 
 
 def check_format(source: Source) -> None:
     if source.format not in ("json", "parquet"):
-        raise UsageError(f"--jaccard compares texts: the input must be records with text (json or parquet), "
-                         f"not {source.format}")
+        raise UsageError(f"--jaccard compares texts: the input must be records with text (json or parquet), not {source.format}")
 
 
 def text_bytes(source: Source) -> int:
@@ -123,8 +136,7 @@ class SecondPass:
     candidates and yields ``(chunk, higher, lower, similarity, dropped,
     matched, dropped_similarity)``."""
 
-    def __init__(self, args: argparse.Namespace, opts: Any, workspace: Workspace, path: str, limit: int,
-                 full_rows: bool):
+    def __init__(self, args: argparse.Namespace, opts: Any, workspace: Workspace, path: str, limit: int, full_rows: bool):
         from ..batch._similar import TwoPass
 
         self.args, self.workspace, self.path, self.limit, self.full_rows = args, workspace, path, limit, full_rows
@@ -136,10 +148,22 @@ class SecondPass:
             self.two.add(piece)
 
     def again(self) -> Iterator[Tuple[Chunk, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-        with_bars(self.args, "candidates", lambda bars: self.two.candidates(dict(
-            memory_limit=self.limit, workdir=self.workspace.path, threads=self.args.threads, progress=bars)))
-        with open_source(self.args, need_ids=False, full_rows=self.full_rows, path=self.path, shingling=None,
-                         limit=getattr(self.args, "sample", None), quiet_bad_lines=True) as again:
+        with_bars(
+            self.args,
+            "candidates",
+            lambda bars: self.two.candidates(
+                dict(memory_limit=self.limit, workdir=self.workspace.path, threads=self.args.threads, progress=bars)
+            ),
+        )
+        with open_source(
+            self.args,
+            need_ids=False,
+            full_rows=self.full_rows,
+            path=self.path,
+            shingling=None,
+            limit=getattr(self.args, "sample", None),
+            quiet_bad_lines=True,
+        ) as again:
             self.source = again
             for chunk in prefetch(again.chunks()):
                 answers = [self.two.verify(p) for p in pieces(chunk)]
@@ -192,8 +216,16 @@ class Gathered:
     verified pairs: in a ``SimilarCorpus`` when their sets fit the memory
     limit, else in the first pass of a ``SecondPass``."""
 
-    def __init__(self, args: argparse.Namespace, opts: Any, source: Source, first: Optional[Chunk], path: str,
-                 limit: int, workspace: Workspace):
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        opts: Any,
+        source: Source,
+        first: Optional[Chunk],
+        path: str,
+        limit: int,
+        workspace: Workspace,
+    ):
         from .. import _rsimhash
 
         self.opts = opts
@@ -215,8 +247,9 @@ class Gathered:
 
 
 @contextmanager
-def gathered(args: argparse.Namespace, opts: Any, source: Source, path: str, limit: int, workspace: Workspace,
-             desc: str, id_cap: int) -> Iterator[Tuple[Gathered, Ids, Progress]]:
+def gathered(
+    args: argparse.Namespace, opts: Any, source: Source, path: str, limit: int, workspace: Workspace, desc: str, id_cap: int
+) -> Iterator[Tuple[Gathered, Ids, Progress]]:
     """Every record of ``source`` gathered for ``find-all`` or ``cluster``
     (``Gathered``) with its id, read with a progress bar; the files they
     hold are removed on the way out."""

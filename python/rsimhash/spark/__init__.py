@@ -67,8 +67,9 @@ def _check_k(k: Any) -> int:
     return int(k)
 
 
-def fingerprint_column(df: Any, text_col: str, out_col: str = "simhash", *, mode: str = "words",
-                       width: Optional[int] = None, nulls: str = "error") -> Any:
+def fingerprint_column(
+    df: Any, text_col: str, out_col: str = "simhash", *, mode: str = "words", width: Optional[int] = None, nulls: str = "error"
+) -> Any:
     """``df`` with a column ``out_col`` of SPEC v1 fingerprints of
     ``text_col``, as signed longs holding the fingerprints' 64 bits
     (``to_unsigned`` gives them back). Computed in Arrow batches by
@@ -107,8 +108,10 @@ def fingerprint_column(df: Any, text_col: str, out_col: str = "simhash", *, mode
             texts = batch.column(position)
             if texts.null_count:
                 if nulls == "error":
-                    raise ValueError(f"column {text_col!r} holds a null text; drop or fill those rows, or pass "
-                                     f"nulls=\"keep\" for a null fingerprint")
+                    raise ValueError(
+                        f"column {text_col!r} holds a null text; drop or fill those rows, or pass "
+                        f'nulls="keep" for a null fingerprint'
+                    )
                 fps = rsimhash.fingerprints(texts.fill_null(""), mode=mode, width=width).view(np.int64)
                 column = pa.array(fps, mask=texts.is_null().to_numpy(zero_copy_only=False))
             else:
@@ -118,8 +121,17 @@ def fingerprint_column(df: Any, text_col: str, out_col: str = "simhash", *, mode
     return df.mapInArrow(run, schema)
 
 
-def near_duplicate_pairs(df: Any, id_col: str, fp_col: str, k: int = 3, *, tables: Optional[int] = None,
-                         nulls: str = "error", max_group: Optional[int] = None, copies: str = "all") -> Any:
+def near_duplicate_pairs(
+    df: Any,
+    id_col: str,
+    fp_col: str,
+    k: int = 3,
+    *,
+    tables: Optional[int] = None,
+    nulls: str = "error",
+    max_group: Optional[int] = None,
+    copies: str = "all",
+) -> Any:
     """A DataFrame ``(id_a, id_b)``: every pair of rows whose fingerprints
     (``fp_col``, longs) are within ``k`` bits, identical ones included,
     ``id_a < id_b``; ids should be distinct. The same pairs as
@@ -201,8 +213,7 @@ def _edges(base: Any, k: int, tables: Optional[int], group: int, *, forest: bool
 
     fp_pairs = _distinct_pairs(base, k, tables, group, forest=forest)
     reps = base.groupBy("fp").agg(F.min("id").alias("rep"))
-    star = base.join(reps, "fp").where(F.col("id") != F.col("rep")).select(F.col("id").alias("u"),
-                                                                         F.col("rep").alias("v"))
+    star = base.join(reps, "fp").where(F.col("id") != F.col("rep")).select(F.col("id").alias("u"), F.col("rep").alias("v"))
     ra = reps.select(F.col("fp").alias("fp_a"), F.col("rep").alias("u"))
     rb = reps.select(F.col("fp").alias("fp_b"), F.col("rep").alias("v"))
     linked = fp_pairs.join(ra, "fp_a").join(rb, "fp_b").select("u", "v")
@@ -232,8 +243,16 @@ def clusters(pairs_df: Any, id_a: str = "id_a", id_b: str = "id_b") -> Any:
     return components(edges)
 
 
-def dedup(df: Any, text_col: str, id_col: str, k: int = 3, *, mode: str = "words", width: Optional[int] = None,
-          tables: Optional[int] = None) -> Any:
+def dedup(
+    df: Any,
+    text_col: str,
+    id_col: str,
+    k: int = 3,
+    *,
+    mode: str = "words",
+    width: Optional[int] = None,
+    tables: Optional[int] = None,
+) -> Any:
     """``df`` minus its near-duplicates: of each cluster of rows whose
     fingerprints link within ``k`` bits (connected components, as
     ``Index.cluster``), the row with the smallest id stays; every column is
@@ -261,9 +280,16 @@ def dedup(df: Any, text_col: str, id_col: str, k: int = 3, *, mode: str = "words
     return df.join(gone, df[id_col] == gone["__rsimhash_gone"], "left_anti")
 
 
-def near_duplicates_of(df_new: Any, old: Union[Any, str, "os.PathLike[str]"], k: int = 3, *, id_col: str = "id",
-                       fp_col: str = "simhash", old_id_col: Optional[str] = None,
-                       old_fp_col: Optional[str] = None) -> Any:
+def near_duplicates_of(
+    df_new: Any,
+    old: Union[Any, str, "os.PathLike[str]"],
+    k: int = 3,
+    *,
+    id_col: str = "id",
+    fp_col: str = "simhash",
+    old_id_col: Optional[str] = None,
+    old_fp_col: Optional[str] = None,
+) -> Any:
     """``(new_id, old_id, distance)``: each row of ``df_new`` with every
     fingerprint of ``old`` within ``k`` bits, as ``Index.query_batch`` over
     an index of ``old`` answers.

@@ -67,24 +67,39 @@ def fingerprint_pairs(values: Any, k: int, blocks: int, max_group: int, *, fores
     from pyspark.sql import functions as F
     from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
-    keyed_schema = StructType([StructField("t", IntegerType(), False), StructField("key", LongType(), False),
-                               StructField("fp", LongType(), False)])
+    keyed_schema = StructType(
+        [StructField("t", IntegerType(), False), StructField("key", LongType(), False), StructField("fp", LongType(), False)]
+    )
     keyed = values.mapInArrow(_keys_of(k, blocks), keyed_schema)
-    big = (keyed.groupBy("t", "key").count().where(F.col("count") > max_group)
-           .select("t", "key", F.ceil(F.col("count") / max_group).cast("int").alias("parts")))
-    cells = (keyed.join(F.broadcast(big), ["t", "key"], "left")
-             .withColumn("parts", F.coalesce("parts", F.lit(1)))
-             .withColumn("part", F.pmod(F.xxhash64("fp"), F.col("parts")).cast("int"))
-             .withColumn("other", F.explode(F.sequence(F.lit(0), F.col("parts") - 1)))
-             .select("t", "key", "fp",
-                     (F.least("part", "other").cast("long") * F.col("parts") + F.greatest("part", "other"))
-                     .alias("cell"),
-                     F.when(F.col("part") == F.col("other"), 0).when(F.col("part") < F.col("other"), 1)
-                     .otherwise(2).cast("byte").alias("side")))
+    big = (
+        keyed.groupBy("t", "key")
+        .count()
+        .where(F.col("count") > max_group)
+        .select("t", "key", F.ceil(F.col("count") / max_group).cast("int").alias("parts"))
+    )
+    cells = (
+        keyed.join(F.broadcast(big), ["t", "key"], "left")
+        .withColumn("parts", F.coalesce("parts", F.lit(1)))
+        .withColumn("part", F.pmod(F.xxhash64("fp"), F.col("parts")).cast("int"))
+        .withColumn("other", F.explode(F.sequence(F.lit(0), F.col("parts") - 1)))
+        .select(
+            "t",
+            "key",
+            "fp",
+            (F.least("part", "other").cast("long") * F.col("parts") + F.greatest("part", "other")).alias("cell"),
+            F.when(F.col("part") == F.col("other"), 0)
+            .when(F.col("part") < F.col("other"), 1)
+            .otherwise(2)
+            .cast("byte")
+            .alias("side"),
+        )
+    )
     pair_schema = StructType([StructField("fp_a", LongType(), False), StructField("fp_b", LongType(), False)])
-    return (cells.repartition("t", "key", "cell")
-            .sortWithinPartitions("t", "key", "cell", "side")
-            .mapInArrow(_pairs_of(k, blocks, forest), pair_schema))
+    return (
+        cells.repartition("t", "key", "cell")
+        .sortWithinPartitions("t", "key", "cell", "side")
+        .mapInArrow(_pairs_of(k, blocks, forest), pair_schema)
+    )
 
 
 def _keys_of(k: int, blocks: int) -> Any:
@@ -100,11 +115,14 @@ def _keys_of(k: int, blocks: int) -> Any:
             if not len(fps):
                 continue
             keys = shuffle.keys(fps.view(np.uint64))  # (N, tables)
-            yield pa.RecordBatch.from_arrays([
-                pa.array(np.tile(np.arange(tables, dtype=np.int32), len(fps))),
-                pa.array(keys.reshape(-1).view(np.int64)),
-                pa.array(np.repeat(fps, tables)),
-            ], names=["t", "key", "fp"])
+            yield pa.RecordBatch.from_arrays(
+                [
+                    pa.array(np.tile(np.arange(tables, dtype=np.int32), len(fps))),
+                    pa.array(keys.reshape(-1).view(np.int64)),
+                    pa.array(np.repeat(fps, tables)),
+                ],
+                names=["t", "key", "fp"],
+            )
 
     return keys
 
@@ -140,9 +158,13 @@ def _pairs_of(k: int, blocks: int, forest: bool) -> Any:
 def _found(shuffle: Any, cols: List[np.ndarray], pa: Any, forest: bool) -> Any:
     t, key, fp, cell, side = cols
     fp = fp.astype(np.int64, copy=False)
-    ij = shuffle.sorted_pairs(t.astype(np.uint32), key.astype(np.int64, copy=False).view(np.uint64),
-                              cell.astype(np.int64, copy=False).view(np.uint64), side.astype(np.uint8),
-                              fp.view(np.uint64))
+    ij = shuffle.sorted_pairs(
+        t.astype(np.uint32),
+        key.astype(np.int64, copy=False).view(np.uint64),
+        cell.astype(np.int64, copy=False).view(np.uint64),
+        side.astype(np.uint8),
+        fp.view(np.uint64),
+    )
     if forest and len(ij):
         ij = type(shuffle).spanning(ij, fp.view(np.uint64))
     return pa.RecordBatch.from_arrays([pa.array(fp[ij[:, 0]]), pa.array(fp[ij[:, 1]])], names=["fp_a", "fp_b"])
@@ -161,20 +183,24 @@ def checked(df: Any, id_col: str, fp_col: str, nulls: str) -> Tuple[Any, int]:
         if name not in df.columns:
             raise ValueError(f"no column {name!r} in the DataFrame (its columns: {', '.join(df.columns)})")
     if not isinstance(df.schema[fp_col].dataType, LongType):
-        raise TypeError(f"column {fp_col!r} must hold fingerprints as longs (the same 64 bits, signed: "
-                        f"fingerprint_column makes them), got {df.schema[fp_col].dataType.simpleString()}")
+        raise TypeError(
+            f"column {fp_col!r} must hold fingerprints as longs (the same 64 bits, signed: "
+            f"fingerprint_column makes them), got {df.schema[fp_col].dataType.simpleString()}"
+        )
     base = df.select(F.col(id_col).alias("id"), F.col(fp_col).alias("fp"))
     fp_null, id_null = F.col("fp").isNull(), F.col("id").isNull()
     # One pass counts the rows and their nulls (a row null in both columns once).
-    row = base.agg(F.count(F.lit(1)).alias("n"),
-                   F.sum(fp_null.cast("long")).alias("fp_nulls"),
-                   F.sum(id_null.cast("long")).alias("id_nulls"),
-                   F.sum((fp_null | id_null).cast("long")).alias("null_rows")).collect()[0]
+    row = base.agg(
+        F.count(F.lit(1)).alias("n"),
+        F.sum(fp_null.cast("long")).alias("fp_nulls"),
+        F.sum(id_null.cast("long")).alias("id_nulls"),
+        F.sum((fp_null | id_null).cast("long")).alias("null_rows"),
+    ).collect()[0]
     n, fp_nulls, id_nulls = int(row["n"]), int(row["fp_nulls"] or 0), int(row["id_nulls"] or 0)
     if fp_nulls or id_nulls:
         what = " and ".join(f"{c} nulls in column {name!r}" for c, name in ((fp_nulls, fp_col), (id_nulls, id_col)) if c)
         if nulls == "error":
-            raise ValueError(f"{what}: fill or drop them first, or pass nulls=\"skip\" to leave those rows out")
+            raise ValueError(f'{what}: fill or drop them first, or pass nulls="skip" to leave those rows out')
         skipped = int(row["null_rows"])
         warnings.warn(f"rsimhash.spark: skipped {skipped} rows with {what}", stacklevel=3)
         base = base.dropna()

@@ -32,8 +32,7 @@ def _index(path: str) -> Any:
     return index
 
 
-def stream(df: Any, id_col: str, fp_col: str, index_path: str, k: int, old_ids: Optional[Any],
-           old_type: Any, swap: bool) -> Any:
+def stream(df: Any, id_col: str, fp_col: str, index_path: str, k: int, old_ids: Optional[Any], old_type: Any, swap: bool) -> Any:
     """``(new_id, old_id, distance)`` rows: each row of ``df`` against the
     index at ``index_path`` (shipped with ``addFile``), whose stored ids are
     positions into the broadcast ``old_ids`` (or the ids themselves when
@@ -42,8 +41,13 @@ def stream(df: Any, id_col: str, fp_col: str, index_path: str, k: int, old_ids: 
 
     id_type = df.schema[id_col].dataType
     names = ("old_id", "new_id") if swap else ("new_id", "old_id")
-    schema = StructType([StructField(names[0], id_type, True), StructField(names[1], old_type, True),
-                         StructField("distance", IntegerType(), False)])
+    schema = StructType(
+        [
+            StructField(names[0], id_type, True),
+            StructField(names[1], old_type, True),
+            StructField("distance", IntegerType(), False),
+        ]
+    )
     name = os.path.basename(index_path)
     rows = df.select(id_col, fp_col)
 
@@ -59,8 +63,9 @@ def stream(df: Any, id_col: str, fp_col: str, index_path: str, k: int, old_ids: 
             qi, hit, dist = index.query_batch(fps.astype(np.int64, copy=False).view(np.uint64), k)
             ids = batch.column(0).take(pa.array(qi))
             other = pa.array(table[hit]) if table is not None else pa.array(hit.view(np.int64))
-            yield pa.RecordBatch.from_arrays([ids, other, pa.array(dist.astype(np.int32))],
-                                             names=[names[0], names[1], "distance"])
+            yield pa.RecordBatch.from_arrays(
+                [ids, other, pa.array(dist.astype(np.int32))], names=[names[0], names[1], "distance"]
+            )
 
     out = rows.mapInArrow(query, schema)
     return out.select("new_id", "old_id", "distance")

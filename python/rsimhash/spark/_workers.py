@@ -23,9 +23,9 @@ _CHECKED: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
 def _probe(batches: Any) -> Any:
     # Runs on a worker: everything it needs is imported here.
+    import numpy  # noqa: F401
     import pyarrow as pa  # type: ignore[import-untyped]
 
-    import numpy  # noqa: F401
     import rsimhash  # noqa: F401
 
     for _ in batches:
@@ -57,7 +57,8 @@ def check(session: Any) -> None:
             f"Spark's Python workers cannot import rsimhash ({what}): they run {worker}, not {sys.executable}. "
             f"Set PYSPARK_PYTHON={sys.executable} (or the Spark setting spark.pyspark.python) to a Python that has "
             "rsimhash installed, before the SparkSession starts; on a cluster, install rsimhash[spark] on every "
-            "worker") from None
+            "worker"
+        ) from None
     try:
         _CHECKED.add(session)
     except TypeError:
