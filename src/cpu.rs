@@ -26,3 +26,17 @@ macro_rules! x86_has {
 }
 #[cfg(target_arch = "x86_64")]
 pub(crate) use x86_has;
+
+/// A hint to load the cache line at `p`; never faults, whatever `p` is.
+#[inline(always)]
+pub(crate) fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch does not access memory architecturally: any address,
+    // even an invalid one, is allowed.
+    #[allow(unused_unsafe)]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}

@@ -33,8 +33,8 @@ use crate::{Error, Result};
 mod persist;
 mod room;
 
-/// The most items an index holds: runs index their id slots with `u32`.
-pub const MAX_ITEMS: usize = u32::MAX as usize - 1;
+/// The most items an index holds ([`crate::MAX_ITEMS`]).
+const MAX_ITEMS: usize = crate::MAX_ITEMS as usize;
 /// The most queries one batch call takes: positions are `u32`.
 pub const MAX_BATCH: usize = u32::MAX as usize;
 

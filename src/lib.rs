@@ -48,6 +48,10 @@ mod py;
 pub use batch::Copies;
 pub use cluster::ClusterMethod;
 pub use error::{Error, Result};
+
+/// The most items an index or a batch job holds: positions and id slots
+/// are `u32`, and one value is kept free. One limit for every layer.
+pub const MAX_ITEMS: u64 = u32::MAX as u64 - 1;
 pub use fingerprint::{fingerprint, fingerprints, Fingerprinter, Mode, Shingling};
 pub use fnv::fnv1a64;
 pub use index::{BatchMatches, Index};

@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use crate::codec::rows::{self, RowTable, Rows};
 use crate::codec::{self, check_block, BlockReader, Code, Decoder, Header, SYMBOLS};
 use crate::container::Bytes;
-use crate::table::prefetch;
+use crate::cpu::prefetch;
 
 #[derive(Clone, Debug)]
 pub(crate) struct PackedTable {

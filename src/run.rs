@@ -357,7 +357,7 @@ impl Run {
         if let Some(t) = tables.iter().position(|t| t.len() != distinct) {
             return Err(format!("table {t} holds {} keys, table 0 {distinct}", tables[t].len()));
         }
-        if ids.len() > crate::index::MAX_ITEMS {
+        if ids.len() as u64 > crate::MAX_ITEMS {
             return Err(format!("{} ids in one run", ids.len()));
         }
         if starts.is_empty() {

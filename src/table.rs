@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 
+use crate::cpu::prefetch;
 use crate::packed::PackedTable;
 use crate::plan::Permutation;
 use crate::radix::sort_bits;
@@ -194,20 +195,6 @@ impl RawTable {
     pub fn bytes(&self) -> usize {
         self.keys.capacity() * 8 + self.dir.capacity() * 4
     }
-}
-
-/// A hint to load the cache line at `p`; never faults, whatever `p` is.
-#[inline(always)]
-pub(crate) fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch does not access memory architecturally: any address,
-    // even an invalid one, is allowed.
-    #[allow(unused_unsafe)]
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 #[inline]

@@ -46,8 +46,7 @@ use kernel::{Arena, Found, Items, Pair, TableKernel};
 use runs::{ExternalSort, Run, RunFile};
 use workdir::Workdir;
 
-/// The most items a job takes: positions are `u32`, and one value is kept free.
-pub const MAX_ITEMS: u64 = u32::MAX as u64 - 1;
+pub use crate::MAX_ITEMS;
 
 /// Parts of a table read again from the source rather than spilled: reading
 /// the source costs 8 bytes an item each time, a spill 12 written and 12 read.
