@@ -31,7 +31,7 @@ python3 -m venv --clear "$venv"
 py="$(cd "$venv" && pwd)/bin/python"
 "$py" -m pip install --quiet --upgrade pip
 "$py" -m pip install --quiet "maturin>=1.7,<2" "numpy>=1.21" "pytest>=7" "hypothesis>=6" pyarrow mypy tqdm zstandard griffe \
-    matplotlib "pandas<3" polars "pyspark[sql]>=3.5" html5lib "selenium>=4.11" "ruff>=0.6"
+    matplotlib "pandas<3" polars "pyspark[sql]>=3.5" html5lib "selenium>=4.11" "ruff>=0.6" pytest-xdist
 "$(dirname "$py")/ruff" check python tests benches scripts
 "$(dirname "$py")/ruff" format --check python tests benches scripts
 
@@ -41,20 +41,20 @@ rm -rf dist
 "$py" -m pip install --quiet --force-reinstall --no-deps dist/rsimhash-*.whl
 
 step "cargo test (Rust core, no Python)"
-cargo test --locked --release
+cargo test --locked --profile test-opt
 # The AVX-512 kernel's test is ignored by default (cargo lists it as such);
 # it runs where the CPU has the instructions, and says so where it has not.
 if grep -qw avx512vpopcntdq /proc/cpuinfo 2>/dev/null; then
-    cargo test --locked --release --lib avx512 -- --ignored
+    cargo test --locked --profile test-opt --lib avx512 -- --ignored
 else
     echo "skipped: the AVX-512 kernel test (this CPU lacks AVX-512F/VPOPCNTDQ; the AVX2 and scalar paths were tested)"
 fi
 
 step "portable paths: RSIMHASH_PORTABLE=1 runs the code non-x86 builds run (Rust tests, fingerprint and index properties)"
-RSIMHASH_PORTABLE=1 cargo test --locked --release --lib
+RSIMHASH_PORTABLE=1 cargo test --locked --profile test-opt --lib
 # Half the examples, and not the two long state machines (index bookkeeping:
 # merges, rebuilds, removals, the same code on both paths; the full pass runs them).
-RSIMHASH_PORTABLE=1 RSIMHASH_TEST_EXAMPLES=0.5 "$py" -m pytest -q -p no:cacheprovider tests/test_portable.py tests/test_spec_vectors.py \
+RSIMHASH_PORTABLE=1 RSIMHASH_TEST_EXAMPLES=0.5 "$py" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile tests/test_portable.py tests/test_spec_vectors.py \
     tests/test_fingerprint_properties.py tests/test_index_properties.py -k "not state_machine_long"
 
 step "stubs match the compiled module"
@@ -66,8 +66,8 @@ site=$(mktemp -d)
 NO_MKDOCS_2_WARNING=1 "$py" -m mkdocs build --strict --quiet --site-dir "$site"
 rm -rf "$site"
 
-step "pytest against the installed wheel"
-"$py" -m pytest -q -p no:cacheprovider
+step "pytest against the installed wheel (two workers, a test file each at a time)"
+"$py" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile
 
 step "side by side: benches/compare.py --quick (with the peers installed here, if any)"
 "$py" benches/compare.py --quick

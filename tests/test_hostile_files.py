@@ -13,16 +13,18 @@ from __future__ import annotations
 import glob
 import os
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import numpy as np
 import pytest
 
 import rsimhash
-from cli_helpers import make_records, run_cli, write_jsonl
+from cli_helpers import make_records, ok, run_cli, write_jsonl
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals, symlinks and mounts")
 
@@ -245,7 +247,7 @@ def test_a_full_disk_leaves_no_spill_files(tmp_path, tmpfs):
         import os, rsimhash
         filled = []
         def filler(done, total, step, *_):
-            if "spilling" in step and not filled:  # someone else takes the room left
+            if step.startswith("table ") and not filled:  # someone else takes the room left
                 filled.append(1)
                 with open({str(disk / "other.bin")!r}, "wb") as f:
                     try:
@@ -282,7 +284,7 @@ def test_clusters_out_resumes(tmp_path):
     """``clusters(out=...)`` keeps its state in ``out + ".work"`` as the docs
     say ``out=`` jobs do: killed midway, it resumes after the finished tables."""
     rng = np.random.default_rng(9)
-    fps = rng.integers(0, 2**64, size=300_000, dtype=np.uint64)
+    fps = rng.integers(0, 2**64, size=1_000_000, dtype=np.uint64)
     fps[1::50] = fps[::50][: len(fps[1::50])] ^ np.uint64(0b11)
     source = tmp_path / "fps.npy"
     np.save(source, fps)
@@ -290,7 +292,7 @@ def test_clusters_out_resumes(tmp_path):
     code = f"""
         import os, signal, rsimhash
         def stop(done, total, step, *_):
-            if step.startswith(("table 3 ", "table 4 ", "table 5 ")):
+            if step.startswith("table ") and int(step.split()[1]) >= 3:  # tables 1 and 2 done
                 os.kill(os.getpid(), signal.SIGKILL)
         rsimhash.batch.clusters({str(source)!r}, k=3, blocks=5, memory_limit="1MiB", out={str(out)!r}, progress=stop)
     """
@@ -315,3 +317,61 @@ def test_a_full_disk_names_the_clusters_output(tmp_path, tmpfs):
         rsimhash.batch.clusters(fps, k=1, out=disk / "c.tsv", workdir=tmp_path / "w", progress=False)
     assert f"{disk / 'c.tsv'}: cannot write" in str(e.value) and "No space left" in str(e.value)
     assert os.listdir(disk) == [], "no partial output, no temporary file"
+
+
+# -- outputs that are devices or pipes are never replaced by a file ------------------------
+
+
+def _null_device(path) -> None:
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # a private /dev/null
+    except (PermissionError, AttributeError):
+        pytest.skip("making a device node needs root")
+
+
+def test_a_device_or_a_pipe_as_output_is_written_not_replaced(tmp_path):
+    """``--output /dev/null`` (here a private null device) and a FIFO are
+    written as the run goes; renaming the finished file over them would
+    replace the device with a plain file."""
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(f'{{"id": {i}, "text": "page {i % 5} of the same site"}}\n' for i in range(50)))
+    null = tmp_path / "null"
+    _null_device(null)
+    ok(run_cli("dedup", "--input", src, "--output", null, "--removed", null, "-q"))
+    assert stat.S_ISCHR(os.stat(null).st_mode), "still the device"
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+
+    def read() -> None:
+        with open(fifo, "rb") as f:
+            got.append(f.read())
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    ok(run_cli("dedup", "--input", src, "--output", fifo, "-q"))
+    reader.join(timeout=60)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and got and len(got[0].splitlines()) == 5
+    assert sorted(os.listdir(tmp_path)) == ["fifo", "in.jsonl", "null"], "no temporary file left"
+
+
+def test_saving_over_a_device_or_a_pipe_is_refused(tmp_path):
+    null = tmp_path / "null"
+    _null_device(null)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    index = rsimhash.Index(3)
+    index.add(np.arange(100, dtype=np.uint64))
+    fps = np.arange(100, dtype=np.uint64)
+    for target in (null, fifo):
+        with pytest.raises(OSError, match="device, a pipe or a socket"):
+            index.save(target)
+        os.symlink(target, tmp_path / "pairs.npy")
+        with pytest.raises(OSError, match="device, a pipe or a socket"):
+            rsimhash.batch.find_all(fps, k=3, out=tmp_path / "pairs.npy", progress=False)
+        os.remove(tmp_path / "pairs.npy")
+        os.symlink(target, tmp_path / "c.tsv")
+        with pytest.raises(OSError, match="device, a pipe or a socket"):
+            rsimhash.batch.clusters(fps, k=3, out=tmp_path / "c.tsv", progress=False)
+        os.remove(tmp_path / "c.tsv")
+    assert stat.S_ISCHR(os.stat(null).st_mode) and stat.S_ISFIFO(os.stat(fifo).st_mode)

@@ -119,6 +119,18 @@ impl TempFile {
             let source = std::io::Error::new(std::io::ErrorKind::IsADirectory, "the path names a directory, not a file");
             return Err(Error::Io { path: target.display().to_string(), action, source });
         };
+        // The file is renamed over the target when complete: a device or a
+        // pipe there (/dev/null, a FIFO) would be replaced by a plain file.
+        if let Ok(meta) = std::fs::metadata(target) {
+            if !meta.is_file() {
+                let (kind, what) = if meta.is_dir() {
+                    (io::ErrorKind::IsADirectory, "the path names a directory, not a file")
+                } else {
+                    (io::ErrorKind::InvalidInput, "it is a device, a pipe or a socket, which a finished file would replace; name a file")
+                };
+                return Err(Error::Io { path: target.display().to_string(), action, source: io::Error::new(kind, what) });
+            }
+        }
         if let Some(name) = name.to_str() {
             let dir = match target.parent() {
                 Some(dir) if !dir.as_os_str().is_empty() => dir,

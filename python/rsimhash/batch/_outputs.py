@@ -5,7 +5,9 @@ once complete; and its progress bars.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import sys
 from typing import Any, Callable, Iterator, Optional, Tuple, Union
 
@@ -24,6 +26,14 @@ class Atomic:
 
     def __init__(self, path: str):
         self.path = path
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode):
+            # Renamed over, a device or a pipe (/dev/null, a FIFO) would become a plain file.
+            what = "a directory" if stat.S_ISDIR(mode) else "a device, a pipe or a socket, which the finished file would replace"
+            raise OSError(errno.EINVAL, f"cannot write there: it is {what}; name a file", path)
         directory, name = os.path.split(os.path.abspath(path))
         self.tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
 

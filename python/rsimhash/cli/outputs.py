@@ -6,7 +6,9 @@ when the run succeeds: a run stopped by a bad line, an error or Ctrl-C leaves
 an existing file untouched and no partial file behind. The temporary name,
 ``.NAME.PID.RANDOM.tmp``, is created new (never through a symlink); a killed
 run's are removed by the next run writing the same output. ``-`` is stdout,
-written as the run goes. A name ending in ``.gz`` (or ``.zst``, with
+written as the run goes, and so is a target that is not a regular file (a
+device such as ``/dev/null``, a FIFO, a shell's ``>(...)``): renaming over
+it would replace the device with a file. A name ending in ``.gz`` (or ``.zst``, with
 ``zstandard`` installed) is compressed.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import stat
 import sys
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -91,12 +94,21 @@ class Output:
         self._written = 0  # bytes written by write_records
         self._flushed = 0  # of which the disk was asked to start writing
         self._writer = Behind("rsimhash-write", 3)  # write_records' thread
+        self._in_place = False  # a device or a pipe, written as the run goes
         if path == "-":
             self._file: Any = stdout_binary()
             return
         if os.path.isdir(path):
             raise InputError(path, None, "cannot write: it is a directory")
         name = os.path.basename(path)
+        if _is_special(path):
+            try:
+                self._raw = open(path, "wb", buffering=1 << 20)  # closed by commit or discard
+            except OSError as e:
+                raise InputError(path, None, f"cannot write: {e.strerror or e}") from None
+            self._file = self._raw
+            self._in_place = True
+            return
         # .NAME.PID.RANDOM.tmp, made new (never through a symlink); those
         # that killed runs left beside the output are removed.
         tmp = temporary_name(path)
@@ -159,7 +171,12 @@ class Output:
             self.discard()
             raise InputError(self.path, None, f"cannot write: {e.strerror or e}") from None
         if self._tmp is None:
-            self._file.flush()
+            try:
+                self._file.flush()
+                if self._in_place:
+                    self._raw.close()
+            except OSError as e:
+                raise InputError(self.path, None, f"cannot write: {e.strerror or e}") from None
             return
         try:
             if self._file is not self._raw:
@@ -177,6 +194,11 @@ class Output:
     def discard(self) -> None:
         """Drops a file output's temporary file; the target is left as it was."""
         self._writer.close(errors=False)
+        if self._in_place:
+            try:
+                self._raw.close()
+            except OSError:
+                pass
         if self._tmp is None:
             return
         for f in (self._file, self._raw):
@@ -189,6 +211,15 @@ class Output:
         except OSError:
             pass
         self._tmp = None
+
+
+def _is_special(path: str) -> bool:
+    """Whether ``path`` exists and is not a regular file or a directory."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def _fsync_dir(directory: str) -> None:
@@ -214,7 +245,10 @@ class Outputs:
     def open(self, path: str) -> Output:
         if path == "-" and any(o.path == "-" for o in self._items):
             raise UsageError("only one output can be stdout (-)")
-        if path != "-" and any(os.path.abspath(o.path) == os.path.abspath(path) for o in self._items):
+        # Two files under one name would overwrite each other; a device such
+        # as /dev/null takes both.
+        same = path != "-" and any(os.path.abspath(o.path) == os.path.abspath(path) for o in self._items)
+        if same and not _is_special(path):
             raise UsageError(f"{path} is given as two outputs")
         out = Output(path)
         self._items.append(out)
