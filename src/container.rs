@@ -69,7 +69,7 @@ pub use bytes::Bytes;
 pub use write::write_atomic;
 pub(crate) use write::{sync_dir, write_atomic_then, TempFile};
 
-use crate::{Error, Result};
+use crate::{Error, FileProblem, Result};
 
 /// The format version this crate writes, and the newest it reads.
 pub const FORMAT_VERSION: u32 = 1;
@@ -195,7 +195,7 @@ impl Origin {
         if let Some(buf) = self.buf.upgrade() {
             let now = open::check(buf.bytes(), self.expect_spec);
             let problem = match now {
-                Err(problem) => Some(problem),
+                Err(problem) => Some(problem.text),
                 Ok((sections, crcs)) if sections != self.sections || crcs != self.crcs => Some("another index file was written over it in place".to_string()),
                 Ok(_) => None,
             };
@@ -257,7 +257,33 @@ fn tag_name(tag: &Tag) -> String {
 }
 
 fn bad_file(path: &Path, problem: impl Into<String>) -> Error {
-    Error::BadFile { path: path.display().to_string(), problem: problem.into() }
+    Problem::from(problem.into()).at(path)
+}
+
+/// What [`open::check`] finds wrong with a file, before it names the file.
+#[derive(Debug)]
+pub(crate) struct Problem {
+    pub kind: FileProblem,
+    pub text: String,
+    pub expected: Option<String>,
+    pub found: Option<String>,
+}
+
+impl Problem {
+    fn new(kind: FileProblem, text: String, expected: impl ToString, found: impl ToString) -> Problem {
+        Problem { kind, text, expected: Some(expected.to_string()), found: Some(found.to_string()) }
+    }
+
+    pub(crate) fn at(self, path: &Path) -> Error {
+        Error::BadFile { path: path.display().to_string(), problem: self.text, kind: self.kind, expected: self.expected, found: self.found }
+    }
+}
+
+/// A problem of the file's structure.
+impl From<String> for Problem {
+    fn from(text: String) -> Problem {
+        Problem { kind: FileProblem::Format, text, expected: None, found: None }
+    }
 }
 
 /// A mapper from `io::Error` to [`Error::Io`], for `map_err`.

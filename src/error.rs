@@ -28,9 +28,11 @@ pub enum Error {
     Io { path: String, action: &'static str, source: std::io::Error },
 
     /// A file that is not an index file this version can use: not one at
-    /// all, damaged, or written for another version.
+    /// all (`kind` [`FileProblem::Format`]), damaged ([`FileProblem::Checksum`]),
+    /// or written for another version ([`FileProblem::Version`]); `expected`
+    /// and `found` say what differs where a single value does.
     #[error("{path} is not a usable rsimhash index file: {problem}")]
-    BadFile { path: String, problem: String },
+    BadFile { path: String, problem: String, kind: FileProblem, expected: Option<String>, found: Option<String> },
 
     /// An index file that was rewritten or cut short in place while an
     /// index loaded from it was using it (mapped): its answers can no longer
@@ -57,6 +59,18 @@ pub enum Error {
     /// The caller asked a long job to stop (Ctrl-C in Python).
     #[error("interrupted")]
     Interrupted,
+}
+
+/// What is wrong with a file that is not a usable index file (Python raises
+/// `IndexFormatError`, `IndexVersionError` or `IndexChecksumError`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileProblem {
+    /// Not an index file, cut short, or with fields no writer makes.
+    Format,
+    /// Written by a newer format version, or for another SPEC version.
+    Version,
+    /// Bytes that fail their checksum: damaged since they were written.
+    Checksum,
 }
 
 fn available_text(available: u64) -> String {

@@ -47,7 +47,7 @@ mod py;
 
 pub use batch::Copies;
 pub use cluster::ClusterMethod;
-pub use error::{Error, Result};
+pub use error::{Error, FileProblem, Result};
 
 /// The most items an index or a batch job holds: positions and id slots
 /// are `u32`, and one value is kept free. One limit for every layer.

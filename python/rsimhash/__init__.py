@@ -21,6 +21,11 @@ from ._rsimhash import (  # noqa: E402
     SPEC_VERSION,
     UNICODE_VERSION,
     Index,
+    IndexChangedError,
+    IndexChecksumError,
+    IndexFileError,
+    IndexFormatError,
+    IndexVersionError,
     __version__,
     compute,
     fingerprint,
@@ -30,6 +35,11 @@ from ._rsimhash import (  # noqa: E402
 
 __all__ = [
     "Index",
+    "IndexChangedError",
+    "IndexChecksumError",
+    "IndexFileError",
+    "IndexFormatError",
+    "IndexVersionError",
     "SPEC_VERSION",
     "batch",
     "UNICODE_VERSION",

@@ -21,6 +21,21 @@ from ._rsimhash import (
     Index as Index,
 )
 from ._rsimhash import (
+    IndexChangedError as IndexChangedError,
+)
+from ._rsimhash import (
+    IndexChecksumError as IndexChecksumError,
+)
+from ._rsimhash import (
+    IndexFileError as IndexFileError,
+)
+from ._rsimhash import (
+    IndexFormatError as IndexFormatError,
+)
+from ._rsimhash import (
+    IndexVersionError as IndexVersionError,
+)
+from ._rsimhash import (
     __version__ as __version__,
 )
 from ._rsimhash import (
@@ -38,6 +53,11 @@ from ._rsimhash import (
 
 __all__ = [
     "Index",
+    "IndexChangedError",
+    "IndexChecksumError",
+    "IndexFileError",
+    "IndexFormatError",
+    "IndexVersionError",
     "SPEC_VERSION",
     "UNICODE_VERSION",
     "__version__",

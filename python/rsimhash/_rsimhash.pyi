@@ -8,6 +8,11 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "IndexChangedError",
+    "IndexChecksumError",
+    "IndexFileError",
+    "IndexFormatError",
+    "IndexVersionError",
     "__version__",
     "Index",
     "JsonLines",
@@ -304,6 +309,62 @@ def pair_similarity(
     offsets: npt.NDArray[np.int64], hashes: _U64, pairs: _U64, *, measure: str = "jaccard"
 ) -> npt.NDArray[np.float64]:
     """The similarity of each pair (a flat array of set numbers, two a pair)."""
+
+class IndexFileError(ValueError):
+    """A file that is not a usable rsimhash index file: the base of the four
+    below, and a ``ValueError``. ``path`` names the file; ``expected`` and
+    ``found`` say what differs where one value does (a version, a checksum),
+    else ``None``.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "notes.rsh")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("not an index")
+    >>> try:
+    ...     rsimhash.Index.load(path)
+    ... except rsimhash.IndexFileError as e:
+    ...     print(type(e).__name__, e.path == path, e.expected)
+    IndexFormatError True None
+    """
+
+    path: str
+    expected: Union[str, None]
+    found: Union[str, None]
+
+class IndexFormatError(IndexFileError):
+    """Not an index file, cut short, or with fields no writer makes.
+
+    >>> issubclass(rsimhash.IndexFormatError, ValueError)
+    True
+    """
+
+class IndexVersionError(IndexFileError):
+    """Written by a newer format version, or for another SPEC version: upgrade
+    rsimhash. ``expected`` and ``found`` name both, e.g. ``"SPEC v1"`` and
+    ``"SPEC v2"``, or ``"format version at most 1"`` and ``"format version 2"``.
+
+    >>> issubclass(rsimhash.IndexVersionError, rsimhash.IndexFileError)
+    True
+    """
+
+class IndexChecksumError(IndexFileError):
+    """Bytes that fail their checksum: the file was damaged after it was
+    written. ``expected`` is the CRC-32C recorded, ``found`` the one computed
+    (``"crc 0x..."``).
+
+    >>> issubclass(rsimhash.IndexChecksumError, rsimhash.IndexFileError)
+    True
+    """
+
+class IndexChangedError(IndexFileError):
+    """The file an index was loaded from (mapped) was changed in place by
+    another program while in use (``Index.verify()``, or any operation that
+    meets the changed bytes): its answers can no longer be trusted; load it
+    again. rsimhash's own saves replace files whole and never cause this.
+
+    >>> issubclass(rsimhash.IndexChangedError, rsimhash.IndexFileError)
+    True
+    """
 
 @final
 class Index:

@@ -26,7 +26,7 @@ use crate::packed::PackedTable;
 use crate::plan::{self, Design};
 use crate::run::Run;
 use crate::table::{Layout, Table};
-use crate::{Error, Result, SPEC_VERSION};
+use crate::{Result, SPEC_VERSION};
 
 const INDEX: Tag = *b"INDEX\0\0\0";
 const BUFFER: Tag = *b"BUFFER\0\0";
@@ -191,7 +191,7 @@ impl Index {
     /// the problem when it is not a complete index file of this version.
     pub fn load(path: &Path, mmap: bool) -> Result<Index> {
         let file = Container::open(path, mmap, SPEC_VERSION)?;
-        let bad = |problem: String| Error::BadFile { path: path.display().to_string(), problem };
+        let bad = |problem: String| crate::container::Problem::from(problem).at(path);
         let meta = file.section(INDEX)?;
         let meta = meta.as_u64s()?;
         let field = |i: usize, name: &str| meta.get(i).copied().ok_or_else(|| bad(format!("its INDEX section ends before the {name}")));

@@ -31,6 +31,7 @@ fn _rsimhash(m: &Bound<'_, PyModule>) -> PyResult<()> {
     distributed::register(m)?;
     records::register(m)?;
     m.add_class::<index::PyIndex>()?;
+    error::register(m)?;
     Ok(())
 }
 
