@@ -145,14 +145,6 @@ impl Table {
         let (keys, values) = kv.into_iter().unzip();
         Table { t, perm: spec.perm.clone(), prefix_mask: spec.prefix_mask, bits, keys, values, dir }
     }
-
-    /// The new values sharing the prefix of `key` (and maybe others of
-    /// its directory slot, which the caller filters by the prefix).
-    #[inline]
-    fn slot_range(&self, key: u64) -> std::ops::Range<usize> {
-        let s = slot(key, self.bits);
-        self.dir[s] as usize..self.dir[s + 1] as usize
-    }
 }
 
 #[inline]
@@ -182,6 +174,15 @@ fn design_for(opts: &Options, distinct: usize) -> Result<std::sync::Arc<Design>>
     Ok(design)
 }
 
+/// Stored items read at a time (a block), at least: a block is scattered
+/// by region of the new side's table, so that each region's keys and
+/// directory (about [`REGION_BYTES`]) are loaded into the cache once a
+/// block and looked up many times, rather than once per look-up from
+/// memory. The larger the block against the new side, the fewer loads.
+const MIN_BLOCK: u64 = 1 << 20;
+/// New-side bytes (keys and directory) of a region: within a core's L2.
+const REGION_BYTES: u64 = 1 << 16;
+
 /// Streams `old` past the new side's tables, as many a pass as the memory
 /// limit holds, handing every close pair to `sink`.
 fn stream(new: &NewSide, old: &Source<'_>, opts: &Options, control: &Control, sink: &Sink<'_>) -> Result<()> {
@@ -192,7 +193,9 @@ fn stream(new: &NewSide, old: &Source<'_>, opts: &Options, control: &Control, si
     let design = design_for(opts, new.values.len())?;
     let tables = design.tables().len();
     let held = new.values.len() as u64 * 8 + new.members.len() as u64 * 8;
-    let per_pass = (opts.memory_limit.saturating_sub(held) / new.table_bytes().max(1)).clamp(1, tables as u64) as usize;
+    // A block: 8 bytes a stored item read, 12 scattered.
+    let block = (new.values.len() as u64 * 4).max(MIN_BLOCK).min(m.max(1));
+    let per_pass = (opts.memory_limit.saturating_sub(held + block * 20) / new.table_bytes().max(1)).clamp(1, tables as u64) as usize;
     let passes = tables.div_ceil(per_pass);
     control.set_total(new.members.len() as u64 + passes as u64 * m);
     control.advance(new.members.len() as u64);
@@ -200,68 +203,230 @@ fn stream(new: &NewSide, old: &Source<'_>, opts: &Options, control: &Control, si
         control.skip(passes as u64 * m);
         return Ok(());
     }
+    let region_bits = (new.table_bytes() / REGION_BYTES).max(1).ilog2();
+    let mut fps: Vec<u64> = crate::mem::zeroed(block as usize);
+    let mut scattered = Scattered { keys: crate::mem::zeroed(block as usize), pos: crate::mem::zeroed(block as usize), starts: Vec::new() };
     for (p, first) in (0..tables).step_by(per_pass).enumerate() {
         control.check()?;
         let group: Vec<Table> = (first..(first + per_pass).min(tables)).map(|t| Table::build(&design, t, new)).collect();
         let name = if passes == 1 { "the stored fingerprints".to_string() } else { format!("the stored fingerprints, pass {} of {passes}", p + 1) };
         control.step(name, m);
-        old.par_chunks(0..m, |start, fps| {
-            control.check()?;
-            let mut found: Vec<u64> = Vec::new();
-            let mut memo: HashMap<u64, (u32, u32)> = HashMap::new();
-            let mut memo_values: Vec<u32> = Vec::new();
+        let mut start = 0u64;
+        while start < m {
+            let len = (m - start).min(block) as usize;
+            read_block(old, start, &mut fps[..len], control)?;
             for table in &group {
-                memo.clear();
-                memo_values.clear();
-                for (i, &fp) in fps.iter().enumerate() {
-                    let pos = (start + i as u64) as u32;
-                    let key = table.perm.apply(fp);
-                    let range = table.slot_range(key);
-                    if range.len() > DENSE_GROUP {
-                        // A dense group: copies in this chunk are compared once.
-                        if let Some(&(at, len)) = memo.get(&fp) {
-                            if let Sink::Pairs(_) = sink {
-                                found.extend(memo_values[at as usize..(at + len) as usize].iter().map(|&d| u64::from(d) << 32 | u64::from(pos)));
-                            }
-                            // A dedup: the earlier copy's position is smaller.
-                            continue;
-                        }
-                        let at = memo_values.len();
-                        compare(&design, table, key, range, opts.k, sink, |d| memo_values.push(d));
-                        found.extend(memo_values[at..].iter().map(|&d| u64::from(d) << 32 | u64::from(pos)));
-                        memo.insert(fp, (at as u32, (memo_values.len() - at) as u32));
-                    } else {
-                        compare(&design, table, key, range, opts.k, sink, |d| found.push(u64::from(d) << 32 | u64::from(pos)));
-                    }
-                }
+                let bits = region_bits.min(table.bits);
+                scatter(table, &fps[..len], start, bits, &mut scattered);
+                let tasks = region_tasks(&scattered.starts);
+                tasks.into_par_iter().try_for_each(|range| -> Result<()> {
+                    control.check()?;
+                    let (lo, hi) = (scattered.starts[range.start], scattered.starts[range.end]);
+                    let found = SCRATCH.with_borrow_mut(|scratch| {
+                        let mut found = std::mem::take(&mut scratch.found);
+                        found.clear();
+                        lookups(&design, table, &scattered.keys[lo..hi], &scattered.pos[lo..hi], opts.k, sink, scratch, &mut found);
+                        found
+                    });
+                    deliver(sink, &found);
+                    SCRATCH.with_borrow_mut(|scratch| scratch.found = found);
+                    Ok(())
+                })?;
             }
-            match sink {
-                Sink::Min(best) => {
-                    for &f in &found {
-                        best[(f >> 32) as usize].fetch_min(f as u32, Ordering::Relaxed);
-                    }
-                }
-                Sink::Pairs(all) => {
-                    if !found.is_empty() {
-                        let mut all = all.lock().unwrap_or_else(|e| e.into_inner());
-                        crate::mem::reserve(&mut all, found.len(), "the pairs of find_all");
-                        all.extend_from_slice(&found);
-                    }
-                }
-            }
-            control.advance(fps.len() as u64);
-            Ok(())
-        })?;
+            control.advance(len as u64);
+            start += len as u64;
+        }
     }
     Ok(())
+}
+
+/// Hands a task's close pairs to the sink.
+fn deliver(sink: &Sink<'_>, found: &[u64]) {
+    match sink {
+        Sink::Min(best) => {
+            for &f in found {
+                best[(f >> 32) as usize].fetch_min(f as u32, Ordering::Relaxed);
+            }
+        }
+        Sink::Pairs(all) => {
+            if !found.is_empty() {
+                let mut all = all.lock().unwrap_or_else(|e| e.into_inner());
+                crate::mem::reserve(&mut all, found.len(), "the pairs of find_all");
+                all.extend_from_slice(found);
+            }
+        }
+    }
+}
+
+/// Reads stored items `start..start + out.len()` into `out`, on rayon threads.
+fn read_block(old: &Source<'_>, start: u64, out: &mut [u64], control: &Control) -> Result<()> {
+    out.par_chunks_mut(CHUNK).enumerate().try_for_each_init(Vec::new, |buf, (c, part)| {
+        control.check()?;
+        let values = old.chunk(start + (c * CHUNK) as u64, part.len(), buf)?;
+        part.copy_from_slice(values);
+        Ok(())
+    })
+}
+
+/// A block's permuted keys and positions, grouped by region (the top bits
+/// of the key), each region's items in position order.
+struct Scattered {
+    keys: Vec<u64>,
+    pos: Vec<u32>,
+    /// Region `r`'s items: `starts[r]..starts[r + 1]`.
+    starts: Vec<usize>,
+}
+
+/// Permutes a block for `table` and groups it by the top `bits` bits
+/// (a stable counting sort: pieces of the block count their regions, then
+/// each writes its items at the places reserved for it).
+fn scatter(table: &Table, fps: &[u64], start: u64, bits: u32, out: &mut Scattered) {
+    let regions = 1usize << bits;
+    let pieces = (rayon::current_num_threads() * 4).min(fps.len().div_ceil(4096)).max(1);
+    let piece = fps.len().div_ceil(pieces);
+    let counts: Vec<Vec<u32>> = fps
+        .par_chunks(piece)
+        .map(|part| {
+            let mut c = vec![0u32; regions];
+            for &fp in part {
+                c[slot(table.perm.apply(fp), bits)] += 1;
+            }
+            c
+        })
+        .collect();
+    // Where each piece's items of each region go.
+    let mut at = vec![vec![0usize; regions]; counts.len()];
+    let mut total = 0usize;
+    out.starts.clear();
+    for r in 0..regions {
+        out.starts.push(total);
+        for (p, c) in counts.iter().enumerate() {
+            at[p][r] = total;
+            total += c[r] as usize;
+        }
+    }
+    out.starts.push(total);
+    let keys = Shared(out.keys.as_mut_ptr());
+    let pos = Shared(out.pos.as_mut_ptr());
+    fps.par_chunks(piece).zip(at).enumerate().for_each(|(p, (part, mut at))| {
+        let first = start + (p * piece) as u64;
+        for (i, &fp) in part.iter().enumerate() {
+            let key = table.perm.apply(fp);
+            let r = slot(key, bits);
+            // SAFETY: `at[r]` walks the slots reserved for this piece's
+            // items of region `r`, within the block (`total` = fps.len()
+            // <= the buffers' length); no other piece writes them.
+            unsafe {
+                keys.write(at[r], key);
+                pos.write(at[r], (first + i as u64) as u32);
+            }
+            at[r] += 1;
+        }
+    });
+}
+
+/// Tasks of whole regions, about [`CHUNK`] items each.
+fn region_tasks(starts: &[usize]) -> Vec<std::ops::Range<usize>> {
+    let mut tasks = Vec::new();
+    let regions = starts.len() - 1;
+    let mut r = 0;
+    while r < regions {
+        let first = r;
+        r += 1;
+        while r < regions && starts[r + 1] - starts[first] <= CHUNK {
+            r += 1;
+        }
+        tasks.push(first..r);
+    }
+    tasks
+}
+
+/// A raw pointer that threads write through at places they reserved.
+#[derive(Copy, Clone)]
+struct Shared<T>(*mut T);
+// SAFETY: only used for writes at disjoint indices.
+unsafe impl<T> Send for Shared<T> {}
+unsafe impl<T> Sync for Shared<T> {}
+
+impl<T> Shared<T> {
+    /// # Safety
+    /// `i` is in bounds of the allocation and no other thread accesses it.
+    #[inline]
+    unsafe fn write(self, i: usize, value: T) {
+        unsafe { self.0.add(i).write(value) }
+    }
+}
+
+/// Work space of a thread's look-ups, kept from task to task.
+#[derive(Default)]
+struct Scratch {
+    ranges: Vec<(u32, u32)>,
+    found: Vec<u64>,
+    memo: HashMap<u64, (u32, u32)>,
+    memo_values: Vec<u32>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = Default::default();
+}
+
+/// How many look-ups ahead the directory entry, then the keys, are
+/// prefetched: a look-up is two dependent loads, and in a loop over
+/// independent items their latency overlaps.
+const AHEAD: usize = 16;
+
+/// Looks stored items (permuted `keys`, positions `pos`, in position order)
+/// up in `table`, pushing `value << 32 | old position` to `found` for each
+/// close pair.
+#[allow(clippy::too_many_arguments)]
+fn lookups(design: &Design, table: &Table, keys: &[u64], pos: &[u32], k: u32, sink: &Sink<'_>, scratch: &mut Scratch, found: &mut Vec<u64>) {
+    let Scratch { ranges, memo, memo_values, .. } = scratch;
+    ranges.clear();
+    ranges.resize(keys.len(), (0, 0));
+    memo.clear();
+    memo_values.clear();
+    let n = keys.len();
+    let pairs = matches!(sink, Sink::Pairs(_));
+    for i in 0..n + 2 * AHEAD {
+        // Stage 1: the directory entry of item i.
+        if i < n {
+            crate::table::prefetch(table.dir.as_ptr().wrapping_add(slot(keys[i], table.bits)));
+        }
+        // Stage 2: its range, and the first keys of it, for item i - AHEAD.
+        if let Some(j) = i.checked_sub(AHEAD).filter(|&j| j < n) {
+            let s = slot(keys[j], table.bits);
+            let (lo, hi) = (table.dir[s], table.dir[s + 1]);
+            ranges[j] = (lo, hi);
+            crate::table::prefetch(table.keys.as_ptr().wrapping_add(lo as usize));
+        }
+        // Stage 3: the comparisons of item i - 2 * AHEAD.
+        let Some(j) = i.checked_sub(2 * AHEAD).filter(|&j| j < n) else { continue };
+        let (key, p, (lo, hi)) = (keys[j], pos[j], ranges[j]);
+        let range = lo as usize..hi as usize;
+        if range.len() > DENSE_GROUP {
+            // A dense group: copies in this task are compared once.
+            if let Some(&(at, len)) = memo.get(&key) {
+                if pairs {
+                    found.extend(memo_values[at as usize..(at + len) as usize].iter().map(|&d| u64::from(d) << 32 | u64::from(p)));
+                }
+                // A dedup: the earlier copy's position is smaller.
+                continue;
+            }
+            let at = memo_values.len();
+            compare(design, table, key, range, k, pairs, |d| memo_values.push(d));
+            found.extend(memo_values[at..].iter().map(|&d| u64::from(d) << 32 | u64::from(p)));
+            memo.insert(key, (at as u32, (memo_values.len() - at) as u32));
+        } else {
+            compare(design, table, key, range, k, pairs, |d| found.push(u64::from(d) << 32 | u64::from(p)));
+        }
+    }
 }
 
 /// Calls `hit` with each new value of `range` within `k` of `key` that
 /// shares the table's prefix (for `find_all`, only those this table
 /// reports).
 #[inline]
-fn compare(design: &Design, table: &Table, key: u64, range: std::ops::Range<usize>, k: u32, sink: &Sink<'_>, mut hit: impl FnMut(u32)) {
-    let pairs = matches!(sink, Sink::Pairs(_));
+fn compare(design: &Design, table: &Table, key: u64, range: std::ops::Range<usize>, k: u32, pairs: bool, mut hit: impl FnMut(u32)) {
     for j in range {
         let x = table.keys[j] ^ key;
         if x & table.prefix_mask == 0 && x.count_ones() <= k && (!pairs || design.reports(table.t, x)) {
