@@ -24,9 +24,13 @@
 //!   pair comes twice. The dedup keeps, for each distinct new value, the
 //!   smallest old position within `k` (an atomic minimum: any order, the
 //!   same answer).
-//! - Skew: copies of an old fingerprint in one chunk that fall in a dense
-//!   new group (more than [`DENSE_GROUP`] values sharing the prefix) are
-//!   compared once a chunk; other lookups compare the few new values of
+//! - The store is read in blocks, each scattered by region (the top bits
+//!   of the table's key), each region's items in position order: a
+//!   region's new keys and directory stay in cache while its items are
+//!   looked up.
+//! - Skew: copies of an old fingerprint in one task (a region's items of
+//!   a block) that fall in a dense new group (more than [`DENSE_GROUP`]
+//!   values sharing the prefix) are compared once a task; other lookups compare the few new values of
 //!   their group. Dense against dense costs the product of the distinct
 //!   values of the group on each side, at most the square of the ball the
 //!   values lie in.
