@@ -31,6 +31,8 @@ __all__ = [
     "_fnv1a64_texts",
     "batch_find_all",
     "batch_dedup",
+    "batch_find_all_against",
+    "batch_dedup_against",
     "batch_clusters",
     "batch_design",
     "batch_check_ids",
@@ -170,6 +172,24 @@ def batch_find_all(
 def batch_dedup(source: _Values, **job: Any) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
     """``(keep, dropped, matched)``: the keep mask, the dropped positions and the
     earliest kept position within ``k`` of each (see ``rsimhash.batch.dedup``)."""
+
+def batch_find_all_against(
+    source: _Values,
+    against: _Values,
+    *,
+    ids: Union[npt.NDArray[np.uint64], None] = None,
+    against_ids: Union[npt.NDArray[np.uint64], None] = None,
+    **job: Any,
+) -> npt.NDArray[np.uint64]:
+    """Every pair of a new item and a stored one within ``k``: a ``(P, 2)``
+    ``uint64`` array of ``[new, old]`` rows, sorted (see ``rsimhash.batch.find_all``)."""
+
+def batch_dedup_against(
+    source: _Values, against: _Values, **job: Any
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.uint32], npt.NDArray[np.uint32], npt.NDArray[np.bool_]]:
+    """``(keep, dropped, matched, matched_old)``: a dedup of ``source`` against the
+    store ``against``; ``matched_old[i]`` tells that ``matched[i]`` is a position in
+    ``against`` (see ``rsimhash.batch.dedup``)."""
 
 def batch_clusters(
     source: _Values, *, method: str = "connected", min_size: int = 2, **job: Any

@@ -17,6 +17,7 @@
 //!
 //! Items are the source's positions, below 2^32 - 1.
 
+mod against;
 mod budget;
 mod control;
 mod dense;
@@ -34,6 +35,7 @@ use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
+pub use against::{dedup_against, find_all_against, DedupAgainst};
 pub use budget::{choose_design, ITEM_BYTES};
 pub use control::{Control, Progress};
 pub use graph::Dedup;

@@ -9,13 +9,13 @@ use std::sync::Arc;
 use memmap2::Mmap;
 
 use super::bytes::{Buffer, Storage};
-use super::Problem;
-use crate::FileProblem;
 use super::guard::Watch;
+use super::Problem;
 use super::{
     bad_file, checksums, io_error, tag_name, u32_at, u64_at, valid_tag, Container, Tag, ALIGN, AT_COUNT, AT_FILE_LEN, AT_FLAGS, AT_HEADER_CRC, AT_SPEC,
     AT_TABLE_CRC, AT_VERSION, ENTRY_LEN, FORMAT_VERSION, HEADER_LEN, MAGIC, RESERVED,
 };
+use crate::FileProblem;
 use crate::{Error, Result};
 
 impl Container {
@@ -116,7 +116,12 @@ pub(super) fn check(data: &[u8], expect_spec: u32) -> std::result::Result<Sectio
     }
     if crc32c::crc32c(&header[..AT_HEADER_CRC]) != u32_at(header, AT_HEADER_CRC) {
         let (want, got) = (u32_at(header, AT_HEADER_CRC), crc32c::crc32c(&header[..AT_HEADER_CRC]));
-        return Err(Problem::new(FileProblem::Checksum, "the header fails its checksum: the file is corrupt".into(), format!("crc {want:#010x}"), format!("crc {got:#010x}")));
+        return Err(Problem::new(
+            FileProblem::Checksum,
+            "the header fails its checksum: the file is corrupt".into(),
+            format!("crc {want:#010x}"),
+            format!("crc {got:#010x}"),
+        ));
     }
     let spec = u32_at(header, AT_SPEC);
     if spec != expect_spec {
@@ -148,7 +153,12 @@ pub(super) fn check(data: &[u8], expect_spec: u32) -> std::result::Result<Sectio
     let table = &data[HEADER_LEN..table_end as usize];
     if crc32c::crc32c(table) != u32_at(header, AT_TABLE_CRC) {
         let (want, got) = (u32_at(header, AT_TABLE_CRC), crc32c::crc32c(table));
-        return Err(Problem::new(FileProblem::Checksum, "its section table fails its checksum: the file is corrupt".into(), format!("crc {want:#010x}"), format!("crc {got:#010x}")));
+        return Err(Problem::new(
+            FileProblem::Checksum,
+            "its section table fails its checksum: the file is corrupt".into(),
+            format!("crc {want:#010x}"),
+            format!("crc {got:#010x}"),
+        ));
     }
     let mut sections = Vec::with_capacity(count as usize);
     let mut crcs = Vec::with_capacity(count as usize);

@@ -479,7 +479,7 @@ mod tests {
             drop(f);
             let refused = |r: Result<()>| match r {
                 Ok(()) => false,
-                Err(Error::Changed { .. }) => true,
+                Err(crate::Error::Changed { .. }) => true,
                 Err(e) => panic!("round {round}: {e}"),
             };
             let mut any = false;

@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -24,6 +24,8 @@ use crate::ClusterMethod;
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(batch_find_all, m)?)?;
     m.add_function(wrap_pyfunction!(batch_dedup, m)?)?;
+    m.add_function(wrap_pyfunction!(batch_find_all_against, m)?)?;
+    m.add_function(wrap_pyfunction!(batch_dedup_against, m)?)?;
     m.add_function(wrap_pyfunction!(batch_clusters, m)?)?;
     m.add_function(wrap_pyfunction!(batch_design, m)?)?;
     m.add_function(wrap_pyfunction!(batch_candidates, m)?)?;
@@ -269,6 +271,61 @@ fn batch_dedup<'py>(
     let opts = &s.opts;
     let d = run(py, s.threads, s.progress, |c| batch::dedup(&open(&values)?, opts, c))?;
     Ok((PyArray1::from_vec(py, d.keep), PyArray1::from_vec(py, d.dropped), PyArray1::from_vec(py, d.matched)))
+}
+
+/// Every pair of a new item and an old one within k: a `(P, 2)` uint64
+/// array of `[new, old]` (positions, or ids), sorted.
+#[pyfunction]
+#[pyo3(signature = (source, against, *, ids = None, against_ids = None, **job))]
+fn batch_find_all_against<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+    against: &Bound<'py, PyAny>,
+    ids: Option<&Bound<'py, PyAny>>,
+    against_ids: Option<&Bound<'py, PyAny>>,
+    job: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyArray2<u64>>> {
+    let (new_held, old_held) = (Values::extract(source, "source")?, Values::extract(against, "against")?);
+    let (new_values, old_values) = (new_held.plain(), old_held.plain());
+    let new_ids = ids.map(|i| Values::extract(i, "ids")).transpose()?;
+    let old_ids = against_ids.map(|i| Values::extract(i, "against_ids")).transpose()?;
+    let (new_ids, old_ids) = (id_slice(&new_ids, "ids")?, id_slice(&old_ids, "against_ids")?);
+    let s = Settings::extract(job)?;
+    let opts = &s.opts;
+    let pairs = run(py, s.threads, s.progress, |c| batch::find_all_against(&open(&new_values)?, &open(&old_values)?, new_ids, old_ids, opts, c))?;
+    pairs_array(py, pairs)
+}
+
+/// Ids in memory: paths are no ids.
+fn id_slice<'a>(v: &'a Option<Values<'_>>, name: &str) -> PyResult<Option<&'a [u64]>> {
+    match v {
+        None => Ok(None),
+        Some(v) => Ok(Some(v.slice().ok_or_else(|| PyTypeError::new_err(format!("{name} must be a uint64 array")))?)),
+    }
+}
+
+/// Arrays of a dedup against a store: keep, dropped, matched, and whether
+/// each match is an old position.
+type DedupArrays<'py> = (Bound<'py, PyArray1<bool>>, Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<bool>>);
+
+/// The dedup of a new batch against a store: `(keep, dropped, matched,
+/// matched_old)`, `matched_old[i]` telling that `matched[i]` is a position
+/// in `against` rather than in `source`.
+#[pyfunction]
+#[pyo3(signature = (source, against, **job))]
+fn batch_dedup_against<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+    against: &Bound<'py, PyAny>,
+    job: Option<&Bound<'py, PyDict>>,
+) -> PyResult<DedupArrays<'py>> {
+    let (new_held, old_held) = (Values::extract(source, "source")?, Values::extract(against, "against")?);
+    let (new_values, old_values) = (new_held.plain(), old_held.plain());
+    let s = Settings::extract(job)?;
+    let opts = &s.opts;
+    let d = run(py, s.threads, s.progress, |c| batch::dedup_against(&open(&new_values)?, &open(&old_values)?, opts, c))?;
+    let (dedup, old) = (d.dedup, d.matched_old);
+    Ok((PyArray1::from_vec(py, dedup.keep), PyArray1::from_vec(py, dedup.dropped), PyArray1::from_vec(py, dedup.matched), PyArray1::from_vec(py, old)))
 }
 
 /// Members and starts of clusters.

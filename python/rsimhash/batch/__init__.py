@@ -149,6 +149,9 @@ def find_all(
     blocks: Optional[int] = None,
     tables: Optional[int] = None,
     copies: Optional[str] = None,
+    against: Any = None,
+    against_ids: Any = None,
+    against_column: Optional[str] = None,
     _spill: Optional[bool] = None,
 ) -> Union[np.ndarray, int]:
     """Every unordered pair of distinct items within ``k`` bits, identical
@@ -173,16 +176,46 @@ def find_all(
     available). ``blocks``/``tables`` fix the table design (default: the
     one with the least work for the size).
 
+    ``against``: a store of old fingerprints (any source, read a chunk at
+    a time, never held): then only the pairs between the two sides are
+    listed, as ``[new, old]`` rows (``ids`` and ``against_ids`` name
+    them; ``against_column`` is the store's Parquet column, by default
+    ``column``), sorted, every copy on each side paired. The new side is
+    held in memory, the store streamed past it (see ``dedup``).
+
     >>> import numpy as np, rsimhash
     >>> fps = np.array([0b1011, 0b1001, 1 << 40, 0b1011], dtype=np.uint64)
     >>> rsimhash.batch.find_all(fps, k=1).tolist()
     [[0, 1], [0, 3], [1, 3]]
     >>> rsimhash.batch.find_all(fps, k=1, copies="first").tolist()  # 3 is a copy of 0
     [[0, 1], [0, 3]]
+    >>> old = np.array([0b0011, 1 << 41], dtype=np.uint64)
+    >>> rsimhash.batch.find_all(fps, k=1, against=old).tolist()  # [new, old]
+    [[0, 0], [3, 0]]
     """
-    out_path, ext = _output(out, (".npy", ".parquet"), "find_all")
     if copies is not None and copies not in ("all", "first"):
         raise ValueError(f'copies must be "all" or "first", got {copies!r}')
+    if against is not None:
+        if out is not None:
+            raise ValueError("out= is not supported with against=: the pairs of a batch against a store are returned as an array")
+        if copies == "first":
+            raise ValueError('copies="first" is not supported with against=: every copy on each side is paired')
+        return _find_all_against(
+            source,
+            against,
+            k=k,
+            ids=ids,
+            column=column,
+            against_ids=against_ids,
+            against_column=against_column,
+            memory_limit=memory_limit,
+            workdir=workdir,
+            threads=threads,
+            progress=progress,
+            blocks=blocks,
+            tables=tables,
+        )
+    out_path, ext = _output(out, (".npy", ".parquet"), "find_all")
     with ExitStack() as stack:
         workdir = workdir if workdir is not None or out_path is None else out_path + ".work"
         job = _Job(
@@ -224,6 +257,9 @@ def dedup(
     blocks: Optional[int] = None,
     tables: Optional[int] = None,
     return_matched: bool = False,
+    against: Any = None,
+    against_ids: Any = None,
+    against_column: Optional[str] = None,
     _spill: Optional[bool] = None,
 ) -> Any:
     """The keep mask of a dedup: a ``bool`` array, ``False`` exactly for each
@@ -234,11 +270,44 @@ def dedup(
     for each dropped item, the earliest kept item within ``k``, and each
     kept item itself (its id when ``ids`` are given, else its position).
 
+    ``against``: a store of fingerprints kept before (any source: an
+    array, ``.npy`` files or a directory of them, Parquet with
+    ``against_column``, by default ``column``), beyond memory: an item is
+    also dropped when it is within ``k`` of any stored fingerprint. When
+    the store is a dedup's kept items, this keeps exactly what a dedup of
+    the store followed by ``source`` keeps among ``source``'s items, at
+    the cost of the new items plus one pass over the store (the new side
+    is held in memory, table by table; the store is streamed past it and
+    never compared with itself). With ``return_matched=True``, ``(keep,
+    matched, matched_old)``: ``matched_old[i]`` tells that ``matched[i]``
+    is a stored item (its position, or ``against_ids[...]``) rather than
+    a new one; an item within ``k`` of both is matched to the stored item
+    of the smallest position.
+
     >>> import numpy as np, rsimhash
     >>> fps = np.array([0b1011, 0b1001, 1 << 40, 0b0001], dtype=np.uint64)
     >>> rsimhash.batch.dedup(fps, k=1).tolist()
     [True, False, True, True]
+    >>> rsimhash.batch.dedup(fps, k=1, against=np.array([1 << 40], dtype=np.uint64)).tolist()
+    [True, False, False, True]
     """
+    if against is not None:
+        return _dedup_against(
+            source,
+            against,
+            k=k,
+            ids=ids,
+            column=column,
+            against_ids=against_ids,
+            against_column=against_column,
+            memory_limit=memory_limit,
+            workdir=workdir,
+            threads=threads,
+            progress=progress,
+            blocks=blocks,
+            tables=tables,
+            return_matched=return_matched,
+        )
     with ExitStack() as stack:
         job = _Job(
             stack,
@@ -261,6 +330,64 @@ def dedup(
         m = np.arange(len(keep), dtype=np.uint64)
         m[dropped] = matched
         return keep, (m if r.ids is None else r.ids[m])
+
+
+def _against_job(stack: ExitStack, kw: Dict[str, Any], desc: str) -> Tuple[_Job, Any, Any]:
+    """The job of a batch against a store, and both sides resolved."""
+    job = _Job(
+        stack,
+        k=kw["k"],
+        memory_limit=kw["memory_limit"],
+        workdir=kw["workdir"],
+        out=None,
+        threads=kw["threads"],
+        progress=kw["progress"],
+        blocks=kw["blocks"],
+        tables=kw["tables"],
+        spill=None,
+        desc=desc,
+    )
+    new = resolve(kw["source"], column=kw["column"], ids=kw["ids"], spill_dir=job.spill_dir, stack=stack)
+    against_column = kw["against_column"]
+    if against_column is None and not isinstance(kw["against"], np.ndarray):
+        against_column = kw["column"] if _is_parquet(kw["against"]) else None
+    old = resolve(
+        kw["against"], column=against_column, ids=kw["against_ids"], spill_dir=job.spill_dir, stack=stack, name="against"
+    )
+    return job, new, old
+
+
+def _is_parquet(source: Any) -> bool:
+    from ._sources import _kind, _paths
+
+    try:
+        return any(_kind(p) == "parquet" for p in _paths(source))
+    except (OSError, ValueError, TypeError):
+        return False  # resolve() reports it
+
+
+def _find_all_against(source: Any, against: Any, **kw: Any) -> np.ndarray:
+    with ExitStack() as stack:
+        job, new, old = _against_job(stack, dict(kw, source=source, against=against), "find_all")
+        return _core.batch_find_all_against(new.values, old.values, ids=new.ids, against_ids=old.ids, **job.kwargs)
+
+
+def _dedup_against(source: Any, against: Any, *, return_matched: bool, **kw: Any) -> Any:
+    with ExitStack() as stack:
+        job, new, old = _against_job(stack, dict(kw, source=source, against=against), "dedup")
+        job.check_ids(new.ids)
+        keep, dropped, matched, matched_old = _core.batch_dedup_against(new.values, old.values, **job.kwargs)
+        if not return_matched:
+            return keep
+        m = np.arange(len(keep), dtype=np.uint64)
+        in_old = np.zeros(len(keep), dtype=bool)
+        in_old[dropped] = matched_old
+        m[dropped] = matched
+        if new.ids is not None:
+            m[~in_old] = new.ids[m[~in_old]]
+        if old.ids is not None:
+            m[in_old] = old.ids[m[in_old]]
+        return keep, m, in_old
 
 
 def clusters(

@@ -167,11 +167,12 @@ class Resolved:
         self.length = length
 
 
-def resolve(source: Any, *, column: Optional[str], ids: Any, spill_dir: Any, stack: ExitStack) -> Resolved:
+def resolve(source: Any, *, column: Optional[str], ids: Any, spill_dir: Any, stack: ExitStack, name: str = "source") -> Resolved:
     """Checks ``source`` and ``ids`` and turns them into what the core reads.
-    ``spill_dir()`` gives the directory for copies of Parquet columns."""
+    ``spill_dir()`` gives the directory for copies of Parquet columns;
+    ``name`` is what messages call the source."""
     if isinstance(source, np.ndarray):
-        values: Union[np.ndarray, List[str]] = u64_array(source, "source")
+        values: Union[np.ndarray, List[str]] = u64_array(source, name)
         if column is not None:
             raise ValueError("column names a Parquet column; source is an array")
         length = len(values)
@@ -270,7 +271,11 @@ def _batches(paths: Sequence[str], column: Optional[str], what: str) -> Any:
 def _parquet_to_npy(paths: Sequence[str], column: Optional[str], directory: str, stack: ExitStack) -> str:
     """The column copied into a ``.npy`` file under ``directory`` (removed when the job ends)."""
     os.makedirs(directory, exist_ok=True)
-    target = os.path.join(directory, f"source-{os.getpid()}.npy")
+    # A job may copy two sources (a new batch and the store it is checked against).
+    n = 0
+    while os.path.exists(os.path.join(directory, f"source-{os.getpid()}-{n}.npy")):
+        n += 1
+    target = os.path.join(directory, f"source-{os.getpid()}-{n}.npy")
     stack.callback(_remove, target)
     lengths = 0
     with _files.create_fresh(target + ".tmp") as out:

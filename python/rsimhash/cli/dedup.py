@@ -27,6 +27,7 @@ names the similarity, not the distance.
 from __future__ import annotations
 
 import argparse
+import os
 from itertools import chain
 from typing import Any, Iterator, Optional
 
@@ -34,6 +35,7 @@ import numpy as np
 
 from . import verified
 from .dedup_writer import Kept, KeptWriter, bits, summary, write_removed
+from .errors import UsageError
 from .inputs import Chunk, Source
 from .options import add_distance, add_input, add_memory, add_run, add_text, make_index, memory_limit, open_source
 from .outputs import Output, Outputs
@@ -73,6 +75,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="also write a TSV 'id<TAB>duplicate_of<TAB>distance' naming each removed "
         "record and the kept record it is a near-duplicate of",
     )
+    p.add_argument(
+        "--against",
+        metavar="DIR",
+        action="append",
+        default=None,
+        help="also remove every record within K bits of a record kept by an earlier run and saved in the store "
+        "DIR (see --save-fingerprints; repeatable); --removed names the stored record",
+    )
+    p.add_argument(
+        "--save-fingerprints",
+        metavar="DIR",
+        default=None,
+        help="add the kept records' ids and fingerprints to the store DIR (made when missing), for later runs with --against DIR",
+    )
     add_text(p)
     add_distance(p)
     verified.add_arguments(p, "remove records alike an earlier kept one")
@@ -83,10 +99,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.jaccard is not None:
         verified.settings(args)  # a bad combination of flags fails before any file is touched
+    incremental = bool(args.against) or args.save_fingerprints is not None
+    if incremental:
+        if args.jaccard is not None:
+            raise UsageError("--against and --save-fingerprints work on fingerprints; they do not combine with --jaccard")
+        if args.input == "-":
+            raise UsageError("--against and --save-fingerprints read the input twice; give it as a file, not stdin")
+        from . import store
+
+        # A bad store fails before any work.
+        args.against_stores = store.open_stores(args.against or [], args)
+        if args.save_fingerprints is not None and os.path.isdir(args.save_fingerprints):
+            if os.path.exists(os.path.join(args.save_fingerprints, store.MANIFEST)):
+                store.check(args.save_fingerprints, args, "--save-fingerprints")
     index = make_index(args.distance, args.blocks)
     limit = memory_limit(args)
     explicit = args.memory_limit is not None or args.workdir is not None
-    need_ids = args.removed is not None
+    need_ids = args.removed is not None or args.save_fingerprints is not None
     with Workspace(args.workdir, args.output) as workspace:
         path = args.input
         if args.input == "-" and explicit:
@@ -110,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
             if removed is not None:
                 removed.write(b"id\tduplicate_of\tdistance\n")
             per_record = IN_MEMORY_BYTES + (ID_BYTES if need_ids else 0)
-            if path != "-" and (path != args.input or _estimated_records(source) * per_record > limit):
+            if path != "-" and (incremental or path != args.input or _estimated_records(source) * per_record > limit):
                 from .dedup_batch import dedup_batch
 
                 return dedup_batch(args, source, rest, out, removed, limit, workspace, path)

@@ -16,7 +16,7 @@ not fit in memory: two passes over the input.
 from __future__ import annotations
 
 import argparse
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, List, Optional
 
 import numpy as np
 
@@ -44,7 +44,8 @@ def dedup_batch(
     # Pass 1: fingerprints (and ids) to spill files.
     progress = Progress("dedup", source.total, args.quiet)
     store = Fingerprints(0, workspace)
-    ids = Ids(0, workspace) if removed is not None else None
+    saving = getattr(args, "save_fingerprints", None) is not None
+    ids = Ids(0, workspace) if removed is not None or saving else None
     try:
         for chunk in chunks:
             store.add(fingerprints_of(chunk, args.mode, args.width, args.threads))
@@ -57,9 +58,8 @@ def dedup_batch(
     if ids is not None:
         ids.finish()
     progress.close()
-    keep, matched = batch.dedup(
-        fps_source,
-        args.distance,
+    stores = getattr(args, "against_stores", None)
+    job = dict(
         return_matched=True,
         blocks=args.blocks,
         memory_limit=limit,
@@ -67,6 +67,12 @@ def dedup_batch(
         threads=args.threads,
         progress=False if args.quiet else None,
     )
+    in_old = None
+    if stores is not None and len(stores):
+        # Against the stores: the new records held, the stored ones streamed past them.
+        keep, matched, in_old = batch.dedup(fps_source, args.distance, against=stores.paths, **job)
+    else:
+        keep, matched = batch.dedup(fps_source, args.distance, **job)
     fps: Any = np.load(fps_source, mmap_mode="r") if isinstance(fps_source, str) else fps_source
 
     # Pass 2: the kept records, as read.
@@ -82,15 +88,37 @@ def dedup_batch(
             if removed is not None and ids is not None:
                 gone = np.flatnonzero(~is_new) + position
                 if len(gone):
-                    others = matched[gone]
-                    write_removed(
-                        removed, ids.text(gone.tolist()), ids.text(others.tolist()), bits(fps[gone], fps[others]).tolist()
-                    )
+                    _write_removed(removed, ids, stores, fps, gone, matched, in_old)
             position += n
             again_progress.update(again.position(), again.records)
         writer.close()
+    if saving and ids is not None:
+        from .store import save as save_store  # `store` is the spilled fingerprints here
+
+        kept = np.flatnonzero(keep)
+        save_store(args.save_fingerprints, args, np.asarray(fps[kept]), ids.text(kept.tolist()))
     if ids is not None:
         ids.close()
     again_progress.close()
     summary(progress, args, source, n_removed, [engine_part(workspace)])
     return 0
+
+
+def _write_removed(removed: Output, ids: Any, stores: Any, fps: Any, gone: np.ndarray, matched: Any, in_old: Any) -> None:
+    """``--removed`` rows of removed records at positions ``gone``, in order:
+    each names the kept record it matched, in this input or in a store."""
+    others = matched[gone]
+    old = in_old[gone] if in_old is not None else np.zeros(len(gone), dtype=bool)
+    names: List[str] = ids.text(gone.tolist())
+    other_names: List[str] = [""] * len(gone)
+    other_fps = np.empty(len(gone), dtype=np.uint64)
+    new_at = np.flatnonzero(~old)
+    for i, name in zip(new_at.tolist(), ids.text(others[new_at].tolist())):
+        other_names[i] = name
+    other_fps[new_at] = fps[others[new_at]]
+    old_at = np.flatnonzero(old)
+    if len(old_at):
+        for i, name in zip(old_at.tolist(), stores.ids(others[old_at])):
+            other_names[i] = name
+        other_fps[old_at] = stores.fingerprints(others[old_at])
+    write_removed(removed, names, other_names, bits(fps[gone], other_fps).tolist())

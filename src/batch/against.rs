@@ -1,0 +1,692 @@
+//! A new batch against a store of old fingerprints: the paper's batch query
+//! (§3.3): the new batch held in memory, table by table, and the stored
+//! fingerprints streamed past it. [`find_all_against`] lists the pairs
+//! between the two sides, [`dedup_against`] keeps what a dedup of old + new
+//! would keep among the new items.
+//!
+//! The old side is never compared with itself and never held: each pass
+//! reads it once, a chunk at a time, and looks every old item up in the new
+//! side's tables of the pass (as many tables a pass as the memory limit
+//! holds, often all of them: then the store is read once). A run costs what
+//! its new items cost plus one lookup per old item and table, not a job
+//! over both sides.
+//!
+//! Invariants:
+//! - The new side is its distinct fingerprints, each with its items (copies
+//!   collapse: a fingerprint given 10^5 times is compared once, and its
+//!   items are expanded only in the answer).
+//! - A table holds the distinct values' permuted keys sorted, and a
+//!   directory of the top `bits` bits of the key (`bits` at most the
+//!   table's prefix, so a prefix group never spans directory slots): an old
+//!   item's group is the slots of its key's top bits, filtered by the prefix.
+//! - A pair within `k` shares the prefix of at least one table; `find_all`
+//!   takes it only from the first such table ([`Design::reports`]), so no
+//!   pair comes twice. The dedup keeps, for each distinct new value, the
+//!   smallest old position within `k` (an atomic minimum: any order, the
+//!   same answer).
+//! - The store is read in blocks, each scattered by region (the top bits
+//!   of the table's key), each region's items in position order: a
+//!   region's new keys and directory stay in cache while its items are
+//!   looked up.
+//! - Skew: copies of an old fingerprint in one task (a region's items of
+//!   a block) that fall in a dense new group (more than [`DENSE_GROUP`]
+//!   values sharing the prefix) are compared once a task; other lookups compare the few new values of
+//!   their group. Dense against dense costs the product of the distinct
+//!   values of the group on each side, at most the square of the ball the
+//!   values lie in.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+
+use super::dense::DENSE_GROUP;
+use super::graph::Dedup;
+use super::source::{Source, CHUNK};
+use super::{Control, Options, MAX_ITEMS};
+use crate::plan::{self, Design};
+use crate::{Error, Result};
+
+/// No old item within `k`.
+const NONE: u32 = u32::MAX;
+
+/// The most bits of a table's directory: 2^22 slots, 16 MiB.
+const MAX_DIRECTORY_BITS: u32 = 22;
+
+/// A dedup against a store: [`Dedup`] over the new items, and for each
+/// dropped item whether `matched` is a position in the old source (the
+/// item is within `k` of a stored fingerprint) or in the new one.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct DedupAgainst {
+    pub dedup: Dedup,
+    /// One flag per dropped item, in the order of `dedup.dropped`.
+    pub matched_old: Vec<bool>,
+}
+
+/// The new items, as their distinct fingerprints.
+struct NewSide {
+    /// Distinct fingerprints, ascending.
+    values: Vec<u64>,
+    /// The items of value `d`: `members[starts[d]..starts[d + 1]]`, ascending.
+    starts: Vec<u32>,
+    members: Vec<u32>,
+}
+
+impl NewSide {
+    fn read(source: &Source<'_>, control: &Control) -> Result<NewSide> {
+        let n = source.len();
+        if n > MAX_ITEMS {
+            return Err(Error::bad_input(source.describe(), format!("holds {n} fingerprints; a batch job takes at most 2**32-2 (split the new batch)")));
+        }
+        let mut items: Vec<(u64, u32)> = crate::mem::vec_with_capacity(n as usize);
+        let mut buf = Vec::new();
+        let mut start = 0u64;
+        while start < n {
+            control.check()?;
+            let len = (n - start).min(CHUNK as u64) as usize;
+            let fps = source.chunk(start, len, &mut buf)?;
+            items.extend(fps.iter().enumerate().map(|(i, &fp)| (fp, (start + i as u64) as u32)));
+            start += len as u64;
+        }
+        // By value, then position: each value's items come ascending.
+        items.par_sort_unstable();
+        let mut values: Vec<u64> = Vec::new();
+        let mut starts: Vec<u32> = Vec::new();
+        let mut members: Vec<u32> = crate::mem::vec_with_capacity(items.len());
+        for (i, &(v, p)) in items.iter().enumerate() {
+            if i == 0 || values.last() != Some(&v) {
+                values.push(v);
+                starts.push(i as u32);
+            }
+            members.push(p);
+        }
+        starts.push(items.len() as u32);
+        Ok(NewSide { values, starts, members })
+    }
+
+    fn items(&self, d: u32) -> &[u32] {
+        &self.members[self.starts[d as usize] as usize..self.starts[d as usize + 1] as usize]
+    }
+
+    /// Bytes a table of the new side holds: a key and a value number per
+    /// distinct value, and the directory.
+    fn table_bytes(&self) -> u64 {
+        self.values.len() as u64 * 12 + (4u64 << directory_bits(self.values.len()))
+    }
+}
+
+/// Directory bits for `d` distinct values: about one value a slot.
+fn directory_bits(d: usize) -> u32 {
+    (d.max(1).next_power_of_two().ilog2()).min(MAX_DIRECTORY_BITS)
+}
+
+/// One table of the new side.
+struct Table {
+    t: usize,
+    perm: plan::Permutation,
+    prefix_mask: u64,
+    bits: u32,
+    keys: Vec<u64>,
+    values: Vec<u32>,
+    /// `dir[s]..dir[s + 1]`: the keys whose top `bits` bits are `s`.
+    dir: Vec<u32>,
+}
+
+impl Table {
+    fn build(design: &Design, t: usize, new: &NewSide) -> Table {
+        let spec = &design.tables()[t];
+        let mut kv: Vec<(u64, u32)> = new.values.par_iter().enumerate().map(|(d, &v)| (spec.perm.apply(v), d as u32)).collect();
+        kv.par_sort_unstable_by_key(|&(key, _)| key);
+        let bits = directory_bits(kv.len()).min(spec.prefix);
+        let mut dir = vec![0u32; (1usize << bits) + 1];
+        for &(key, _) in &kv {
+            dir[slot(key, bits) + 1] += 1;
+        }
+        for s in 1..dir.len() {
+            dir[s] += dir[s - 1];
+        }
+        let (keys, values) = kv.into_iter().unzip();
+        Table { t, perm: spec.perm.clone(), prefix_mask: spec.prefix_mask, bits, keys, values, dir }
+    }
+}
+
+#[inline]
+fn slot(key: u64, bits: u32) -> usize {
+    key.checked_shr(64 - bits).unwrap_or(0) as usize
+}
+
+/// What a pass does with each close pair `(new value, old position)`.
+enum Sink<'s> {
+    /// The smallest old position of each new value.
+    Min(&'s [AtomicU32]),
+    /// Every pair, `value << 32 | old`, reported by one table only.
+    Pairs(&'s Mutex<Vec<u64>>),
+}
+
+/// The design of the new side's tables: the caller's, or the one whose
+/// lookups cost least for this many distinct values (an index's design:
+/// the old items are its queries).
+fn design_for(opts: &Options, distinct: usize) -> Result<std::sync::Arc<Design>> {
+    let design = match &opts.design {
+        Some(d) => std::sync::Arc::clone(d),
+        None => std::sync::Arc::new(plan::plan(opts.k, distinct)?),
+    };
+    if design.k() < opts.k {
+        return Err(Error::invalid("k", "at most the design's k", opts.k));
+    }
+    Ok(design)
+}
+
+/// Stored items read at a time (a block), at least: a block is scattered
+/// by region of the new side's table, so that each region's keys and
+/// directory (about [`REGION_BYTES`]) are loaded into the cache once a
+/// block and looked up many times, rather than once per look-up from
+/// memory. The larger the block against the new side, the fewer loads.
+const MIN_BLOCK: u64 = 1 << 20;
+/// New-side bytes (keys and directory) of a region: within a core's L2.
+const REGION_BYTES: u64 = 1 << 16;
+
+/// Streams `old` past the new side's tables, as many a pass as the memory
+/// limit holds, handing every close pair to `sink`.
+fn stream(new: &NewSide, old: &Source<'_>, opts: &Options, control: &Control, sink: &Sink<'_>) -> Result<()> {
+    let m = old.len();
+    if m > MAX_ITEMS {
+        return Err(Error::bad_input(old.describe(), format!("holds {m} fingerprints; a store takes at most 2**32-2 (split it, and pass each part)")));
+    }
+    let design = design_for(opts, new.values.len())?;
+    let tables = design.tables().len();
+    let held = new.values.len() as u64 * 8 + new.members.len() as u64 * 8;
+    // A block: 8 bytes a stored item read, 12 scattered.
+    let block = (new.values.len() as u64 * 4).max(MIN_BLOCK).min(m.max(1));
+    let per_pass = (opts.memory_limit.saturating_sub(held + block * 20) / new.table_bytes().max(1)).clamp(1, tables as u64) as usize;
+    let passes = tables.div_ceil(per_pass);
+    control.set_total(new.members.len() as u64 + passes as u64 * m);
+    control.advance(new.members.len() as u64);
+    if new.values.is_empty() || m == 0 {
+        control.skip(passes as u64 * m);
+        return Ok(());
+    }
+    let region_bits = (new.table_bytes() / REGION_BYTES).max(1).ilog2();
+    let mut fps: Vec<u64> = crate::mem::zeroed(block as usize);
+    let mut scattered = Scattered { keys: crate::mem::zeroed(block as usize), pos: crate::mem::zeroed(block as usize), starts: Vec::new() };
+    for (p, first) in (0..tables).step_by(per_pass).enumerate() {
+        control.check()?;
+        let group: Vec<Table> = (first..(first + per_pass).min(tables)).map(|t| Table::build(&design, t, new)).collect();
+        let name = if passes == 1 { "the stored fingerprints".to_string() } else { format!("the stored fingerprints, pass {} of {passes}", p + 1) };
+        control.step(name, m);
+        let mut start = 0u64;
+        while start < m {
+            let len = (m - start).min(block) as usize;
+            read_block(old, start, &mut fps[..len], control)?;
+            for table in &group {
+                let bits = region_bits.min(table.bits);
+                scatter(table, &fps[..len], start, bits, &mut scattered);
+                let tasks = region_tasks(&scattered.starts);
+                tasks.into_par_iter().try_for_each(|range| -> Result<()> {
+                    control.check()?;
+                    let (lo, hi) = (scattered.starts[range.start], scattered.starts[range.end]);
+                    let found = SCRATCH.with_borrow_mut(|scratch| {
+                        let mut found = std::mem::take(&mut scratch.found);
+                        found.clear();
+                        lookups(&design, table, &scattered.keys[lo..hi], &scattered.pos[lo..hi], opts.k, sink, scratch, &mut found);
+                        found
+                    });
+                    deliver(sink, &found);
+                    SCRATCH.with_borrow_mut(|scratch| scratch.found = found);
+                    Ok(())
+                })?;
+            }
+            control.advance(len as u64);
+            start += len as u64;
+        }
+    }
+    Ok(())
+}
+
+/// Hands a task's close pairs to the sink.
+fn deliver(sink: &Sink<'_>, found: &[u64]) {
+    match sink {
+        Sink::Min(best) => {
+            for &f in found {
+                best[(f >> 32) as usize].fetch_min(f as u32, Ordering::Relaxed);
+            }
+        }
+        Sink::Pairs(all) => {
+            if !found.is_empty() {
+                let mut all = all.lock().unwrap_or_else(|e| e.into_inner());
+                crate::mem::reserve(&mut all, found.len(), "the pairs of find_all");
+                all.extend_from_slice(found);
+            }
+        }
+    }
+}
+
+/// Reads stored items `start..start + out.len()` into `out`, on rayon threads.
+fn read_block(old: &Source<'_>, start: u64, out: &mut [u64], control: &Control) -> Result<()> {
+    out.par_chunks_mut(CHUNK).enumerate().try_for_each_init(Vec::new, |buf, (c, part)| {
+        control.check()?;
+        let values = old.chunk(start + (c * CHUNK) as u64, part.len(), buf)?;
+        part.copy_from_slice(values);
+        Ok(())
+    })
+}
+
+/// A block's permuted keys and positions, grouped by region (the top bits
+/// of the key), each region's items in position order.
+struct Scattered {
+    keys: Vec<u64>,
+    pos: Vec<u32>,
+    /// Region `r`'s items: `starts[r]..starts[r + 1]`.
+    starts: Vec<usize>,
+}
+
+/// Permutes a block for `table` and groups it by the top `bits` bits
+/// (a stable counting sort: pieces of the block count their regions, then
+/// each writes its items at the places reserved for it).
+fn scatter(table: &Table, fps: &[u64], start: u64, bits: u32, out: &mut Scattered) {
+    let regions = 1usize << bits;
+    let pieces = (rayon::current_num_threads() * 4).min(fps.len().div_ceil(4096)).max(1);
+    let piece = fps.len().div_ceil(pieces);
+    let counts: Vec<Vec<u32>> = fps
+        .par_chunks(piece)
+        .map(|part| {
+            let mut c = vec![0u32; regions];
+            for &fp in part {
+                c[slot(table.perm.apply(fp), bits)] += 1;
+            }
+            c
+        })
+        .collect();
+    // Where each piece's items of each region go.
+    let mut at = vec![vec![0usize; regions]; counts.len()];
+    let mut total = 0usize;
+    out.starts.clear();
+    for r in 0..regions {
+        out.starts.push(total);
+        for (p, c) in counts.iter().enumerate() {
+            at[p][r] = total;
+            total += c[r] as usize;
+        }
+    }
+    out.starts.push(total);
+    let keys = Shared(out.keys.as_mut_ptr());
+    let pos = Shared(out.pos.as_mut_ptr());
+    fps.par_chunks(piece).zip(at).enumerate().for_each(|(p, (part, mut at))| {
+        let first = start + (p * piece) as u64;
+        for (i, &fp) in part.iter().enumerate() {
+            let key = table.perm.apply(fp);
+            let r = slot(key, bits);
+            // SAFETY: `at[r]` walks the slots reserved for this piece's
+            // items of region `r`, within the block (`total` = fps.len()
+            // <= the buffers' length); no other piece writes them.
+            unsafe {
+                keys.write(at[r], key);
+                pos.write(at[r], (first + i as u64) as u32);
+            }
+            at[r] += 1;
+        }
+    });
+}
+
+/// Tasks of whole regions, about [`CHUNK`] items each.
+fn region_tasks(starts: &[usize]) -> Vec<std::ops::Range<usize>> {
+    let mut tasks = Vec::new();
+    let regions = starts.len() - 1;
+    let mut r = 0;
+    while r < regions {
+        let first = r;
+        r += 1;
+        while r < regions && starts[r + 1] - starts[first] <= CHUNK {
+            r += 1;
+        }
+        tasks.push(first..r);
+    }
+    tasks
+}
+
+/// A raw pointer that threads write through at places they reserved.
+#[derive(Copy, Clone)]
+struct Shared<T>(*mut T);
+// SAFETY: only used for writes at disjoint indices.
+unsafe impl<T> Send for Shared<T> {}
+unsafe impl<T> Sync for Shared<T> {}
+
+impl<T> Shared<T> {
+    /// # Safety
+    /// `i` is in bounds of the allocation and no other thread accesses it.
+    #[inline]
+    unsafe fn write(self, i: usize, value: T) {
+        unsafe { self.0.add(i).write(value) }
+    }
+}
+
+/// Work space of a thread's look-ups, kept from task to task.
+#[derive(Default)]
+struct Scratch {
+    ranges: Vec<(u32, u32)>,
+    found: Vec<u64>,
+    memo: HashMap<u64, (u32, u32)>,
+    memo_values: Vec<u32>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = Default::default();
+}
+
+/// How many look-ups ahead the directory entry, then the keys, are
+/// prefetched: a look-up is two dependent loads, and in a loop over
+/// independent items their latency overlaps.
+const AHEAD: usize = 16;
+
+/// Looks stored items (permuted `keys`, positions `pos`, in position order)
+/// up in `table`, pushing `value << 32 | old position` to `found` for each
+/// close pair.
+#[allow(clippy::too_many_arguments)]
+fn lookups(design: &Design, table: &Table, keys: &[u64], pos: &[u32], k: u32, sink: &Sink<'_>, scratch: &mut Scratch, found: &mut Vec<u64>) {
+    let Scratch { ranges, memo, memo_values, .. } = scratch;
+    ranges.clear();
+    ranges.resize(keys.len(), (0, 0));
+    memo.clear();
+    memo_values.clear();
+    let n = keys.len();
+    let pairs = matches!(sink, Sink::Pairs(_));
+    for i in 0..n + 2 * AHEAD {
+        // Stage 1: the directory entry of item i.
+        if i < n {
+            crate::cpu::prefetch(table.dir.as_ptr().wrapping_add(slot(keys[i], table.bits)));
+        }
+        // Stage 2: its range, and the first keys of it, for item i - AHEAD.
+        if let Some(j) = i.checked_sub(AHEAD).filter(|&j| j < n) {
+            let s = slot(keys[j], table.bits);
+            let (lo, hi) = (table.dir[s], table.dir[s + 1]);
+            ranges[j] = (lo, hi);
+            crate::cpu::prefetch(table.keys.as_ptr().wrapping_add(lo as usize));
+        }
+        // Stage 3: the comparisons of item i - 2 * AHEAD.
+        let Some(j) = i.checked_sub(2 * AHEAD).filter(|&j| j < n) else { continue };
+        let (key, p, (lo, hi)) = (keys[j], pos[j], ranges[j]);
+        let range = lo as usize..hi as usize;
+        if range.len() > DENSE_GROUP {
+            // A dense group: copies in this task are compared once.
+            if let Some(&(at, len)) = memo.get(&key) {
+                if pairs {
+                    found.extend(memo_values[at as usize..(at + len) as usize].iter().map(|&d| u64::from(d) << 32 | u64::from(p)));
+                }
+                // A dedup: the earlier copy's position is smaller.
+                continue;
+            }
+            let at = memo_values.len();
+            compare(design, table, key, range, k, pairs, |d| memo_values.push(d));
+            found.extend(memo_values[at..].iter().map(|&d| u64::from(d) << 32 | u64::from(p)));
+            memo.insert(key, (at as u32, (memo_values.len() - at) as u32));
+        } else {
+            compare(design, table, key, range, k, pairs, |d| found.push(u64::from(d) << 32 | u64::from(p)));
+        }
+    }
+}
+
+/// Calls `hit` with each new value of `range` within `k` of `key` that
+/// shares the table's prefix (for `find_all`, only those this table
+/// reports).
+#[inline]
+fn compare(design: &Design, table: &Table, key: u64, range: std::ops::Range<usize>, k: u32, pairs: bool, mut hit: impl FnMut(u32)) {
+    for j in range {
+        let x = table.keys[j] ^ key;
+        if x & table.prefix_mask == 0 && x.count_ones() <= k && (!pairs || design.reports(table.t, x)) {
+            hit(table.values[j]);
+        }
+    }
+}
+
+/// Every pair of a new item and an old item within `k`, as `[new, old]`
+/// (positions in each source, or `new_ids[new]` and `old_ids[old]`),
+/// sorted. The old items are never paired with each other, nor the new.
+///
+/// # Errors
+/// [`Error::BadInput`] for a side of more than [`MAX_ITEMS`] items or ids
+/// of another length; [`Error::TooLarge`] when the answer would not fit in
+/// memory (found before it is made); [`Error::Io`] when a source cannot be
+/// read; [`Error::Interrupted`] when cancelled.
+pub fn find_all_against(
+    new: &Source<'_>,
+    old: &Source<'_>,
+    new_ids: Option<&[u64]>,
+    old_ids: Option<&[u64]>,
+    opts: &Options,
+    control: &Control,
+) -> Result<Vec<[u64; 2]>> {
+    check_len("ids", new, new_ids)?;
+    check_len("against_ids", old, old_ids)?;
+    let side = NewSide::read(new, control)?;
+    let found = Mutex::new(Vec::new());
+    stream(&side, old, opts, control, &Sink::Pairs(&found))?;
+    let found = found.into_inner().unwrap_or_else(|e| e.into_inner());
+    let count: u64 = found.par_iter().map(|&f| side.items((f >> 32) as u32).len() as u64).sum();
+    let need = count.saturating_mul(16);
+    if let Some(available) = crate::mem::available().filter(|&a| need > a) {
+        return Err(Error::TooLarge {
+            what: format!("the {count} pairs of find_all against a store"),
+            bytes: need,
+            available,
+            advice: "split the new batch".into(),
+        });
+    }
+    let mut out: Vec<[u64; 2]> = Vec::new();
+    out.try_reserve_exact(count as usize).map_err(|_| Error::TooLarge {
+        what: format!("the {count} pairs of find_all against a store"),
+        bytes: need,
+        available: 0,
+        advice: "split the new batch".into(),
+    })?;
+    for f in found {
+        let o = f as u32 as usize;
+        let old_id = old_ids.map_or(o as u64, |ids| ids[o]);
+        out.extend(side.items((f >> 32) as u32).iter().map(|&p| [new_ids.map_or(u64::from(p), |ids| ids[p as usize]), old_id]));
+    }
+    out.par_sort_unstable();
+    Ok(out)
+}
+
+/// The dedup of the new items against a store: an item is dropped when it
+/// is within `k` of any old item (matched to the old item of the smallest
+/// position within `k`), or of a new item kept before it (matched to the
+/// earliest such). When the old items are themselves a dedup's kept items
+/// (no two within `k`), this keeps exactly what a dedup of old + new, in
+/// that order, keeps among the new items. Copies and dense groups of the
+/// new side cost what they cost in [`super::dedup`].
+///
+/// # Errors
+/// As [`find_all_against`].
+pub fn dedup_against(new: &Source<'_>, old: &Source<'_>, opts: &Options, control: &Control) -> Result<DedupAgainst> {
+    let side = NewSide::read(new, control)?;
+    let best: Vec<AtomicU32> = (0..side.values.len()).map(|_| AtomicU32::new(NONE)).collect();
+    stream(&side, old, opts, control, &Sink::Min(&best))?;
+    let n = side.members.len();
+    // The first old match of each item (NONE: none), in item order.
+    let mut first_old: Vec<u32> = crate::mem::zeroed(n);
+    for (d, b) in best.iter().enumerate() {
+        let b = b.load(Ordering::Relaxed);
+        for &p in side.items(d as u32) {
+            first_old[p as usize] = b;
+        }
+    }
+    let values = side.values;
+    let mut of_item: Vec<u64> = crate::mem::zeroed(n);
+    for (d, w) in side.starts.windows(2).enumerate() {
+        for &p in &side.members[w[0] as usize..w[1] as usize] {
+            of_item[p as usize] = values[d];
+        }
+    }
+    drop((values, side.members, side.starts));
+    // The new items no old item removes, deduplicated among themselves:
+    // those removed never remove others (they are not kept).
+    let survivors: Vec<u32> = (0..n as u32).filter(|&p| first_old[p as usize] == NONE).collect();
+    let fps: Vec<u64> = survivors.iter().map(|&p| of_item[p as usize]).collect();
+    drop(of_item);
+    control.restart(0);
+    let inner = super::dedup(&Source::Memory(&fps), opts, control)?;
+    drop(fps);
+    let mut out = DedupAgainst { dedup: Dedup { keep: vec![false; n], dropped: Vec::new(), matched: Vec::new() }, matched_old: Vec::new() };
+    for (s, &p) in survivors.iter().enumerate() {
+        out.dedup.keep[p as usize] = inner.keep[s];
+    }
+    let mut inner_dropped = inner.dropped.iter().zip(&inner.matched).peekable();
+    for p in 0..n as u32 {
+        if first_old[p as usize] != NONE {
+            out.dedup.dropped.push(p);
+            out.dedup.matched.push(first_old[p as usize]);
+            out.matched_old.push(true);
+        } else if !out.dedup.keep[p as usize] {
+            let (&s, &m) = inner_dropped.next().expect("a survivor dropped by the inner dedup");
+            debug_assert_eq!(survivors[s as usize], p);
+            out.dedup.dropped.push(p);
+            out.dedup.matched.push(survivors[m as usize]);
+            out.matched_old.push(false);
+        }
+    }
+    Ok(out)
+}
+
+fn check_len(name: &'static str, source: &Source<'_>, ids: Option<&[u64]>) -> Result<()> {
+    match ids {
+        Some(ids) if ids.len() as u64 != source.len() => {
+            Err(Error::InvalidParameter { name, expected: "one id per fingerprint", found: format!("{} ids for {} fingerprints", ids.len(), source.len()) })
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{brute_dedup, planted, skewed};
+    use proptest::prelude::*;
+
+    fn brute_pairs(new: &[u64], old: &[u64], k: u32) -> Vec<[u64; 2]> {
+        let mut out = Vec::new();
+        for (i, &a) in new.iter().enumerate() {
+            for (j, &b) in old.iter().enumerate() {
+                if (a ^ b).count_ones() <= k {
+                    out.push([i as u64, j as u64]);
+                }
+            }
+        }
+        out
+    }
+
+    /// Keep mask, and per item the match: `(position, in old)`.
+    fn brute_dedup_against(new: &[u64], old: &[u64], k: u32) -> (Vec<bool>, Vec<Option<(u32, bool)>>) {
+        let mut keep = vec![false; new.len()];
+        let mut matched = vec![None; new.len()];
+        let mut kept: Vec<usize> = Vec::new();
+        for (j, &fp) in new.iter().enumerate() {
+            if let Some(o) = old.iter().position(|&b| (b ^ fp).count_ones() <= k) {
+                matched[j] = Some((o as u32, true));
+            } else if let Some(&i) = kept.iter().find(|&&i| (new[i] ^ fp).count_ones() <= k) {
+                matched[j] = Some((i as u32, false));
+            } else {
+                keep[j] = true;
+                kept.push(j);
+            }
+        }
+        (keep, matched)
+    }
+
+    fn options(k: u32, tiny: bool) -> Options {
+        // A tiny limit: one table a pass (the store read once per table).
+        Options { memory_limit: if tiny { 1 } else { 1 << 30 }, ..Options::new(k) }
+    }
+
+    fn check(new: &[u64], old: &[u64], k: u32, tiny: bool) -> std::result::Result<(), TestCaseError> {
+        let opts = options(k, tiny);
+        let c = Control::default();
+        let got = find_all_against(&Source::Memory(new), &Source::Memory(old), None, None, &opts, &c).unwrap();
+        prop_assert_eq!(got, brute_pairs(new, old, k));
+        let d = dedup_against(&Source::Memory(new), &Source::Memory(old), &opts, &c).unwrap();
+        let (keep, matched) = brute_dedup_against(new, old, k);
+        prop_assert_eq!(&d.dedup.keep, &keep);
+        let got_matched: Vec<(u32, u32, bool)> = d.dedup.dropped.iter().zip(&d.dedup.matched).zip(&d.matched_old).map(|((&p, &m), &o)| (p, m, o)).collect();
+        let want: Vec<(u32, u32, bool)> = matched.iter().enumerate().filter_map(|(p, m)| m.map(|(m, o)| (p as u32, m, o))).collect();
+        prop_assert_eq!(got_matched, want);
+        Ok(())
+    }
+
+    fn split(all: Vec<u64>, at: usize) -> (Vec<u64>, Vec<u64>) {
+        let at = at.min(all.len());
+        (all[at..].to_vec(), all[..at].to_vec())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(40))]
+
+        #[test]
+        fn against_equals_brute_force(all in planted(30, 300), at in 0usize..200, k in 0u32..=6, tiny in any::<bool>()) {
+            let (new, old) = split(all, at);
+            check(&new, &old, k, tiny)?;
+        }
+
+        /// Copies and dense balls on either side (or both: a day's crawl
+        /// of the same template pages as the day before).
+        #[test]
+        fn skewed_sides(new in skewed(1500, 1500), old in skewed(1500, 1500), k in 0u32..=4, tiny in any::<bool>()) {
+            check(&new, &old, k, tiny)?;
+        }
+
+        /// Against a store that is a dedup's kept items: the same keep mask
+        /// as the dedup of old + new, among the new items.
+        #[test]
+        fn equals_the_dedup_of_both(all in planted(30, 300), at in 0usize..200, k in 0u32..=5) {
+            let (kept_old, _) = brute_dedup(&all[..at.min(all.len())], k);
+            let old: Vec<u64> = all[..at.min(all.len())].iter().zip(&kept_old).filter(|(_, &kp)| kp).map(|(&f, _)| f).collect();
+            let new = all[at.min(all.len())..].to_vec();
+            let both: Vec<u64> = old.iter().chain(&new).copied().collect();
+            let (keep_both, _) = brute_dedup(&both, k);
+            let d = dedup_against(&Source::Memory(&new), &Source::Memory(&old), &options(k, false), &Control::default()).unwrap();
+            prop_assert_eq!(&d.dedup.keep[..], &keep_both[old.len()..]);
+        }
+    }
+
+    #[test]
+    fn empty_sides_and_extremes() {
+        let c = Control::default();
+        let some = [0u64, u64::MAX, 1, u64::MAX - 1, 0, 3];
+        for k in [0, 1, 3] {
+            for (new, old) in [(&[][..], &some[..]), (&some[..], &[][..]), (&[][..], &[][..]), (&some[..], &some[..])] {
+                check(new, old, k, false).unwrap();
+                check(new, old, k, true).unwrap();
+            }
+        }
+        let d = dedup_against(&Source::Memory(&[]), &Source::Memory(&some), &options(3, false), &c).unwrap();
+        assert!(d.dedup.keep.is_empty());
+    }
+
+    #[test]
+    fn copies_on_both_sides_cost_what_the_items_cost() {
+        // 10^5 copies of one value in each side, and a dense ball of 3,000
+        // values on each: a pair-by-pair job would compare 10^10 copies.
+        let mut new = vec![42u64; 100_000];
+        let bits: Vec<u32> = (0..12).collect();
+        new.extend(crate::testing::ball(7 << 40, 3, &bits, 3000, 1));
+        let mut old = vec![42u64; 100_000];
+        old.extend(crate::testing::ball(7 << 40, 3, &bits, 3000, 2));
+        let started = std::time::Instant::now();
+        let d = dedup_against(&Source::Memory(&new), &Source::Memory(&old), &options(3, false), &Control::default()).unwrap();
+        assert!(d.dedup.keep.iter().all(|&k| !k), "every new item is within 3 of a stored one");
+        assert!(d.dedup.matched[..100_000].iter().all(|&m| m == 0));
+        let ids: Vec<u64> = (0..old.len() as u64).collect();
+        let c = Control::default();
+        let pairs = find_all_against(&Source::Memory(&new[..10]), &Source::Memory(&old), None, Some(&ids), &options(3, false), &c).unwrap();
+        let near_42 = old.iter().filter(|&&b| (b ^ 42).count_ones() <= 3).count();
+        assert_eq!(pairs.len(), 10 * near_42);
+        assert!(near_42 >= 100_000);
+        assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
+    }
+
+    #[test]
+    fn ids_of_another_length() {
+        let c = Control::default();
+        let e = find_all_against(&Source::Memory(&[1, 2]), &Source::Memory(&[1]), Some(&[5]), None, &options(3, false), &c).unwrap_err();
+        assert!(e.to_string().contains("ids"), "{e}");
+    }
+}
