@@ -41,9 +41,11 @@ __all__ = [
     "fingerprints",
     "fnv1a64",
     "hamming",
+    "jaccard",
     "report",
     "shingles",
     "similar_pairs",
+    "SimilarIndex",
 ]
 
 _U64_MAX = (1 << 64) - 1
@@ -51,7 +53,13 @@ _U64_MAX = (1 << 64) - 1
 from . import batch  # noqa: E402
 from ._report import report  # noqa: E402
 from .etl import dedup  # noqa: E402
-from .similar import shingles, similar_pairs  # noqa: E402
+from .similar import jaccard, shingles, similar_pairs  # noqa: E402
+from .similar_index import SimilarIndex  # noqa: E402
+
+
+def __dir__() -> list:
+    """The public names (and the submodules), not the helpers this module imports."""
+    return sorted(set(__all__) | {"etl", "similar", "similar_index", "spark", "__doc__", "__file__", "__name__", "__path__"})
 
 
 def fingerprints(

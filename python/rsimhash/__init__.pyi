@@ -35,6 +35,7 @@ from ._rsimhash import (
 from ._rsimhash import (
     fnv1a64 as fnv1a64,
 )
+from .similar_index import SimilarIndex as SimilarIndex
 
 __all__ = [
     "Index",
@@ -49,9 +50,11 @@ __all__ = [
     "fingerprints",
     "fnv1a64",
     "hamming",
+    "jaccard",
     "report",
     "shingles",
     "similar_pairs",
+    "SimilarIndex",
 ]
 
 def fingerprints(
@@ -63,7 +66,7 @@ def fingerprints(
 ) -> npt.NDArray[np.uint64]: ...
 def dedup(
     texts: Any,
-    k: int = 3,
+    k: Union[int, None] = None,
     *,
     mode: str = "words",
     width: Union[int, None] = None,
@@ -105,6 +108,7 @@ def report(
     title: Union[str, None] = None,
     threads: Union[int, None] = None,
 ) -> Report: ...
+def jaccard(a: str, b: str, *, shingles: str = "words", width: Union[int, None] = 3, measure: str = "jaccard") -> float: ...
 def shingles(text: str, *, mode: str = "words", width: Union[int, None] = None) -> npt.NDArray[np.uint64]: ...
 @overload
 def hamming(a: int, b: int) -> int: ...

@@ -32,7 +32,7 @@ import numpy as np
 
 from . import _rsimhash, _texts
 
-__all__ = ["shingles", "similar_pairs"]
+__all__ = ["jaccard", "shingles", "similar_pairs"]
 
 CandidatesArg = Union[str, Tuple[str, int, int]]
 
@@ -87,6 +87,34 @@ def similar_pairs(
     return pairs, sims
 
 
+def jaccard(a: str, b: str, *, shingles: str = "words", width: Optional[int] = 3, measure: str = "jaccard") -> float:
+    """The exact similarity of two texts' shingle sets (SPEC v1 shingles of
+    ``shingles``/``width``, as ``rsimhash.shingles`` gives them): ``|A & B| /
+    |A | B|`` for ``measure="jaccard"``, ``|A & B| / min(|A|, |B|)`` for
+    ``"containment"``. The number ``similar_pairs``, ``SimilarIndex`` and
+    ``dedup(jaccard=)`` report for the pair (they report it as a
+    ``float32``). Two empty sets are alike (1), an empty set and another not (0).
+
+    >>> rsimhash.jaccard("a b c d e", "a b c d f")  # 2 of 4 word 3-shingles
+    0.5
+    >>> rsimhash.jaccard("a b c", "a b c d e f", measure="containment")
+    1.0
+    """
+    for name, text in (("a", a), ("b", b)):
+        if not isinstance(text, str):
+            raise TypeError(f"{name} must be a str, got {type(text).__name__}")
+    check_shingles(shingles)
+    offsets, hashes = _rsimhash.shingle_sets([a, b], mode=shingles, width=width)
+    pair = np.array([0, 1], dtype=np.uint64)
+    return float(_rsimhash.pair_similarity(offsets, hashes, pair, measure=measure)[0])
+
+
+def check_shingles(shingles: Any) -> None:
+    """A ``ValueError`` naming ``shingles`` (the core names its ``mode``)."""
+    if shingles not in ("words", "chars"):
+        raise ValueError(f'shingles must be "words" or "chars", got {shingles!r}')
+
+
 def shingles(text: str, *, mode: str = "words", width: Optional[int] = None) -> np.ndarray:
     """The shingle set of one text: the distinct FNV-1a 64 hashes of its SPEC
     v1 shingles (``mode`` ``"words"``: tokens joined by single spaces, width
@@ -116,6 +144,7 @@ class SimilarCorpus:
         candidates: CandidatesArg = "auto",
         measure: str = "jaccard",
     ):
+        check_shingles(shingles)
         self._core = _rsimhash.SimilarCorpus(
             _threshold(threshold), measure=measure, shingles=shingles, width=width, candidates=candidates_arg(candidates)
         )
