@@ -77,7 +77,8 @@ def _public(name: str) -> object:
 
 def test_reference_names_only_public_objects():
     directives = _reference()
-    assert {d[1] for d in directives} == {"rsimhash", "rsimhash.Index", "rsimhash.SimilarIndex", "rsimhash.batch", "rsimhash.spark"}
+    pages = {"rsimhash", "rsimhash.Index", "rsimhash.SimilarIndex", "rsimhash.batch", "rsimhash.spark"}
+    assert {d[1] for d in directives} == pages
     for page, name, members in directives:
         obj = _public(name)
         for member in members:

@@ -63,6 +63,7 @@ def fingerprints(
     mode: str = "words",
     width: Union[int, None] = None,
     threads: Union[int, None] = None,
+    nulls: str = "error",
 ) -> npt.NDArray[np.uint64]: ...
 def dedup(
     texts: Any,
@@ -74,6 +75,7 @@ def dedup(
     jaccard: Union[float, None] = None,
     candidates: Union[str, tuple[str, int, int]] = "auto",
     measure: str = "jaccard",
+    nulls: str = "error",
 ) -> Any: ...
 def similar_pairs(
     texts: Any,
@@ -82,12 +84,13 @@ def similar_pairs(
     shingles: str = "words",
     width: Union[int, None] = 3,
     candidates: Union[str, tuple[str, int, int]] = "auto",
-    ids: Union[npt.NDArray[np.uint64], None] = None,
+    ids: Any = None,
     measure: str = "jaccard",
     threads: Union[int, None] = None,
     progress: Any = None,
     copies: str = "all",
-) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]: ...
+    nulls: str = "error",
+) -> tuple[npt.NDArray[Any], npt.NDArray[np.float32]]: ...
 def report(
     texts: Any,
     *,

@@ -12,10 +12,18 @@
 //! stored text's words finds exactly the texts `similar_pairs` pairs it
 //! with (and itself), with the same similarities.
 //!
+//! Texts with equal sets share one held set (a [`Held`], found by a digest
+//! of the set and confirmed value by value), and a query compares each held
+//! set once, however many ids hold it: a page stored a thousand times costs
+//! a query one comparison, and its memory once. Each held set keeps its
+//! [`Buckets`], which rule most candidates out before a merge.
+//!
 //! Invariants:
 //! - the index and the map hold the same ids, each once;
 //! - every set is ascending and distinct (as `Fingerprinter::shingle_set`
 //!   makes it, and as [`SimilarIndex::load`] checks it);
+//! - `shared` holds each held set once, under its digest, for as long as an
+//!   id holds it;
 //! - ids given by default count up from one past the largest id ever given.
 //!
 //! Saved as an index file ([`crate::container`]): the index's own sections,
@@ -26,11 +34,11 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
-use super::overlap::alike;
+use super::overlap::{alike_within, Buckets};
 use super::verify::first_copy;
 use super::{fingerprints_and_sets, Candidates, Measure, Similar};
 use crate::batch::{self, Control, Source};
@@ -55,12 +63,37 @@ pub struct SimilarMatches {
     pub similarity: Vec<f32>,
 }
 
+/// A shingle set as held: shared by the ids of texts with equal sets.
+struct Held {
+    set: Vec<u64>,
+    buckets: Buckets,
+}
+
+impl Held {
+    fn new(set: Vec<u64>) -> Held {
+        Held { buckets: Buckets::of(&set), set }
+    }
+
+    /// The similarity of this set and `other` when it is at least the threshold.
+    fn alike(&self, other: &Held, opts: &Similar) -> Option<f32> {
+        let may_reach = |need| self.buckets.may_share(&other.buckets, &self.set, &other.set, need);
+        alike_within(&self.set, &other.set, opts, may_reach).map(|s| s as f32)
+    }
+}
+
+/// A digest of a set, to find an equal one (confirmed value by value).
+fn digest(set: &[u64]) -> u64 {
+    set.iter().fold(set.len() as u64, |h, &x| (h ^ x).wrapping_mul(0x100000001b3).rotate_left(29))
+}
+
 /// Texts held by id, answering which stored texts are at least the
 /// threshold alike a text (see the module documentation).
 pub struct SimilarIndex {
     opts: Similar,
     index: Index,
-    sets: HashMap<u64, Vec<u64>>,
+    sets: HashMap<u64, Arc<Held>>,
+    /// Each distinct held set, by digest.
+    shared: HashMap<u64, Vec<Arc<Held>>>,
     /// The first id given by default: past every id ever given.
     next_id: u128,
     /// Values in all sets, for [`SimilarIndex::bytes`].
@@ -72,7 +105,7 @@ impl SimilarIndex {
     /// As [`Index::new`] for the candidates' `k`.
     pub fn new(opts: Similar) -> Result<SimilarIndex> {
         let index = Index::new(opts.candidates.k, None, None)?;
-        Ok(SimilarIndex { opts, index, sets: HashMap::new(), next_id: 0, values: 0 })
+        Ok(SimilarIndex { opts, index, sets: HashMap::new(), shared: HashMap::new(), next_id: 0, values: 0 })
     }
 
     pub fn opts(&self) -> &Similar {
@@ -93,9 +126,38 @@ impl SimilarIndex {
         self.sets.contains_key(&id)
     }
 
-    /// Bytes held: the sets (and their map) and the index of fingerprints.
+    /// Bytes held: the distinct sets and their buckets, the maps, and the
+    /// index of fingerprints.
     pub fn bytes(&self) -> usize {
-        self.values * 8 + self.sets.capacity() * (std::mem::size_of::<(u64, Vec<u64>)>() + 1) + self.index.bytes()
+        let held = self.shared.values().map(Vec::len).sum::<usize>();
+        self.values * 8 + held * (std::mem::size_of::<Held>() + 48) + self.sets.capacity() * (std::mem::size_of::<(u64, Arc<Held>)>() + 1) + self.index.bytes()
+    }
+
+    /// The held set equal to `set`, or a new one.
+    fn hold(&mut self, set: Vec<u64>) -> Arc<Held> {
+        let group = self.shared.entry(digest(&set)).or_default();
+        if let Some(held) = group.iter().find(|h| h.set == set) {
+            return Arc::clone(held);
+        }
+        self.values += set.len();
+        let held = Arc::new(Held::new(set));
+        group.push(Arc::clone(&held));
+        held
+    }
+
+    /// Lets go of an id's set: of the set itself when no other id holds it.
+    fn release(&mut self, held: Arc<Held>) {
+        // Held by `shared` and by `held` alone: the last id is gone.
+        if Arc::strong_count(&held) == 2 {
+            let d = digest(&held.set);
+            if let Some(group) = self.shared.get_mut(&d) {
+                group.retain(|h| !Arc::ptr_eq(h, &held));
+                if group.is_empty() {
+                    self.shared.remove(&d);
+                }
+            }
+            self.values -= held.set.len();
+        }
     }
 
     /// The ids for `n` new texts: `ids` checked (one a text, distinct, none
@@ -128,8 +190,8 @@ impl SimilarIndex {
         self.index.add(fps, Some(ids))?;
         self.sets.reserve(ids.len());
         for (&id, set) in ids.iter().zip(sets) {
-            self.values += set.len();
-            self.sets.insert(id, set);
+            let held = self.hold(set);
+            self.sets.insert(id, held);
         }
         Ok(())
     }
@@ -155,18 +217,43 @@ impl SimilarIndex {
         Ok(ids)
     }
 
-    /// The stored texts at least the threshold alike a text's set, among
-    /// those whose candidate fingerprint is within `k` of `fp`: `(id,
-    /// similarity)`, by similarity descending, then id.
-    fn alike_stored(&self, fp: u64, set: &[u64]) -> Result<Vec<(u64, f32)>> {
-        let mut found: Vec<(u64, f32)> = self
-            .index
-            .query(fp, None)?
-            .into_iter()
-            .filter_map(|(id, _)| self.sets.get(&id).and_then(|s| alike(s, set, &self.opts)).map(|s| (id, s as f32)))
-            .collect();
+    /// Of candidate ids (any order, each once), those whose set is at
+    /// least the threshold alike `query`: `(id, similarity)`, by similarity
+    /// descending, then id. Each distinct held set is compared once.
+    fn confirm(&self, candidates: &[u64], query: &Held) -> Vec<(u64, f32)> {
+        let mut held: Vec<(usize, u64, &Arc<Held>)> = candidates.iter().filter_map(|id| self.sets.get(id).map(|h| (Arc::as_ptr(h) as usize, *id, h))).collect();
+        held.sort_unstable_by_key(|&(p, id, _)| (p, id));
+        let mut found = Vec::new();
+        let mut at = 0;
+        while at < held.len() {
+            let end = at + held[at..].iter().take_while(|c| c.0 == held[at].0).count();
+            if let Some(s) = held[at].2.alike(query, &self.opts) {
+                found.extend(held[at..end].iter().map(|c| (c.1, s)));
+            }
+            at = end;
+        }
         found.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        Ok(found)
+        found
+    }
+
+    /// Each text's candidate fingerprint and held set (not stored), in order.
+    fn made<T: AsRef<[u8]> + Sync>(&self, texts: &[T]) -> Result<(Vec<u64>, Vec<Held>)> {
+        let made = fingerprints_and_sets(texts, &self.opts, &Control::default())?;
+        Ok(made.into_par_iter().map(|(fp, set)| (fp, Held::new(set))).unzip())
+    }
+
+    /// The candidate ids of each fingerprint: stored items within `k`, by
+    /// the batch kernel for many queries, a probe each for a few.
+    fn candidates(&self, fps: &[u64]) -> Result<Vec<Vec<u64>>> {
+        if fps.len() < 64 {
+            return fps.par_iter().map(|&fp| Ok(self.index.query(fp, None)?.into_iter().map(|(id, _)| id).collect())).collect();
+        }
+        let hits = self.index.query_batch(fps, None)?;
+        let mut out = vec![Vec::new(); fps.len()];
+        for (&q, &id) in hits.positions.iter().zip(&hits.ids) {
+            out[q as usize].push(id);
+        }
+        Ok(out)
     }
 
     /// The matches of each text (UTF-8) among the stored ones.
@@ -178,8 +265,9 @@ impl SimilarIndex {
         if texts.len() > u32::MAX as usize {
             return Err(Error::invalid("texts", "at most 2**32-1 queries per call (split the batch)", texts.len()));
         }
-        let made = fingerprints_and_sets(texts, &self.opts, &Control::default())?;
-        let per: Vec<Vec<(u64, f32)>> = made.par_iter().with_min_len(8).map(|(fp, set)| self.alike_stored(*fp, set)).collect::<Result<_>>()?;
+        let (fps, made) = self.made(texts)?;
+        let candidates = self.candidates(&fps)?;
+        let per: Vec<Vec<(u64, f32)>> = candidates.par_iter().zip(&made).with_min_len(8).map(|(c, q)| self.confirm(c, q)).collect();
         let mut out = SimilarMatches::default();
         for (q, found) in per.into_iter().enumerate() {
             for (id, s) in found {
@@ -212,16 +300,17 @@ impl SimilarIndex {
         }
         let ids = self.ids_for(n, ids)?;
         let opts = self.opts;
-        let (fps, sets): (Vec<u64>, Vec<Vec<u64>>) = fingerprints_and_sets(texts, &opts, &Control::default())?.into_iter().unzip();
+        let (fps, made) = self.made(texts)?;
+        let sets: Vec<&[u64]> = made.iter().map(|h| &h.set[..]).collect();
         let first = first_copy(&fps, &sets);
         let reps: Vec<usize> = (0..n).filter(|&i| first[i] as usize == i).collect();
 
         // The smallest stored id alike each first copy.
-        let stored: Vec<Option<u64>> =
-            reps.par_iter().map(|&r| Ok(self.alike_stored(fps[r], &sets[r])?.into_iter().map(|(id, _)| id).min())).collect::<Result<_>>()?;
+        let rep_fps: Vec<u64> = reps.iter().map(|&i| fps[i]).collect();
+        let candidates = self.candidates(&rep_fps)?;
+        let stored: Vec<Option<u64>> = candidates.par_iter().zip(&reps).map(|(c, &r)| self.confirm(c, &made[r]).into_iter().map(|(id, _)| id).min()).collect();
 
         // Alike pairs of first copies inside the call, as `later << 32 | earlier`.
-        let rep_fps: Vec<u64> = reps.iter().map(|&i| fps[i]).collect();
         let inside = Mutex::new(Vec::new());
         let job = batch::Options { memory_limit: u64::MAX, ..batch::Options::new(opts.candidates.k) };
         batch::for_each_pair(&Source::Memory(&rep_fps), &job, &Control::default(), &|pairs| {
@@ -229,7 +318,7 @@ impl SimilarIndex {
                 .iter()
                 .filter_map(|&p| {
                     let (a, b) = (reps[(p >> 32) as usize], reps[p as u32 as usize]);
-                    alike(&sets[a], &sets[b], &opts).map(|_| (b as u64) << 32 | a as u64)
+                    made[a].alike(&made[b], &opts).map(|_| (b as u64) << 32 | a as u64)
                 })
                 .collect();
             inside.lock().unwrap_or_else(|e| e.into_inner()).extend(found);
@@ -268,8 +357,8 @@ impl SimilarIndex {
         let keep: Vec<usize> = (0..n).filter(|&j| is_new[j]).collect();
         let new_ids: Vec<u64> = keep.iter().map(|&j| ids[j]).collect();
         let new_fps: Vec<u64> = keep.iter().map(|&j| fps[j]).collect();
-        let mut sets: Vec<Option<Vec<u64>>> = sets.into_iter().map(Some).collect();
-        let new_sets: Vec<Vec<u64>> = keep.iter().map(|&j| sets[j].take().unwrap_or_default()).collect();
+        let mut made: Vec<Option<Held>> = made.into_iter().map(Some).collect();
+        let new_sets: Vec<Vec<u64>> = keep.iter().map(|&j| made[j].take().map(|h| h.set).unwrap_or_default()).collect();
         self.store(&new_ids, &new_fps, new_sets)?;
         self.passed(&ids);
         Ok((is_new, matched))
@@ -284,8 +373,8 @@ impl SimilarIndex {
         let removed = self.index.remove(ids);
         let mut gone = 0;
         for id in ids {
-            if let Some(set) = self.sets.remove(id) {
-                self.values -= set.len();
+            if let Some(held) = self.sets.remove(id) {
+                self.release(held);
                 gone += 1;
             }
         }
@@ -304,7 +393,7 @@ impl SimilarIndex {
         let mut values = Vec::with_capacity(self.values);
         offsets.push(0u64);
         for id in &ids {
-            values.extend_from_slice(&self.sets[id]);
+            values.extend_from_slice(&self.sets[id].set);
             offsets.push(values.len() as u64);
         }
         let o = &self.opts;
@@ -386,13 +475,14 @@ impl SimilarIndex {
         if let Some(i) = (0..n).into_par_iter().find_any(|&i| set(i).windows(2).any(|w| w[1] <= w[0])) {
             return Err(bad(format!("the set of id {} is not ascending", ids[i])));
         }
-        let mut sets = HashMap::with_capacity(n);
-        for (i, &id) in ids.iter().enumerate() {
-            sets.insert(id, set(i).to_vec());
-        }
         // Cut short or rewritten while the sets were read.
         index.intact(())?;
-        Ok(SimilarIndex { opts, index, sets, next_id, values: values.len() })
+        let mut loaded = SimilarIndex { opts, index, sets: HashMap::with_capacity(n), shared: HashMap::new(), next_id, values: 0 };
+        for (i, &id) in ids.iter().enumerate() {
+            let held = loaded.hold(set(i).to_vec());
+            loaded.sets.insert(id, held);
+        }
+        Ok(loaded)
     }
 }
 
@@ -538,6 +628,26 @@ mod tests {
         let bad: &[&[u8]] = &[b"ok", b"\xff"];
         assert!(matches!(index.add_utf8(bad, None), Err(Error::InvalidUtf8 { index: 1, .. })));
         assert_eq!(index.len(), 3);
+    }
+
+    /// Copies share one held set: a query answers every copy, and the set
+    /// goes when its last copy does.
+    #[test]
+    fn copies_share_their_set() {
+        let mut index = SimilarIndex::new(opts(0.5, Measure::Jaccard, 16)).unwrap();
+        let texts: Vec<&str> = std::iter::repeat_n("a b c d e", 100).chain(["a b c d f", "x y z w"]).collect();
+        index.add_utf8(&texts, None).unwrap();
+        assert_eq!(index.shared.values().map(Vec::len).sum::<usize>(), 3);
+        let m = index.query_utf8(&["a b c d e"]).unwrap();
+        assert_eq!(m.ids, (0..100).chain([100]).collect::<Vec<u64>>());
+        assert!(m.similarity[..100].iter().all(|&s| s == 1.0) && m.similarity[100] == 0.6);
+        let values = index.values;
+        assert_eq!(index.remove(&(0..99).collect::<Vec<u64>>()).unwrap(), 99);
+        assert_eq!(index.values, values);
+        assert_eq!(index.remove(&[99]).unwrap(), 1);
+        assert_eq!(index.values, values - 4);
+        assert_eq!(index.shared.values().map(Vec::len).sum::<usize>(), 2);
+        assert_eq!(index.query_utf8(&["a b c d e"]).unwrap().ids, vec![100]);
     }
 
     #[test]
