@@ -104,6 +104,18 @@ def test_errors_name_the_python_argument(tmp_path):
         rsimhash.similar_pairs(["a b c"], 0.9, shingles="word")
     with pytest.raises(TypeError, match="k must be an int"):
         rsimhash.dedup(["a b c"], k="3")
+    for make, name in (
+        (lambda: rsimhash.Index(k="3"), "k"),
+        (lambda: rsimhash.Index("3"), "k"),
+        (lambda: rsimhash.Index(3, blocks="4"), "blocks"),
+        (lambda: rsimhash.Index(3, tables=2.5), "tables"),
+        (lambda: rsimhash.Index(3, block_bytes="1k"), "block_bytes"),
+        (lambda: rsimhash.Index(3).query(1, k="2"), "k"),
+        (lambda: rsimhash.Index(3).cluster(min_size="2"), "min_size"),
+    ):
+        with pytest.raises(TypeError, match=f"^{name} must be an int, got (str|float)"):
+            make()
+    assert rsimhash.Index(3).query(1, k=None) == [] and rsimhash.Index(k=4).k == 4
 
 
 def test_dedup_refuses_k_with_jaccard():
