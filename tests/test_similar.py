@@ -531,7 +531,7 @@ def test_bad_batch_arguments_are_refused(tmp_path):
         batch.similar_pairs(texts, 0.5, memory_limit=100, progress=False)
     with pytest.raises(FileNotFoundError):
         batch.similar_pairs(tmp_path / "missing.jsonl", 0.5, progress=False)
-    with pytest.raises(ValueError, match="k is for fingerprints"):
+    with pytest.raises(ValueError, match="k=5 is for fingerprints within k bits and has no effect with jaccard="):
         rsimhash.dedup(texts, 5, jaccard=0.5)
 
 
