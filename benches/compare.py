@@ -431,6 +431,72 @@ def section_texts(args, runner: Runner, tools: List[str], note: List[str]) -> Li
     return lines + [""]
 
 
+def section_online(args, runner: Runner, tools: List[str]) -> List[str]:
+    """An online index of texts by Jaccard threshold: every text inserted, then every text queried."""
+    import bench_quality as bq
+    from rsimhash import _rsimhash
+
+    texts = ct.load_texts(args.texts, args.max_docs)
+    if len(texts) < 2:
+        return []
+    offsets, hashes = _rsimhash.shingle_sets(texts, mode="words", width=3)
+    truth = bq.truth(args.texts, len(texts), offsets, hashes, args.workdir, True)
+    n_docs = len(texts)
+    del texts
+    here = [t for t in tools if "online" in ct.BY_NAME[t].tasks]
+    print(f"online, {n_docs:,} documents: {', '.join(here)}", file=sys.stderr)
+
+    def total(res):
+        return sum(r["insert_s"] + r["query_s"] for r in res["runs"])
+
+    runs = runner.rounds(
+        here,
+        lambda t, r: {
+            "task": "online",
+            "texts": args.texts,
+            "max_docs": args.max_docs,
+            "out": os.path.join(args.workdir, f"online-{t}-r{r}"),
+        },
+        args.repeat,
+        key=total,
+    )
+    lines = [
+        "## Online index of texts by Jaccard threshold",
+        "",
+        f"The {n_docs:,} documents above: each tool builds an index at threshold t with every document "
+        "inserted, then queries it with every document (a query's own document left out). Insert and query "
+        "times include making each text's signature (MinHash: the shingle sets, made by rsimhash, then "
+        "MinHash); datasketch keeps a candidate when its MinHash estimate is >= t. docs/s over insert + "
+        "query; P and R against the exact truth at t.",
+        "",
+        "| tool | t | insert docs/s | query docs/s | insert + query docs/s | speed vs datasketch | P | R | peak RSS MB |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    base = {}
+    if "datasketch" in runs and not runs["datasketch"][0].get("error"):
+        for i, run in enumerate(runs["datasketch"][0]["runs"]):
+            base[run["t"]] = median(runs["datasketch"], lambda r, i=i: r["runs"][i]["insert_s"] + r["runs"][i]["query_s"])
+    for t in here:
+        label = ct.BY_NAME[t].label
+        if runs[t][0].get("error"):
+            lines.append(f"| {label} | | failed: {runs[t][0]['error']} | | | | | | |")
+            continue
+        for i, run in enumerate(runs[t][0]["runs"]):
+            ins = median(runs[t], lambda r, i=i: r["runs"][i]["insert_s"])
+            qry = median(runs[t], lambda r, i=i: r["runs"][i]["query_s"])
+            both = median(runs[t], lambda r, i=i: r["runs"][i]["insert_s"] + r["runs"][i]["query_s"])
+            p = np.load(run["file"])
+            sc = bq.score(bq.keys_of(p[:, 0], p[:, 1]), truth)[run["t"]]
+            if t.startswith("rsimhash") and sc["precision"] is not None and sc["precision"] < 1.0:
+                args.failures.append(f"online at {run['t']}: SimilarIndex reported a pair below the threshold")
+            lines.append(
+                f"| {label} | {run['t']} | {fmt(n_docs / ins, 0)} | {fmt(n_docs / qry, 0)} | {fmt(n_docs / both, 0)} | "
+                f"{ratio(base.get(run['t']), both) if run['t'] in base and t != 'datasketch' else '—'} | "
+                f"{fmt(sc['precision'], 3)} | {fmt(sc['recall'], 3)} | {peak(runs[t]):.0f} |"
+            )
+    return lines + [""]
+
+
 def job_s(res: Dict[str, Any], run: Optional[int]) -> float:
     """Seconds of a texts job: signatures and the pairs of one run (None: of every run)."""
     sig = 0.0 if res.get("sig_in_pairs") else (res["sig_s"] or 0.0)
@@ -540,7 +606,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         metavar="TOOL=PYTHON",
         help="run TOOL's measurements with another interpreter (repeatable), e.g.\nsimhash-pybind=.venv-cpp/bin/python",
     )
-    p.add_argument("--only", default="pairs,query,texts", help="sections to run (default %(default)s)")
+    p.add_argument("--only", default="pairs,query,texts,online", help="sections to run (default %(default)s)")
     p.add_argument("--workdir", default=None, help="data and outputs (default benches/data/compare; quick: a temp dir)")
     p.add_argument("--results", default=None, help="also write the report to this Markdown file")
     args = p.parse_args(argv)
@@ -556,7 +622,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.texts is None:
         args.texts = os.path.join(args.workdir, "quality-300.jsonl") if q else os.path.join(HERE, "data", "quality.jsonl")
     only = args.only.split(",")
-    if "texts" in only and not os.path.exists(args.texts):
+    if ("texts" in only or "online" in only) and not os.path.exists(args.texts):
         # Built only for the section that reads it: --only pairs,query on a
         # fresh clone needs no text corpus (nor the files it is built from).
         import quality_corpus
@@ -580,6 +646,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         body += section_query(args, runner, tools) + [""]
     if "texts" in only:
         body += section_texts(args, runner, tools, notes)
+    if "online" in only:
+        body += section_online(args, runner, tools)
     for t in tools:
         if ct.BY_NAME[t].note and not ct.BY_NAME[t].caps:
             notes.append(f"{ct.BY_NAME[t].label}: {ct.BY_NAME[t].note}.")

@@ -182,7 +182,8 @@ def test_output_problems(tmp_path):
     )
     assert_one_error(run_cli("dedup", "-i", path, "-o", tmp_path), 1, "cannot write", "directory")
     assert_one_error(run_cli("dedup", "-i", path, "-o", "-", "--removed", "-"), 2, "only one output")
-    assert_one_error(run_cli("dedup", "-i", path), 2, "--output")
+    # --output defaults to stdout (as find-all's); --removed to stdout then clashes with it
+    assert_one_error(run_cli("dedup", "-i", path, "--removed", "-"), 2, "only one output")
     assert_one_error(run_cli("index", "build", "-i", path, "-o", "-"), 2, "not stdout")
     tsv = tmp_path / "h.tsv"
     tsv.write_bytes(b"id\thash\n1\t2\n")

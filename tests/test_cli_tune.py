@@ -467,12 +467,13 @@ def test_report_has_the_plain_rows_and_the_recommendation(corpus, truth, measure
     start = lines.index(f"recommendation for {n} documents (--expected-size to change):")
     rec = lines[start + 1 :]
     p = fig["recommendation"]["plain"]
-    source = f"--input {shlex.quote(str(corpus.path))}"
+    source = f"--input {shlex.quote(str(corpus.path))} --output {shlex.quote('kept-' + os.path.basename(corpus.path))}"
     assert rec[0].startswith(f"  plain simhash: {p['mode']} width {p['width']}, k = {p['k']}, the best F1")
     assert rec[1] == f"    rsimhash dedup {source} --mode {p['mode']} --window {p['width']} --distance {p['k']}"
     mode, width, k = fig["recommendation"]["verified"]["candidates"]
     assert f"  verified (recall >= 0.97 on the sample, precision 1): candidates {mode},{width},{k}" in rec
     assert f"    rsimhash dedup {source} --jaccard 0.9 --candidates {mode},{width},{k}" in rec
+    assert "give the command the same shingles" not in run.out
     call = f"rsimhash.similar_pairs(texts, 0.9, candidates=({mode!r}, {width}, {k}))"
     assert f"    {call}" in rec
     # the Python call printed is one that runs, and finds the true pairs within k
@@ -486,16 +487,21 @@ def test_report_has_the_plain_rows_and_the_recommendation(corpus, truth, measure
     )
 
 
-def test_recommended_commands_run(corpus, measured, tmp_path):
-    """The two ``rsimhash dedup`` lines of the recommendation run as printed,
-    and the verified one keeps what ``dedup(jaccard=)`` keeps."""
+def test_recommended_commands_run(corpus, measured, tmp_path, monkeypatch):
+    """The two ``rsimhash dedup`` lines of the recommendation run exactly as
+    printed (each names its --output), and the verified one keeps what
+    ``dedup(jaccard=)`` keeps."""
     run, fig = measured
     commands = [line.strip() for line in run.out.splitlines() if line.strip().startswith("rsimhash dedup ")]
     assert len(commands) == 2, commands
     for n, command in enumerate(commands):
-        out = tmp_path / f"kept{n}.jsonl"
-        args = shlex.split(command)[1:] + ["--output", str(out), "--quiet"]
-        assert main(args) == 0, command
+        workdir = tmp_path / str(n)
+        workdir.mkdir()
+        monkeypatch.chdir(workdir)
+        args = shlex.split(command)[1:]
+        out = workdir / args[args.index("--output") + 1]
+        with contextlib.redirect_stderr(io.StringIO()):
+            assert main(args) == 0, command
         kept = [json.loads(line)["text"] for line in out.read_text("utf-8").splitlines()]
         if "--jaccard" in args:
             mode, width, k = fig["recommendation"]["verified"]["candidates"]
@@ -548,6 +554,29 @@ def test_plot_writes_a_png(corpus, tmp_path):
     assert image.shape[:2] == (height, width)
     assert image[..., :3].min() < 0.5 < image[..., :3].max(), "something is drawn"
     assert leftovers(tmp_path) == []
+
+
+def test_plot_fits_its_axes_and_labels_overlap_nothing():
+    """Points between 0.85 and 1 (a corpus's usual) fill the panel, and no
+    two k labels are drawn over each other."""
+    pytest.importorskip("matplotlib")
+    from rsimhash.cli.tune_stats import Curve
+
+    shapes = (("words", 3, 0), ("chars", 4, 1), ("words", 1, 2))
+    curves = [
+        Curve(m, w, found=[100 + 3 * k + s for k in range(11)], true=[86 + k + s // 2 for k in range(11)], truth=100, n=9)
+        for m, w, s in shapes
+    ]
+    fig = tune_plot.figure(curves, {"words,3": np.ones(65)}, np.ones(65), 0.9, "t")
+    ax = fig.axes[0]
+    recall = [c.recall(k) for c in curves for k in range(11)]
+    precision = [c.precision(k) for c in curves for k in range(11)]
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    assert x0 <= min(recall) and max(recall) <= x1 and x1 - x0 < 2 * (max(recall) - min(recall)) + 0.05
+    assert y0 <= min(precision) and max(precision) <= y1 and y1 - y0 < 2 * (max(precision) - min(precision)) + 0.05
+    boxes = [t.get_window_extent(fig.canvas.get_renderer()) for t in ax.texts]
+    assert len(boxes) >= 11
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
 
 
 def _no_matplotlib_module(monkeypatch):
@@ -799,4 +828,15 @@ def test_char_shingles_of_another_width(corpus, tmp_path):
     assert f"    {call}" in run.out.splitlines()
     got = pairs_of(eval(call, {"rsimhash": rsimhash, "texts": texts}))
     assert set(got) == within(texts, list(truth), mode, width, k)
-    assert "(the truth used chars 5-shingles: give the command the same shingles)" in run.out
+    # The command names those shingles too, and runs as printed, keeping what the call's dedup keeps.
+    command = next(
+        line.strip() for line in run.out.splitlines() if "--jaccard" in line and line.strip().startswith("rsimhash dedup")
+    )
+    assert f"--jaccard 0.8 --mode chars --width 5 --candidates {mode},{width},{k}" in command
+    args = shlex.split(command)[1:]
+    args[args.index("--output") + 1] = str(tmp_path / "kept.jsonl")
+    with contextlib.redirect_stderr(io.StringIO()):
+        assert main(args) == 0
+    kept = [json.loads(line)["text"] for line in (tmp_path / "kept.jsonl").read_text("utf-8").splitlines()]
+    keep = rsimhash.dedup(texts, jaccard=0.8, mode="chars", width=5, candidates=(mode, width, k))
+    assert kept == [t for t, x in zip(texts, keep.tolist()) if x]

@@ -77,7 +77,8 @@ def _public(name: str) -> object:
 
 def test_reference_names_only_public_objects():
     directives = _reference()
-    assert {d[1] for d in directives} == {"rsimhash", "rsimhash.Index", "rsimhash.batch", "rsimhash.spark"}
+    pages = {"rsimhash", "rsimhash.Index", "rsimhash.SimilarIndex", "rsimhash.batch", "rsimhash.spark"}
+    assert {d[1] for d in directives} == pages
     for page, name, members in directives:
         obj = _public(name)
         for member in members:
@@ -85,7 +86,7 @@ def test_reference_names_only_public_objects():
         if inspect.ismodule(obj):
             # Each module page lists its whole public surface but the names
             # with pages of their own.
-            expected = set(obj.__all__) - {"Index", "batch"}
+            expected = set(obj.__all__) - {"Index", "SimilarIndex", "batch"}
             assert set(members) == expected, f"{page.name}: members {sorted(members)} against __all__ {sorted(expected)}"
 
 
@@ -93,3 +94,14 @@ def test_index_page_covers_the_public_methods_and_properties():
     (members,) = [m for _, name, m in _reference() if name == "rsimhash.Index"]
     public = {n for n in dir(rsimhash.Index) if not n.startswith("_")}
     assert set(members) == public
+    (members,) = [m for _, name, m in _reference() if name == "rsimhash.SimilarIndex"]
+    assert set(members) == {n for n in dir(rsimhash.SimilarIndex) if not n.startswith("_")}
+
+
+def test_files_of_docs_that_are_not_pages_stay_out_of_the_site():
+    """mkdocs copies every file of docs/ into the site: requirements.txt
+    (and the griffe extension) would be served as pages."""
+    text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    excluded = text.split("\nexclude_docs: |\n", 1)[1].split("\n\n", 1)[0].split()
+    others = sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*") if p.is_file() and p.suffix != ".md")
+    assert others and sorted(excluded) == others

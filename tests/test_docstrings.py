@@ -41,6 +41,8 @@ TOP = [
     "hamming",
     "shingles",
     "similar_pairs",
+    "jaccard",
+    "SimilarIndex",
     "dedup",
     "report",
     "Index",

@@ -191,7 +191,8 @@ def test_an_edited_id_is_caught_at_load_and_by_verify(tmp_path):
 
 def test_ids_checksum_survives_add_and_refuses_a_swapped_pair(tmp_path):
     records, idx = build(tmp_path)
-    write_jsonl(tmp_path / "more.jsonl", make_records(30, seed=12, string_ids=True))
+    more = [dict(r, id=f"more-{i}") for i, r in enumerate(make_records(30, seed=12))]  # ids not stored yet
+    write_jsonl(tmp_path / "more.jsonl", more)
     ok(run_cli("index", "add", idx, "--input", tmp_path / "more.jsonl", "-q"))
     ok(run_cli("index", "verify", idx))
     # Two lines swapped: every line is still a valid line of the file.
@@ -218,7 +219,7 @@ def test_ids_files_of_the_first_format_still_read(tmp_path):
     assert b"no checksum" in p.stdout
     write_jsonl(tmp_path / "q.jsonl", records[:3])
     ok(run_cli("index", "query", idx, "--input", tmp_path / "q.jsonl"))
-    write_jsonl(tmp_path / "more.jsonl", make_records(5, seed=13, string_ids=True))
+    write_jsonl(tmp_path / "more.jsonl", [dict(r, id=f"more-{i}") for i, r in enumerate(make_records(5, seed=13))])
     ok(run_cli("index", "add", idx, "--input", tmp_path / "more.jsonl", "-q"))
     assert (tmp_path / "c.rsh.ids").read_bytes().startswith(b"# rsimhash index ids, format 2: ")
     ok(run_cli("index", "verify", idx))

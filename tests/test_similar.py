@@ -478,11 +478,13 @@ BAD = [
     (dict(candidates=("words", 1, 3.0)), TypeError, "k"),
     (dict(width=0), ValueError, "width"),
     (dict(width=-2), ValueError, "width"),
-    (dict(shingles="bytes"), ValueError, "mode"),
+    (dict(shingles="bytes"), ValueError, "shingles"),
     (dict(ids=np.arange(2, dtype=np.uint64)), ValueError, "ids"),
     (dict(ids=np.arange(4, dtype=np.uint64)), ValueError, "ids"),
     (dict(ids=np.zeros((3, 1), dtype=np.uint64)), ValueError, "ids"),
-    (dict(ids=np.arange(3, dtype=np.int64)), TypeError, "ids"),
+    (dict(ids=np.arange(3, dtype=np.int64) - 1), ValueError, "ids must be non-negative"),
+    (dict(ids=[1.5, 2, 3]), TypeError, "ids"),
+    (dict(ids=[7, 8, 7]), ValueError, "ids must be distinct"),
 ]
 
 
@@ -503,8 +505,9 @@ def test_bad_arguments_are_refused(kwargs, error, word, tmp_path):
         return
     with pytest.raises(error, match=word):
         batch.similar_dedup(texts, threshold, progress=False, workdir=tmp_path / "w", **kw)
-    if "shingles" in kw:
+    if "shingles" in kw:  # dedup's argument is its mode
         kw["mode"] = kw.pop("shingles")
+        word = "mode"
     with pytest.raises(error, match=word):
         rsimhash.dedup(texts, jaccard=threshold, **kw)
     assert not (tmp_path / "w").exists()
@@ -528,7 +531,7 @@ def test_bad_batch_arguments_are_refused(tmp_path):
         batch.similar_pairs(texts, 0.5, memory_limit=100, progress=False)
     with pytest.raises(FileNotFoundError):
         batch.similar_pairs(tmp_path / "missing.jsonl", 0.5, progress=False)
-    with pytest.raises(ValueError, match="k is for fingerprints"):
+    with pytest.raises(ValueError, match="k=5 is for fingerprints within k bits and has no effect with jaccard="):
         rsimhash.dedup(texts, 5, jaccard=0.5)
 
 

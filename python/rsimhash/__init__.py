@@ -51,9 +51,11 @@ __all__ = [
     "fingerprints",
     "fnv1a64",
     "hamming",
+    "jaccard",
     "report",
     "shingles",
     "similar_pairs",
+    "SimilarIndex",
 ]
 
 _U64_MAX = (1 << 64) - 1
@@ -61,7 +63,13 @@ _U64_MAX = (1 << 64) - 1
 from . import batch  # noqa: E402
 from ._report import report  # noqa: E402
 from .etl import dedup  # noqa: E402
-from .similar import shingles, similar_pairs  # noqa: E402
+from .similar import jaccard, shingles, similar_pairs  # noqa: E402
+from .similar_index import SimilarIndex  # noqa: E402
+
+
+def __dir__() -> list:
+    """The public names (and the submodules), not the helpers this module imports."""
+    return sorted(set(__all__) | {"etl", "similar", "similar_index", "spark", "__doc__", "__file__", "__name__", "__path__"})
 
 
 def fingerprints(
@@ -70,6 +78,7 @@ def fingerprints(
     mode: str = "words",
     width: int | None = None,
     threads: int | None = None,
+    nulls: str = "error",
 ) -> np.ndarray:
     """Fingerprints of many texts as a ``uint64`` array, computed on Rust threads.
 
@@ -77,14 +86,33 @@ def fingerprints(
     or a pyarrow string array (read in place, without Python objects).
     The values equal ``fingerprint(t, mode=mode, width=width)`` one by one.
     ``threads`` defaults to all cores (or ``RAYON_NUM_THREADS``).
+    ``nulls``: a missing text (None, NaN, null) is a ``TypeError`` naming
+    its position (``"error"``), has no fingerprint (``"drop"``: the array
+    holds the others'), or is masked (``"keep"``: a ``numpy.ma`` masked
+    array, one entry a text).
 
     >>> fps = rsimhash.fingerprints(["a cat sat on the mat", "a cat sat on a mat"])
     >>> fps.dtype, len(fps)
     (dtype('uint64'), 2)
+    >>> rsimhash.fingerprints(["a cat", None], nulls="keep").mask.tolist()
+    [False, True]
     """
-    if _texts.kind(texts) == "pyarrow":
-        return _texts.fingerprint_pieces(_texts.arrow_pieces(texts), mode=mode, width=width, threads=threads)
-    return _rsimhash.fingerprints(texts, mode=mode, width=width, threads=threads)
+    from . import _nulls
+
+    present, missing = _nulls.split(texts, nulls)
+    if _texts.kind(present) == "pyarrow":
+        fps = _texts.fingerprint_pieces(_texts.arrow_pieces(present), mode=mode, width=width, threads=threads)
+    elif _texts.kind(present) == "polars":
+        fps = _texts.fingerprint_pieces(_texts.pieces(present), mode=mode, width=width, threads=threads)
+    else:
+        fps = _rsimhash.fingerprints(present, mode=mode, width=width, threads=threads)
+    if nulls != "keep":
+        return fps
+    if missing is None:
+        return np.ma.masked_array(fps, mask=np.zeros(len(fps), dtype=bool))
+    out = np.zeros(len(missing), dtype=np.uint64)
+    out[~missing] = fps
+    return np.ma.masked_array(out, mask=missing)
 
 
 def _u64_operand(x: Any, name: str) -> np.ndarray:

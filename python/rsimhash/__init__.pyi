@@ -50,6 +50,7 @@ from ._rsimhash import (
 from ._rsimhash import (
     fnv1a64 as fnv1a64,
 )
+from .similar_index import SimilarIndex as SimilarIndex
 
 __all__ = [
     "Index",
@@ -69,9 +70,11 @@ __all__ = [
     "fingerprints",
     "fnv1a64",
     "hamming",
+    "jaccard",
     "report",
     "shingles",
     "similar_pairs",
+    "SimilarIndex",
 ]
 
 def fingerprints(
@@ -80,10 +83,11 @@ def fingerprints(
     mode: str = "words",
     width: Union[int, None] = None,
     threads: Union[int, None] = None,
+    nulls: str = "error",
 ) -> npt.NDArray[np.uint64]: ...
 def dedup(
     texts: Any,
-    k: int = 3,
+    k: Union[int, None] = None,
     *,
     mode: str = "words",
     width: Union[int, None] = None,
@@ -91,6 +95,7 @@ def dedup(
     jaccard: Union[float, None] = None,
     candidates: Union[str, tuple[str, int, int]] = "auto",
     measure: str = "jaccard",
+    nulls: str = "error",
 ) -> Any: ...
 def similar_pairs(
     texts: Any,
@@ -99,12 +104,13 @@ def similar_pairs(
     shingles: str = "words",
     width: Union[int, None] = 3,
     candidates: Union[str, tuple[str, int, int]] = "auto",
-    ids: Union[npt.NDArray[np.uint64], None] = None,
+    ids: Any = None,
     measure: str = "jaccard",
     threads: Union[int, None] = None,
     progress: Any = None,
     copies: str = "all",
-) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.float32]]: ...
+    nulls: str = "error",
+) -> tuple[npt.NDArray[Any], npt.NDArray[np.float32]]: ...
 def report(
     texts: Any,
     *,
@@ -125,6 +131,7 @@ def report(
     title: Union[str, None] = None,
     threads: Union[int, None] = None,
 ) -> Report: ...
+def jaccard(a: str, b: str, *, shingles: str = "words", width: Union[int, None] = 3, measure: str = "jaccard") -> float: ...
 def shingles(text: str, *, mode: str = "words", width: Union[int, None] = None) -> npt.NDArray[np.uint64]: ...
 @overload
 def hamming(a: int, b: int) -> int: ...

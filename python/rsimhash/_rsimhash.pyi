@@ -40,6 +40,7 @@ __all__ = [
     "SimilarCorpus",
     "StreamVerifier",
     "OnlineDedup",
+    "SimilarIndex",
     "PairSweep",
     "auto_candidates",
     "shingle_sets",
@@ -289,6 +290,36 @@ class OnlineDedup:
     def seen(self) -> int: ...
     @property
     def nbytes(self) -> int: ...
+
+@final
+class SimilarIndex:
+    """Texts held by id, answering which stored ones are at least a threshold
+    alike a text (``rsimhash.SimilarIndex`` wraps it)."""
+
+    def __new__(
+        cls,
+        threshold: float,
+        *,
+        measure: str = "jaccard",
+        shingles: str = "words",
+        width: Union[int, None] = None,
+        candidates: _Candidates = None,
+    ) -> "SimilarIndex": ...
+    def add(self, texts: _Texts, ids: Any = None, *, threads: Union[int, None] = None) -> _U64: ...
+    def query(self, texts: _Texts, *, threads: Union[int, None] = None) -> tuple[npt.NDArray[np.int64], _U64, _F32]: ...
+    def add_unique(
+        self, texts: _Texts, ids: Any = None, *, threads: Union[int, None] = None
+    ) -> tuple[npt.NDArray[np.bool_], _U64]: ...
+    def remove(self, ids: Any) -> int: ...
+    def save(self, path: Union[str, os.PathLike[str]]) -> None: ...
+    @classmethod
+    def load(cls, path: Union[str, os.PathLike[str]], *, mmap: bool = True) -> "SimilarIndex": ...
+    def contains(self, id: int) -> bool: ...
+    @property
+    def settings(self) -> tuple[float, str, str, int, tuple[str, int, int]]: ...
+    @property
+    def nbytes(self) -> int: ...
+    def __len__(self) -> int: ...
 
 @final
 class PairSweep:

@@ -36,7 +36,7 @@ __all__ = ["dedup"]
 
 def dedup(
     texts: Any,
-    k: int = 3,
+    k: Optional[int] = None,
     *,
     mode: str = "words",
     width: Optional[int] = None,
@@ -44,6 +44,7 @@ def dedup(
     jaccard: Optional[float] = None,
     candidates: Any = "auto",
     measure: str = "jaccard",
+    nulls: str = "error",
 ) -> Any:
     """Keep mask of ``texts``: False exactly for each text within ``k`` bits of
     a text kept before it (``Index.add_unique`` in order), so the first of each
@@ -53,13 +54,16 @@ def dedup(
     with the same index, a polars Series a Boolean Series, a pyarrow array a
     ``BooleanArray``, anything else (a list or iterable of str) a numpy
     ``bool`` array. A missing value (None, NaN, null) is a ``TypeError``
-    naming its position.
+    naming its position (``nulls="error"``), or is kept and never matches
+    (``"keep"``: True in the mask), or dropped (``"drop"``: False).
 
     With ``jaccard=T``: False exactly for each text whose shingle set (SPEC
     v1 shingles of ``mode``/``width``, words of 3 by default) is at least
     ``T`` alike the set of a text kept before it, among the candidates
     (``candidates="auto"`` or ``(mode, width, k)``; see
-    ``rsimhash.similar_pairs``); ``k`` is then the candidates' business.
+    ``rsimhash.similar_pairs``); ``k`` is then the candidates' business,
+    and giving it is a ``ValueError`` (as ``--distance`` with ``--jaccard``
+    is on the command line). ``k`` defaults to 3 without ``jaccard=``.
 
     >>> rsimhash.dedup(["a b c d e f", "a b c d e f!", "x y z"]).tolist()
     [True, False, True]
@@ -69,10 +73,18 @@ def dedup(
     """
     from . import Index
 
-    pieces = list(_texts.pieces(texts))
+    if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer))):
+        raise TypeError(f"k must be an int (bits of Hamming distance), got {type(k).__name__}")
+    if jaccard is not None and k is not None:
+        raise ValueError(
+            f"k={k} is for fingerprints within k bits and has no effect with jaccard=; "
+            "leave it out, or give the candidates' k as candidates=(mode, width, k)"
+        )
+    from . import _nulls
+
+    present, missing = _nulls.split(texts, nulls)
+    pieces = list(_texts.pieces(present))
     if jaccard is not None:
-        if k != 3:
-            raise ValueError("k is for fingerprints within k bits; with jaccard=, give candidates=(mode, width, k)")
         from ._rsimhash import OnlineDedup
         from .similar import _threshold, candidates_arg
 
@@ -83,9 +95,13 @@ def dedup(
         parts = [online.add(p.core() if isinstance(p, _texts.ArrowBuffers) else p, threads=threads)[0] for p in pieces]
         keep = np.concatenate(parts) if parts else np.empty(0, dtype=bool)
     else:
-        index = Index(k)  # checks k before any work
+        index = Index(3 if k is None else int(k))  # checks k's range before any work
         is_new, _ = index.add_unique(_texts.fingerprint_pieces(pieces, mode=mode, width=width, threads=threads))
         keep = np.asarray(is_new, dtype=bool)
+    if missing is not None:
+        full = np.full(len(missing), nulls == "keep", dtype=bool)
+        full[~missing] = keep
+        keep = full
     return _mask_like(texts, keep)
 
 

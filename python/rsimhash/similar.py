@@ -32,7 +32,7 @@ import numpy as np
 
 from . import _rsimhash, _texts
 
-__all__ = ["shingles", "similar_pairs"]
+__all__ = ["jaccard", "shingles", "similar_pairs"]
 
 CandidatesArg = Union[str, Tuple[str, int, int]]
 
@@ -49,11 +49,21 @@ def similar_pairs(
     threads: Optional[int] = None,
     progress: Any = None,
     copies: str = "all",
+    nulls: str = "error",
 ) -> Tuple[np.ndarray, np.ndarray]:
     """Every pair of texts whose shingle sets are at least ``threshold``
     alike, among the candidates: ``(pairs, similarity)``, a ``(P, 2)``
-    ``uint64`` array (positions, or ``ids``: smaller first, rows sorted)
-    and a ``float32`` array.
+    array (positions, or ``ids``: smaller first, rows sorted) and a
+    ``float32`` array.
+
+    ``ids``: one distinct id per text, non-negative ints (a list, an array
+    of any integer dtype, a pandas Index: pairs are then ``uint64``) or
+    strings (pairs are then a numpy object array of ``str``); an id given
+    twice is a ``ValueError``. A pandas Series without ``ids=`` gives its
+    index labels. ``nulls``: a missing text (None, NaN, null) is a
+    ``TypeError`` naming its position (``"error"``), or never pairs
+    (``"keep"`` and ``"drop"``: the pairs of the other texts, at their
+    positions in ``texts``).
 
     Copies (texts with the same candidate fingerprint and shingle set, such
     as the same page saved twice) are alike with similarity 1 and are
@@ -79,12 +89,55 @@ def similar_pairs(
     """
     if copies not in ("all", "first"):
         raise ValueError(f'copies must be "all" or "first", got {copies!r}')
+    from . import _ids, _nulls
+
+    if ids is None and _texts.kind(texts) == "pandas" and not _is_positions(texts.index):
+        ids = texts.index
+    if ids is not None and not hasattr(texts, "__len__"):
+        texts = list(texts)  # an iterable, counted against the ids
+    present, missing = _nulls.split(texts, nulls)
+    keys = None if ids is None else _ids.user_ids(ids, len(texts))
     corpus = SimilarCorpus(threshold, shingles=shingles, width=width, candidates=candidates, measure=measure)
-    corpus.add(texts, threads=threads)
+    corpus.add(present, threads=threads)
     pairs, sims = corpus.pairs(threads=threads, progress=progress, copies=copies)
-    if ids is not None:
-        pairs, sims = _by_ids(pairs, sims, _ids(ids, len(corpus)))
+    if missing is not None:  # positions among the present texts, back to positions in texts
+        pairs = np.flatnonzero(~missing).astype(np.uint64)[pairs] if len(pairs) else pairs
+    if keys is not None:
+        pairs, sims = _by_ids(pairs, sims, keys)
     return pairs, sims
+
+
+def _is_positions(index: Any) -> bool:
+    """Whether a pandas index is 0, 1, 2, ... (its labels are the positions)."""
+    return type(index).__name__ == "RangeIndex" and index.start == 0 and index.step == 1
+
+
+def jaccard(a: str, b: str, *, shingles: str = "words", width: Optional[int] = 3, measure: str = "jaccard") -> float:
+    """The exact similarity of two texts' shingle sets (SPEC v1 shingles of
+    ``shingles``/``width``, as ``rsimhash.shingles`` gives them): ``|A & B| /
+    |A | B|`` for ``measure="jaccard"``, ``|A & B| / min(|A|, |B|)`` for
+    ``"containment"``. The number ``similar_pairs``, ``SimilarIndex`` and
+    ``dedup(jaccard=)`` report for the pair (they report it as a
+    ``float32``). Two empty sets are alike (1), an empty set and another not (0).
+
+    >>> rsimhash.jaccard("a b c d e", "a b c d f")  # 2 of 4 word 3-shingles
+    0.5
+    >>> rsimhash.jaccard("a b c", "a b c d e f", measure="containment")
+    1.0
+    """
+    for name, text in (("a", a), ("b", b)):
+        if not isinstance(text, str):
+            raise TypeError(f"{name} must be a str, got {type(text).__name__}")
+    check_shingles(shingles)
+    offsets, hashes = _rsimhash.shingle_sets([a, b], mode=shingles, width=width)
+    pair = np.array([0, 1], dtype=np.uint64)
+    return float(_rsimhash.pair_similarity(offsets, hashes, pair, measure=measure)[0])
+
+
+def check_shingles(shingles: Any) -> None:
+    """A ``ValueError`` naming ``shingles`` (the core names its ``mode``)."""
+    if shingles not in ("words", "chars"):
+        raise ValueError(f'shingles must be "words" or "chars", got {shingles!r}')
 
 
 def shingles(text: str, *, mode: str = "words", width: Optional[int] = None) -> np.ndarray:
@@ -116,6 +169,7 @@ class SimilarCorpus:
         candidates: CandidatesArg = "auto",
         measure: str = "jaccard",
     ):
+        check_shingles(shingles)
         self._core = _rsimhash.SimilarCorpus(
             _threshold(threshold), measure=measure, shingles=shingles, width=width, candidates=candidates_arg(candidates)
         )
@@ -193,17 +247,21 @@ def _with_bars(progress: Any, desc: str, job: Any) -> Any:
 
 
 def _ids(ids: Any, n: int) -> np.ndarray:
-    arr = np.asarray(ids)
-    if arr.dtype != np.uint64:
-        raise TypeError(f"ids must be a uint64 array, got dtype {arr.dtype}; convert with np.asarray(ids, dtype=np.uint64)")
-    if arr.ndim != 1 or len(arr) != n:
-        raise ValueError(f"ids must hold one id per text: {arr.shape} for {n} texts")
-    return arr
+    """``ids`` of ``n`` texts as ``uint64``: non-negative ints of any kind, distinct."""
+    from . import _ids as ids_module
+
+    return ids_module.int_ids(ids, n)
 
 
 def _by_ids(pairs: np.ndarray, sims: np.ndarray, ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """Pairs of positions as pairs of ids, smaller first, rows sorted."""
-    a, b = ids[pairs[:, 0]], ids[pairs[:, 1]]
+    a, b = ids[pairs[:, 0].astype(np.intp)], ids[pairs[:, 1].astype(np.intp)]
+    if ids.dtype == object:  # strings: compared as Python compares them
+        rows = sorted(zip((min(x, y) for x, y in zip(a, b)), (max(x, y) for x, y in zip(a, b)), sims.tolist()))
+        out = np.empty((len(rows), 2), dtype=object)
+        for i, (x, y, _) in enumerate(rows):
+            out[i, 0], out[i, 1] = x, y
+        return out, np.array([r[2] for r in rows], dtype=np.float32)
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     order = np.lexsort((hi, lo))
     return np.stack([lo[order], hi[order]], axis=1).reshape(-1, 2), sims[order]

@@ -53,6 +53,17 @@ impl Index {
     /// # Errors
     /// [`Error::Io`] when the file cannot be written.
     pub fn save(&self, path: &Path) -> Result<()> {
+        self.save_with(path, &[])
+    }
+
+    /// [`Index::save`], with `extra` sections of the caller's after the
+    /// index's own (a [`crate::similar::SimilarIndex`] adds its shingle
+    /// sets): one file, one atomic replace, every section checksummed.
+    /// [`Index::load`] passes over sections it does not know.
+    ///
+    /// # Errors
+    /// As [`Index::save`].
+    pub(crate) fn save_with(&self, path: &Path, extra: &[(Tag, &[u8])]) -> Result<()> {
         let spec = self.design.tables();
         // Raw tables are packed for the file; packed ones are written as they are.
         let packed: Vec<Vec<Option<PackedTable>>> = self
@@ -142,6 +153,7 @@ impl Index {
                 sections.push((RANKS, bytemuck::cast_slice(parts.ranks)));
             }
         }
+        sections.extend_from_slice(extra);
         // Tables copied from a mapped file are written as they are: the file
         // must not have changed before, nor while they were copied.
         self.intact(())?;
@@ -190,6 +202,15 @@ impl Index {
     /// [`Error::Io`] when the file cannot be read, [`Error::BadFile`] naming
     /// the problem when it is not a complete index file of this version.
     pub fn load(path: &Path, mmap: bool) -> Result<Index> {
+        Ok(Index::load_with(path, mmap)?.0)
+    }
+
+    /// [`Index::load`], and the checked file, for the sections a caller of
+    /// [`Index::save_with`] added.
+    ///
+    /// # Errors
+    /// As [`Index::load`].
+    pub(crate) fn load_with(path: &Path, mmap: bool) -> Result<(Index, Container)> {
         let file = Container::open(path, mmap, SPEC_VERSION)?;
         let bad = |problem: String| crate::container::Problem::from(problem).at(path);
         let meta = file.section(INDEX)?;
@@ -314,7 +335,7 @@ impl Index {
         index.origin = Some(file.origin());
         // Cut short or rewritten while it was read and checked.
         index.intact(())?;
-        Ok(index)
+        Ok((index, file))
     }
 }
 

@@ -170,6 +170,28 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Int {
     }
 }
 
+/// An int argument whose `TypeError` names it: pyo3's own says only
+/// "'str' object cannot be interpreted as an integer" (and names the
+/// argument in a note that `str(e)` leaves out).
+pub(crate) fn named_int(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Int> {
+    obj.extract::<Int>().map_err(|e| {
+        if e.is_instance_of::<PyTypeError>(obj.py()) {
+            PyTypeError::new_err(format!("{name} must be an int, got {}", type_name(obj)))
+        } else {
+            e
+        }
+    })
+}
+
+/// [`named_int`], `None` passing as not given.
+pub(crate) fn named_int_opt(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Option<Int>> {
+    if obj.is_none() {
+        Ok(None)
+    } else {
+        named_int(obj, name).map(Some)
+    }
+}
+
 impl Int {
     /// The value if it lies in `lo..=hi`, else a `ValueError` naming `name`
     /// and the range (`hi_text` says what `hi` is, when it is a bound of

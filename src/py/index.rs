@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 use std::path::PathBuf;
 
-use super::convert::{pairs_array, to_u64, Int, U64s};
+use super::convert::{named_int, named_int_opt, pairs_array, to_u64, Int, U64s};
 use super::detach;
 use crate::batch::{Copies, COPIES_NOTICE};
 use crate::index::{ClusterMethod, Index};
@@ -55,6 +55,31 @@ fn op_k(value: Option<Int>) -> PyResult<Option<u32>> {
     }
 }
 
+// Arguments whose TypeError names them (see `named_int`).
+fn k_arg(obj: &Bound<'_, PyAny>) -> PyResult<Int> {
+    named_int(obj, "k")
+}
+
+fn opt_k_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<Int>> {
+    named_int_opt(obj, "k")
+}
+
+fn blocks_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<Int>> {
+    named_int_opt(obj, "blocks")
+}
+
+fn tables_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<Int>> {
+    named_int_opt(obj, "tables")
+}
+
+fn block_bytes_arg(obj: &Bound<'_, PyAny>) -> PyResult<Int> {
+    named_int(obj, "block_bytes")
+}
+
+fn min_size_arg(obj: &Bound<'_, PyAny>) -> PyResult<Int> {
+    named_int(obj, "min_size")
+}
+
 /// The largest `k` and block count of a design; table counts are checked
 /// further by the planner.
 const K_MAX: i64 = crate::plan::MAX_K as i64;
@@ -65,7 +90,13 @@ const TABLES_MAX: i64 = 1 << 20;
 impl PyIndex {
     #[new]
     #[pyo3(signature = (k = Int::Fits(3), *, blocks = None, tables = None, compress = true, block_bytes = Int::Fits(1024)), text_signature = "(k=3, *, blocks=None, tables=None, compress=True, block_bytes=1024)")]
-    fn new(k: Int, blocks: Option<Int>, tables: Option<Int>, compress: bool, block_bytes: Int) -> PyResult<Self> {
+    fn new(
+        #[pyo3(from_py_with = k_arg)] k: Int,
+        #[pyo3(from_py_with = blocks_arg)] blocks: Option<Int>,
+        #[pyo3(from_py_with = tables_arg)] tables: Option<Int>,
+        compress: bool,
+        #[pyo3(from_py_with = block_bytes_arg)] block_bytes: Int,
+    ) -> PyResult<Self> {
         let k = small("k", Some(k), K_MAX)?.unwrap_or(3);
         let blocks = small("blocks", blocks, BLOCKS_MAX)?;
         let tables = small("tables", tables, TABLES_MAX)?.map(|t| t as usize);
@@ -180,7 +211,7 @@ impl PyIndex {
 
     /// `(id, distance)` of every stored item within `k`, by distance then id.
     #[pyo3(signature = (fp, k = None))]
-    fn query(&self, py: Python<'_>, fp: &Bound<'_, PyAny>, k: Option<Int>) -> PyResult<Vec<(u64, u32)>> {
+    fn query(&self, py: Python<'_>, fp: &Bound<'_, PyAny>, #[pyo3(from_py_with = opt_k_arg)] k: Option<Int>) -> PyResult<Vec<(u64, u32)>> {
         let fp = to_u64(fp, || "fp".into())?;
         let k = op_k(k)?;
         // The common case, an uncontended lock, answers in well under a
@@ -198,7 +229,7 @@ impl PyIndex {
         &self,
         py: Python<'py>,
         fps: &Bound<'py, PyAny>,
-        k: Option<Int>,
+        #[pyo3(from_py_with = opt_k_arg)] k: Option<Int>,
     ) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u8>>)> {
         let fps = U64s::extract(fps, "fps")?;
         let (fps, k) = (fps.as_slice(), op_k(k)?);
@@ -209,7 +240,7 @@ impl PyIndex {
 
     /// Every pair of distinct stored ids within `k`: a `(P, 2)` uint64 array.
     #[pyo3(signature = (k = None, *, copies = None))]
-    fn find_all<'py>(&self, py: Python<'py>, k: Option<Int>, copies: Option<&str>) -> PyResult<Bound<'py, PyArray2<u64>>> {
+    fn find_all<'py>(&self, py: Python<'py>, #[pyo3(from_py_with = opt_k_arg)] k: Option<Int>, copies: Option<&str>) -> PyResult<Bound<'py, PyArray2<u64>>> {
         let k = op_k(k)?;
         let chosen = copies.map(str::parse::<Copies>).transpose()?;
         if chosen.is_none() {
@@ -230,7 +261,13 @@ impl PyIndex {
 
     /// Clusters of ids, each a sorted uint64 array.
     #[pyo3(signature = (k = None, min_size = Int::Fits(2), method = "connected"), text_signature = "($self, k=None, min_size=2, method='connected')")]
-    fn cluster<'py>(&self, py: Python<'py>, k: Option<Int>, min_size: Int, method: &str) -> PyResult<Vec<Bound<'py, PyArray1<u64>>>> {
+    fn cluster<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = opt_k_arg)] k: Option<Int>,
+        #[pyo3(from_py_with = min_size_arg)] min_size: Int,
+        method: &str,
+    ) -> PyResult<Vec<Bound<'py, PyArray1<u64>>>> {
         let k = op_k(k)?;
         let method: ClusterMethod = method.parse()?;
         let min_size = min_size.range("min_size", 1, i64::MAX)? as usize;
@@ -257,7 +294,13 @@ impl PyIndex {
 
     /// Stores the fingerprints that have nothing within `k` yet: `(is_new, matched)`.
     #[pyo3(signature = (fps, ids = None, k = None))]
-    fn add_unique<'py>(&self, py: Python<'py>, fps: &Bound<'py, PyAny>, ids: Option<&Bound<'py, PyAny>>, k: Option<Int>) -> PyResult<NewAndMatched<'py>> {
+    fn add_unique<'py>(
+        &self,
+        py: Python<'py>,
+        fps: &Bound<'py, PyAny>,
+        ids: Option<&Bound<'py, PyAny>>,
+        #[pyo3(from_py_with = opt_k_arg)] k: Option<Int>,
+    ) -> PyResult<NewAndMatched<'py>> {
         let fps = U64s::extract(fps, "fps")?;
         let ids = ids.map(|i| U64s::extract(i, "ids")).transpose()?;
         let (fps, ids, k) = (fps.as_slice(), ids.as_ref().map(U64s::as_slice), op_k(k)?);

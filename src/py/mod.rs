@@ -13,6 +13,7 @@ mod fingerprint;
 mod index;
 mod records;
 mod similar;
+mod similar_index;
 mod text;
 
 use pyo3::prelude::*;
@@ -32,6 +33,7 @@ fn _rsimhash(m: &Bound<'_, PyModule>) -> PyResult<()> {
     records::register(m)?;
     m.add_class::<index::PyIndex>()?;
     error::register(m)?;
+    m.add_class::<similar_index::PySimilarIndex>()?;
     Ok(())
 }
 

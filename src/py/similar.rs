@@ -104,7 +104,7 @@ type Pairs<'py> = (Bound<'py, PyArray2<u64>>, Bound<'py, PyArray1<f32>>);
 
 /// The settings of verified near-duplicates from the Python arguments;
 /// `candidates` is `(mode, width, k)`, or `None` for the automatic choice.
-fn settings(threshold: f64, measure: &str, shingles: &str, width: Option<Int>, candidates: Option<(String, Option<Int>, Int)>) -> PyResult<Similar> {
+pub(crate) fn settings(threshold: f64, measure: &str, shingles: &str, width: Option<Int>, candidates: Option<(String, Option<Int>, Int)>) -> PyResult<Similar> {
     let measure: Measure = measure.parse()?;
     let sets = shingling(shingles, width)?;
     let candidates = match candidates {
@@ -119,7 +119,7 @@ fn settings(threshold: f64, measure: &str, shingles: &str, width: Option<Int>, c
 
 /// Texts as UTF-8 slices: a sequence of str, or `(offsets, data)` of an
 /// Arrow string column. `held` keeps the str objects alive.
-fn text_slices<'a, 'py>(
+pub(crate) fn text_slices<'a, 'py>(
     texts: &'a Bound<'py, PyAny>,
     held: &'a mut Option<Utf8Texts<'py>>,
     arrow: &'a mut Option<(PyReadonlyArray1<'py, i64>, PyReadonlyArray1<'py, u8>)>,

@@ -26,9 +26,12 @@
 //!   documents' sets.
 //! - [`StreamVerifier`]: the second pass of a corpus too large to hold, with
 //!   a document's set kept only from its first candidate pair to its last.
+//! - [`SimilarIndex`]: texts held by id, added, queried and removed at any
+//!   time, saved as an index file.
 
 pub mod copies;
 mod corpus;
+mod index;
 mod online;
 pub mod overlap;
 mod stream;
@@ -39,6 +42,7 @@ use std::fmt;
 use std::str::FromStr;
 
 pub use corpus::{dedup_of, expand_copies, similar_pairs_utf8, Corpus};
+pub use index::{SimilarIndex, SimilarMatches};
 pub use online::{ChunkDedup, OnlineDedup};
 pub use overlap::{alike, similarity};
 pub use stream::StreamVerifier;

@@ -45,8 +45,9 @@ class Settings:
     """Checked settings of verified near-duplicates."""
 
     def __init__(self, threshold: Any, *, measure: str, shingles: str, width: Optional[int], candidates: Any):
-        from ..similar import _threshold, candidates_arg
+        from ..similar import _threshold, candidates_arg, check_shingles
 
+        check_shingles(shingles)
         self.threshold = _threshold(threshold)
         self.measure, self.shingles, self.width = measure, shingles, width
         chosen = candidates_arg(candidates)

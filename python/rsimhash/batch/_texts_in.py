@@ -68,6 +68,7 @@ def _files_reader(paths: List[str], column: str, max_record_bytes: int) -> Reade
                     for chunk in source.chunks():
                         yield from _texts.pieces(chunk.texts)
             except CliError as e:
-                raise ValueError(str(e)) from None
+                # The reader speaks to the command line; here the option is an argument.
+                raise ValueError(str(e).replace("with --text-column", "with column=")) from None
 
     return read

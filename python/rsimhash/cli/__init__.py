@@ -13,9 +13,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from typing import List, NoReturn, Optional, Sequence
 
-from . import cluster, dedup, find_all, fingerprint, index, report, tune
+from . import cluster, dedup, find_all, fingerprint, index, progress, report, tune
 from .errors import EXIT_BROKEN_PIPE, EXIT_INTERRUPT, EXIT_USAGE, PROG, CliError, UsageError
 
 __all__ = ["main"]
@@ -43,8 +44,6 @@ examples:
   rsimhash index build --input corpus.jsonl --output corpus.rsh
   rsimhash tune --input corpus.jsonl --jaccard 0.9 --plot curves.png
   rsimhash report --input corpus.jsonl --removed removed.tsv --output report.html
-
-exit codes: 0 done; 1 bad input data or files; 2 bad command line; 130 interrupted.
 """
 
 
@@ -80,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs the command line ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
+    progress.run_start = progress.process_start() if argv is None else time.perf_counter()
     parser = build_parser()
     args_list: List[str] = list(sys.argv[1:] if argv is None else argv)
     try:

@@ -65,8 +65,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--output",
         "-o",
         metavar="FILE",
-        required=True,
-        help="the kept records as read, in the input's format; - writes stdout; a name ending in .gz or .zst is compressed",
+        default="-",
+        help="the kept records as read, in the input's format; - writes stdout; a name ending in .gz or .zst is "
+        "compressed. Default: %(default)s (as find-all and fingerprint)",
     )
     p.add_argument(
         "--removed",

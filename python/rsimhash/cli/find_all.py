@@ -1,12 +1,19 @@
 """``rsimhash find-all``: every pair of fingerprints within K bits, as simhash-find-all prints it.
 
-Input: one decimal u64 fingerprint per line (blank lines are skipped; a hash
-TSV, JSON lines or Parquet work too with ``--format``). Output: one JSON array
-``[a, b]`` per line for each distinct unordered pair of fingerprint *values*
-within K bits, smaller value first, lines sorted by ``a`` then ``b``. A value
-given more than once also pairs with itself, once: ``[x, x]``. (The
-original treats its input as a set of values; so does this, apart from that
-self-pair.)
+The input's format goes by its name, as in every other command (``.txt`` and
+names it does not know, and stdin, are ``lines``; ``--format`` says
+otherwise).
+
+Lines (one decimal u64 fingerprint per line, blank lines skipped): one JSON
+array ``[a, b]`` per line for each distinct unordered pair of fingerprint
+*values* within K bits, smaller value first, lines sorted by ``a`` then
+``b``. A value given more than once also pairs with itself, once: ``[x,
+x]``. (The original treats its input as a set of values; so does this,
+apart from that self-pair.)
+
+Records (JSON lines, Parquet, a hash TSV), whose ids lead back to them: a
+TSV ``id_a<TAB>id_b<TAB>distance`` of every pair of records within K bits,
+by input position of ``id_a`` then ``id_b`` (``id_a`` the earlier record).
 
 With ``--jaccard T`` the input is records with text (JSON lines or
 Parquet) and the output a TSV ``id_a<TAB>id_b<TAB>jaccard`` (or
@@ -29,7 +36,8 @@ from typing import Any, Dict
 import numpy as np
 
 from . import verified
-from .inputs import FORMATS
+from .errors import InputError, UsageError
+from .inputs import FORMATS, guess_format
 from .options import (
     add_distance,
     add_input,
@@ -44,32 +52,36 @@ from .options import (
 from .outputs import Outputs
 from .pipeline import fingerprints_of, prefetch
 from .progress import Progress, count
-from .spill import Fingerprints, Workspace, engine_part
+from .spill import Fingerprints, Ids, Workspace, engine_part
 
 # Bytes a fingerprint costs on the in-memory path: the array, np.unique's
 # copies and an Index of the distinct values (about 100 bytes an item).
 IN_MEMORY_BYTES = 128
 
-HELP = "all pairs of fingerprints within K bits, one JSON [a, b] per line"
+HELP = "all pairs of fingerprints within K bits: JSON [a, b] lines, or a TSV of record ids"
 DESCRIPTION = """\
 Read fingerprints (one decimal u64 per line) and write every pair of values
 within K bits as a JSON array [a, b] per line, as simhash-find-all does;
-a value given twice also pairs with itself: [x, x].
+a value given twice also pairs with itself: [x, x]. Records (JSON lines,
+Parquet, a hash TSV: the format goes by the file name) give a TSV
+'id_a<TAB>id_b<TAB>distance' of the pairs of records instead.
 
 example:
   rsimhash find-all --input hashes.txt --distance 3 --blocks 6 --output pairs.jsonl
+  rsimhash find-all --input corpus.jsonl --distance 3 --output pairs.tsv
   rsimhash find-all --input corpus.jsonl --jaccard 0.9 --output pairs.tsv
 """
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_input(p, default="lines", what="fingerprints")
+    add_input(p, what="fingerprints (one per line) or records", stdin="lines")
     p.add_argument(
         "--output",
         "-o",
         metavar="FILE",
         default="-",
-        help="the pairs, one JSON array per line; - writes stdout. Default: %(default)s",
+        help="the pairs: one JSON array per line for a lines input, else a TSV of record ids; "
+        "- writes stdout. Default: %(default)s",
     )
     add_distance(p, what="fingerprints of a pair")
     add_text(p)
@@ -86,10 +98,89 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_run(p)
 
 
+def _format(args: argparse.Namespace) -> str:
+    """The input's format: by its name, as the other commands go; a name
+    that says nothing (``.txt``, none) and stdin are fingerprint lines."""
+    if args.format != "auto":
+        return args.format
+    if args.input == "-":
+        return "lines"
+    try:
+        return guess_format(args.input, "auto")
+    except UsageError:
+        return "lines"
+
+
 def run(args: argparse.Namespace) -> int:
     if args.jaccard is not None:
         return _run_verified(args)
     make_index(args.distance, args.blocks)  # checks --distance and --blocks before any file is touched
+    args.format = _format(args)
+    if args.format != "lines":
+        return _run_records(args)
+    try:
+        return _run_lines(args)
+    except InputError as e:
+        if "--format" not in e.message:
+            e.message += " (read as fingerprint lines; --format names another format: json, hash, parquet)"
+        raise
+
+
+def _run_records(args: argparse.Namespace) -> int:
+    """Records: the pairs within K bits as a TSV of their ids and distance."""
+    from .. import batch, hamming
+
+    limit = memory_limit(args)
+    with (
+        open_source(args, formats=FORMATS) as source,
+        Outputs() as outs,
+        Workspace(args.workdir, args.output) as workspace,
+    ):
+        out = outs.open(args.output)
+        progress = Progress("find-all", source.total, args.quiet)
+        cap = limit // IN_MEMORY_BYTES
+        store, ids = Fingerprints(cap, workspace), Ids(cap, workspace)
+        try:
+            for chunk in prefetch(source.chunks()):
+                store.add(fingerprints_of(chunk, args.mode, args.width, args.threads))
+                ids.extend(chunk.ids)
+                progress.update(source.position(), source.records)
+            fps = store.finish()
+            ids.finish()
+            progress.close()
+            jobs: Dict[str, Any] = dict(memory_limit=limit, threads=args.threads, progress=False if args.quiet else None)
+            if isinstance(fps, str):
+                jobs["workdir"] = workspace.path
+            found: Any = batch.find_all(fps, args.distance, blocks=args.blocks, **jobs)
+            values: Any = np.load(fps, mmap_mode="r") if isinstance(fps, str) else fps
+            out.write(b"id_a\tid_b\tdistance\n")
+            step = 1 << 16
+            for lo in range(0, len(found), step):
+                block = np.asarray(found[lo : lo + step])
+                a, b = block[:, 0], block[:, 1]
+                dist = hamming(np.asarray(values[a]), np.asarray(values[b])).tolist()
+                rows = zip(ids.text(a.tolist()), ids.text(b.tolist()), dist)
+                out.write("".join(f"{x}\t{y}\t{d}\n" for x, y, d in rows).encode("utf-8"))
+            pairs = len(found)
+            del values
+        finally:
+            store.close()
+            ids.close()
+        progress.summary(
+            "find-all",
+            [
+                count(source.records, "record") + " read",
+                count(pairs, "pair") + f" within {args.distance} bits",
+                bad_lines_part(source),
+            ]
+            + ([engine_part(workspace)] if store.spilled else []),
+            source.nbytes,
+        )
+    return 0
+
+
+def _run_lines(args: argparse.Namespace) -> int:
+    """Fingerprint lines: the pairs of values, as simhash-find-all prints them."""
     limit = memory_limit(args)
     with (
         open_source(args, need_ids=False, formats=FORMATS) as source,
@@ -183,8 +274,6 @@ def _run_verified(args: argparse.Namespace) -> int:
     """``--jaccard``: the verified pairs of records, as a TSV."""
     opts = verified.settings(args)
     limit = memory_limit(args)
-    if args.format == "lines":  # the default of fingerprints; records are guessed by name
-        args.format = "auto"
     with Workspace(args.workdir, args.output) as workspace, Outputs() as outs:
         path = verified.input_path(args, workspace)
         with open_source(args, path=path, shingling=None) as source:

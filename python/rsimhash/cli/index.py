@@ -98,6 +98,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     a.add_argument("index", metavar="IDX", help="the index file (changed in place, atomically)")
     add_input(a)
+    a.add_argument(
+        "--skip-existing",
+        action="store_true",
+        help="skip records whose id the index holds already (by default such a record is an error: "
+        "each id is stored once, so adding the same file twice is refused)",
+    )
     add_text(a, mode_default=None)
     add_run(a)
     a.set_defaults(run=add)
@@ -327,6 +333,39 @@ def settings_for(args: argparse.Namespace, source_format: str, recorded: Dict[st
     return {"mode": mode, "width": width}
 
 
+class _Stored:
+    """The record ids an index file holds, as its ids file writes them: each
+    is stored once. A record whose id is held already is an error naming it,
+    or, with ``skip``, left out."""
+
+    def __init__(self, index_path: str, skip: bool = False, building: bool = False):
+        self.index_path, self.skip, self.building = index_path, skip, building
+        self.ids: "set[str]" = set()
+        self.skipped = 0
+
+    def new(self, source_path: str, ids: List[Any], fps: np.ndarray) -> Tuple[List[Any], np.ndarray]:
+        """The records of a chunk to store: ``(ids, fps)``."""
+        keep = np.ones(len(ids), dtype=bool)
+        for n, rid in enumerate(ids):
+            text = str(rid)
+            if text in self.ids:
+                if not self.skip:
+                    raise InputError(
+                        "<stdin>" if source_path == "-" else source_path,
+                        None,
+                        f"the id {text!r} is given twice: each id is stored once"
+                        if self.building
+                        else f"the id {text!r} is in {self.index_path} already (or twice in the input): each id is "
+                        "stored once; --skip-existing leaves such records out",
+                    )
+                keep[n] = False
+            self.ids.add(text)
+        if keep.all():
+            return ids, fps
+        self.skipped += int((~keep).sum())
+        return [i for i, k in zip(ids, keep.tolist()) if k], fps[keep]
+
+
 def _write_ids(out: IdsWriter, ids: List[Any], fps: np.ndarray) -> None:
     out.write("".join(f"{h}\t{i}\n" for h, i in zip(fps.tolist(), ids)).encode("utf-8"), len(ids))
 
@@ -348,12 +387,14 @@ def build(args: argparse.Namespace) -> int:
         if source.format not in ("json", "parquet"):
             settings = {"mode": None, "width": None}
         progress = Progress("index build", source.total, args.quiet)
+        stored = _Stored(args.output, building=True)
         with Outputs() as outs:
             out = IdsWriter(outs.open(ids_path(args.output)), settings)
             for chunk in prefetch(source.chunks()):
                 fps = fingerprints_of(chunk, settings["mode"] or "words", settings["width"], args.threads)
+                ids, fps = stored.new(args.input, chunk.ids, fps)
                 index.add(fps)  # ids 0, 1, 2, ...: line i + 2 of the ids file
-                _write_ids(out, chunk.ids, fps)
+                _write_ids(out, ids, fps)
                 progress.update(source.position(), source.records)
             out.finish()
         save_index(index, args.output)
@@ -383,8 +424,10 @@ def add(args: argparse.Namespace) -> int:
                 positions: List[int] = []
                 fps_seen: List[int] = []
                 n_copied = 0
+                stored = _Stored(args.index, skip=args.skip_existing)
                 for _lineno, fp, rid in old.lines(limit=n_old):
                     out.write(b"%d\t%s\n" % (fp, rid), 1)
+                    stored.ids.add(rid.decode("utf-8", "replace"))
                     if n_copied in spots:
                         positions.append(n_copied)
                         fps_seen.append(fp)
@@ -399,8 +442,9 @@ def add(args: argparse.Namespace) -> int:
                 position = n_old
                 for chunk in prefetch(source.chunks()):
                     fps = fingerprints_of(chunk, settings["mode"] or "words", settings["width"], args.threads)
+                    ids, fps = stored.new(args.input, chunk.ids, fps)
                     index.add(fps, ids=np.arange(position, position + len(fps), dtype=np.uint64))
-                    _write_ids(out, chunk.ids, fps)
+                    _write_ids(out, ids, fps)
                     position += len(fps)
                     progress.update(source.position(), source.records)
                 out.finish()
@@ -408,7 +452,10 @@ def add(args: argparse.Namespace) -> int:
             progress.summary(
                 "index add",
                 [
-                    count(source.records, "record") + " added",
+                    count(source.records - stored.skipped, "record") + " added",
+                ]
+                + ([f"{stored.skipped:,} skipped (their ids were stored already)"] if args.skip_existing else [])
+                + [
                     f"{args.index}: {count(len(index), 'item')} ({index.design})",
                     bad_lines_part(source),
                 ],

@@ -649,7 +649,12 @@ class Source:
             self.bad(self._error(lineno, f"is not valid UTF-8 (byte {e.start + 1} of the line)"))
             return None
         except ValueError as e:
-            detail = f"{e.msg}, column {e.colno}" if isinstance(e, json.JSONDecodeError) else str(e)
+            # json's messages end where it would name the place ("... starting at").
+            detail = (
+                f"{e.msg}{'' if e.msg.endswith(' at') else ' at'} column {e.colno}"
+                if isinstance(e, json.JSONDecodeError)
+                else str(e)
+            )
             self.bad(self._error(lineno, f"is not valid JSON ({detail})"))
             return None
         if type(record) is not dict:

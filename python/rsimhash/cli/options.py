@@ -75,6 +75,7 @@ def add_input(
     default: str = "auto",
     required: bool = True,
     what: str = "records",
+    stdin: str = "json",
 ) -> None:
     p.add_argument(
         "--input",
@@ -87,7 +88,7 @@ def add_input(
     guess = (
         (
             ", which goes by the file name (.jsonl/.json/.ndjson json, .tsv hash, .txt lines, "
-            ".parquet parquet, each maybe .gz/.zst; stdin is json)"
+            f".parquet parquet, each maybe .gz/.zst; stdin is {stdin})"
         )
         if default == "auto"
         else ""

@@ -18,12 +18,32 @@ from .._optional import module
 # The summary line of the last run in this process, printed or not.
 last_summary: Optional[str] = None
 
+# When the command started (``cli.main`` sets it, from the process's start
+# where the system tells it): the summary's time is the whole run's, imports
+# included, not that of the pass whose bar printed it.
+run_start: Optional[float] = None
+
+
+def process_start() -> float:
+    """``time.perf_counter()`` of this process's start (Linux: from
+    /proc/self/stat, to a clock tick), else of now."""
+    now = time.perf_counter()
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime", encoding="ascii") as f:
+            uptime = float(f.read().split()[0])
+        age = uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime
+    except (OSError, ValueError, IndexError, AttributeError):
+        return now
+    return now - age if 0 <= age < 86400 * 365 else now
+
 
 class Progress:
     """A byte-based progress bar that may be absent; always keeps the clock."""
 
     def __init__(self, desc: str, total: Optional[int], quiet: bool):
-        self.start = time.perf_counter()
+        self.start = run_start if run_start is not None else time.perf_counter()
         self.quiet = quiet
         self._bar: Any = None
         if quiet or not _isatty(sys.stderr):
@@ -79,6 +99,10 @@ class Progress:
         last_summary = f"rsimhash {command}: {', '.join(parts + [tail])}"
         if not self.quiet:
             print(last_summary, file=sys.stderr, flush=True)
+        # Every command's first part counts what it read; nothing read is
+        # most likely a wrong file, worth a word even under --quiet.
+        if parts and parts[0].startswith("0 ") and " read" in parts[0]:
+            print(f"rsimhash {command}: warning: {parts[0]}: the input is empty", file=sys.stderr, flush=True)
 
 
 def _isatty(stream: Any) -> bool:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shlex
 import sys
@@ -369,13 +370,14 @@ def recommendation(args: argparse.Namespace, r: Results) -> List[str]:
             'larger --sample, a lower --jaccard, or the defaults (candidates="auto")'
         ]
     source = _source_flags(args)
+    output = shlex.quote(_output_name(args.input))
     if r.plain is not None:
         c, k = r.plain
         tables, desc = st.design(n, k)
         out += [
             f"  plain simhash: {c.mode} width {c.width}, k = {k}, the best F1 ({_f(c.f1(k))}: precision "
             f"{_f(c.precision(k))}, recall {_f(c.recall(k))})",
-            f"    rsimhash dedup {source} --mode {c.mode} --window {c.width} --distance {k}",
+            f"    rsimhash dedup {source} --output {output} --mode {c.mode} --window {c.width} --distance {k}",
             f"    tables: {desc}; rsimhash.Index({k}, tables={tables}) of {n:,}: about {_bytes(st.index_bytes(n, k, tables))}",
         ]
     v = next(v for v in r.verified if v.target == 0.97)
@@ -383,24 +385,26 @@ def recommendation(args: argparse.Namespace, r: Results) -> List[str]:
         return out + [f"  verified: no k <= {args.max_k} reaches a recall of 0.97; try --max-k {MAX_K}"]
     c, k = v.chosen
     tables, desc = st.design(n, k)
-    shingles = (
-        ""
-        if (args.shingles, args.width or 3) == ("words", 3)
-        else f", shingles={args.shingles!r}, width={args.width or DEFAULT_WIDTH[args.shingles]}"
-    )
+    default_sets = (args.shingles, args.width or 3) == ("words", 3)
+    set_width = args.width or DEFAULT_WIDTH[args.shingles]
+    shingles = "" if default_sets else f", shingles={args.shingles!r}, width={set_width}"
+    # The command's sets are its --mode/--width: the shingles the truth was measured on.
+    set_flags = "" if default_sets else f" --mode {args.shingles} --width {set_width}"
     out += [
         f"  verified (recall >= 0.97 on the sample, precision 1): candidates {c.mode},{c.width},{k}",
-        f"    rsimhash dedup {source} --jaccard {args.jaccard:g} --candidates {c.mode},{c.width},{k}",
+        f"    rsimhash dedup {source} --output {output} --jaccard {args.jaccard:g}{set_flags} "
+        f"--candidates {c.mode},{c.width},{k}",
         f"    rsimhash.similar_pairs(texts, {args.jaccard:g}{shingles}, candidates=({c.mode!r}, {c.width}, {k}))",
         f"    tables: {desc}; sets held: about {_bytes(v.bytes_per_doc or 0)} a document, "
         f"{_bytes((v.bytes_per_doc or 0) * n)} for {n:,}",
     ]
-    if shingles:
-        out.append(
-            f"    (the truth used {args.shingles} {args.width or DEFAULT_WIDTH[args.shingles]}-shingles: "
-            "give the command the same shingles)"
-        )
     return out
+
+
+def _output_name(path: str) -> str:
+    """Where a recommended dedup writes its kept records: ``kept-`` and the input's name."""
+    name = os.path.basename(path)
+    return "kept.jsonl" if path == "-" or not name else f"kept-{name}"
 
 
 def _source_flags(args: argparse.Namespace) -> str:

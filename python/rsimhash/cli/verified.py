@@ -83,7 +83,8 @@ def add_arguments(p: argparse.ArgumentParser, what: str) -> None:
         "--measure",
         choices=("jaccard", "containment"),
         default="jaccard",
-        help="with --jaccard: jaccard |A&B|/|A|B|, or containment |A&B|/min(|A|,|B|). Default: %(default)s",
+        help="with --jaccard: jaccard (shingles in both over shingles in either: |A and B| / |A or B|), "
+        "or containment (|A and B| / min(|A|, |B|)). Default: %(default)s",
     )
     g.add_argument(
         "--candidates",

@@ -1,0 +1,668 @@
+//! [`SimilarIndex`]: an online index of texts by verified similarity, the
+//! index a user of datasketch's `MinHashLSH` looks for, exact instead of
+//! estimated.
+//!
+//! Texts are added under ids of the caller's (or ids counted up from 0);
+//! each is held as its candidate fingerprint, in an [`Index`] under its id,
+//! and its shingle set, in a map by id. A query's candidates are the stored
+//! texts whose fingerprints are within the candidates' `k` bits of its own
+//! (complete: the index answers every one within `k`); each is confirmed by
+//! the exact similarity of the two sets ([`super::alike`]), the test that
+//! [`super::Corpus::pairs`] applies to the same candidates. So a query of a
+//! stored text's words finds exactly the texts `similar_pairs` pairs it
+//! with (and itself), with the same similarities.
+//!
+//! Texts with equal sets share one held set (a [`Held`], found by a digest
+//! of the set and confirmed value by value), and a query compares each held
+//! set once, however many ids hold it: a page stored a thousand times costs
+//! a query one comparison, and its memory once. Each held set keeps its
+//! [`Buckets`], which rule most candidates out before a merge.
+//!
+//! Invariants:
+//! - the index and the map hold the same ids, each once;
+//! - every set is ascending and distinct (as `Fingerprinter::shingle_set`
+//!   makes it, and as [`SimilarIndex::load`] checks it);
+//! - `shared` holds each held set once, under its digest, for as long as an
+//!   id holds it;
+//! - ids given by default count up from one past the largest id ever given.
+//!
+//! Saved as an index file ([`crate::container`]): the index's own sections,
+//! then `SIMILAR` (settings), `SIMIDS` (ids, ascending), `SIMOFFS` (set
+//! `i` is `SIMSETS[SIMOFFS[i]..SIMOFFS[i + 1]]`) and `SIMSETS`; one atomic
+//! replace, every section checksummed. Loading maps the index's tables in
+//! place (with `mmap`); the sets are read into memory.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use rayon::prelude::*;
+
+use super::overlap::{alike_within, Buckets};
+use super::verify::first_copy;
+use super::{fingerprints_and_sets, Candidates, Measure, Similar};
+use crate::batch::{self, Control, Source};
+use crate::container::Tag;
+use crate::fingerprint::{Mode, Shingling};
+use crate::{Error, Index, Result};
+
+const SIMILAR: Tag = *b"SIMILAR\0";
+const SIM_IDS: Tag = *b"SIMIDS\0\0";
+const SIM_OFFS: Tag = *b"SIMOFFS\0";
+const SIM_SETS: Tag = *b"SIMSETS\0";
+/// The version of the `SIMILAR` sections' layout.
+const LAYOUT: u64 = 1;
+
+/// Matches of many queries, one row a match: the query's position, the
+/// stored id and the similarity; by position, then similarity descending,
+/// then id.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct SimilarMatches {
+    pub positions: Vec<u32>,
+    pub ids: Vec<u64>,
+    pub similarity: Vec<f32>,
+}
+
+/// A shingle set as held: shared by the ids of texts with equal sets.
+struct Held {
+    set: Vec<u64>,
+    buckets: Buckets,
+}
+
+impl Held {
+    fn new(set: Vec<u64>) -> Held {
+        Held { buckets: Buckets::of(&set), set }
+    }
+
+    /// The similarity of this set and `other` when it is at least the threshold.
+    fn alike(&self, other: &Held, opts: &Similar) -> Option<f32> {
+        let may_reach = |need| self.buckets.may_share(&other.buckets, &self.set, &other.set, need);
+        alike_within(&self.set, &other.set, opts, may_reach).map(|s| s as f32)
+    }
+}
+
+/// A digest of a set, to find an equal one (confirmed value by value).
+fn digest(set: &[u64]) -> u64 {
+    set.iter().fold(set.len() as u64, |h, &x| (h ^ x).wrapping_mul(0x100000001b3).rotate_left(29))
+}
+
+/// Texts held by id, answering which stored texts are at least the
+/// threshold alike a text (see the module documentation).
+pub struct SimilarIndex {
+    opts: Similar,
+    index: Index,
+    sets: HashMap<u64, Arc<Held>>,
+    /// Each distinct held set, by digest.
+    shared: HashMap<u64, Vec<Arc<Held>>>,
+    /// The first id given by default: past every id ever given.
+    next_id: u128,
+    /// Values in all sets, for [`SimilarIndex::bytes`].
+    values: usize,
+}
+
+impl SimilarIndex {
+    /// # Errors
+    /// As [`Index::new`] for the candidates' `k`.
+    pub fn new(opts: Similar) -> Result<SimilarIndex> {
+        let index = Index::new(opts.candidates.k, None, None)?;
+        Ok(SimilarIndex { opts, index, sets: HashMap::new(), shared: HashMap::new(), next_id: 0, values: 0 })
+    }
+
+    pub fn opts(&self) -> &Similar {
+        &self.opts
+    }
+
+    /// Texts stored.
+    pub fn len(&self) -> usize {
+        self.sets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sets.is_empty()
+    }
+
+    /// Whether a text is stored under `id`.
+    pub fn contains(&self, id: u64) -> bool {
+        self.sets.contains_key(&id)
+    }
+
+    /// Bytes held: the distinct sets and their buckets, the maps, and the
+    /// index of fingerprints.
+    pub fn bytes(&self) -> usize {
+        let held = self.shared.values().map(Vec::len).sum::<usize>();
+        self.values * 8 + held * (std::mem::size_of::<Held>() + 48) + self.sets.capacity() * (std::mem::size_of::<(u64, Arc<Held>)>() + 1) + self.index.bytes()
+    }
+
+    /// The held set equal to `set`, or a new one.
+    fn hold(&mut self, set: Vec<u64>) -> Arc<Held> {
+        let group = self.shared.entry(digest(&set)).or_default();
+        if let Some(held) = group.iter().find(|h| h.set == set) {
+            return Arc::clone(held);
+        }
+        self.values += set.len();
+        let held = Arc::new(Held::new(set));
+        group.push(Arc::clone(&held));
+        held
+    }
+
+    /// Lets go of an id's set: of the set itself when no other id holds it.
+    fn release(&mut self, held: Arc<Held>) {
+        // Held by `shared` and by `held` alone: the last id is gone.
+        if Arc::strong_count(&held) == 2 {
+            let d = digest(&held.set);
+            if let Some(group) = self.shared.get_mut(&d) {
+                group.retain(|h| !Arc::ptr_eq(h, &held));
+                if group.is_empty() {
+                    self.shared.remove(&d);
+                }
+            }
+            self.values -= held.set.len();
+        }
+    }
+
+    /// The ids for `n` new texts: `ids` checked (one a text, distinct, none
+    /// stored), or the next ones counted up. Nothing changes until
+    /// [`SimilarIndex::store`].
+    fn ids_for(&self, n: usize, ids: Option<&[u64]>) -> Result<Vec<u64>> {
+        let Some(ids) = ids else {
+            if self.next_id + n as u128 > u128::from(u64::MAX) + 1 {
+                return Err(Error::invalid("ids", "given explicitly: the default ids ran past 2**64-1", n));
+            }
+            let start = self.next_id as u64;
+            return Ok((0..n as u64).map(|i| start + i).collect());
+        };
+        if ids.len() != n {
+            return Err(Error::InvalidParameter { name: "ids", expected: "one id per text", found: format!("{} ids for {n} texts", ids.len()) });
+        }
+        let mut sorted = ids.to_vec();
+        sorted.par_sort_unstable();
+        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+            return Err(Error::invalid("ids", "distinct", format!("id {} given twice", w[0])));
+        }
+        if let Some(id) = ids.iter().find(|id| self.sets.contains_key(id)) {
+            return Err(Error::invalid("ids", "not already stored (remove it first)", format!("id {id}")));
+        }
+        Ok(ids.to_vec())
+    }
+
+    /// Stores texts already made: fingerprints in the index, sets in the map.
+    fn store(&mut self, ids: &[u64], fps: &[u64], sets: Vec<Vec<u64>>) -> Result<()> {
+        self.index.add(fps, Some(ids))?;
+        self.sets.reserve(ids.len());
+        for (&id, set) in ids.iter().zip(sets) {
+            let held = self.hold(set);
+            self.sets.insert(id, held);
+        }
+        Ok(())
+    }
+
+    fn passed(&mut self, ids: &[u64]) {
+        if let Some(&hi) = ids.iter().max() {
+            self.next_id = self.next_id.max(u128::from(hi) + 1);
+        }
+    }
+
+    /// Stores texts (UTF-8) under `ids` (default: counted up past every id
+    /// given so far); returns their ids.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for ids of the wrong length, repeated or
+    /// already stored; [`Error::InvalidUtf8`] naming a text by position.
+    /// Nothing is stored then.
+    pub fn add_utf8<T: AsRef<[u8]> + Sync>(&mut self, texts: &[T], ids: Option<&[u64]>) -> Result<Vec<u64>> {
+        let ids = self.ids_for(texts.len(), ids)?;
+        let (fps, sets): (Vec<u64>, Vec<Vec<u64>>) = fingerprints_and_sets(texts, &self.opts, &Control::default())?.into_iter().unzip();
+        self.store(&ids, &fps, sets)?;
+        self.passed(&ids);
+        Ok(ids)
+    }
+
+    /// Of candidate ids (any order, each once), those whose set is at
+    /// least the threshold alike `query`: `(id, similarity)`, by similarity
+    /// descending, then id. Each distinct held set is compared once.
+    fn confirm(&self, candidates: &[u64], query: &Held) -> Vec<(u64, f32)> {
+        let mut held: Vec<(usize, u64, &Arc<Held>)> = candidates.iter().filter_map(|id| self.sets.get(id).map(|h| (Arc::as_ptr(h) as usize, *id, h))).collect();
+        held.sort_unstable_by_key(|&(p, id, _)| (p, id));
+        let mut found = Vec::new();
+        let mut at = 0;
+        while at < held.len() {
+            let end = at + held[at..].iter().take_while(|c| c.0 == held[at].0).count();
+            if let Some(s) = held[at].2.alike(query, &self.opts) {
+                found.extend(held[at..end].iter().map(|c| (c.1, s)));
+            }
+            at = end;
+        }
+        found.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        found
+    }
+
+    /// Each text's candidate fingerprint and held set (not stored), in order.
+    fn made<T: AsRef<[u8]> + Sync>(&self, texts: &[T]) -> Result<(Vec<u64>, Vec<Held>)> {
+        let made = fingerprints_and_sets(texts, &self.opts, &Control::default())?;
+        Ok(made.into_par_iter().map(|(fp, set)| (fp, Held::new(set))).unzip())
+    }
+
+    /// The candidate ids of each fingerprint: stored items within `k`, by
+    /// the batch kernel for many queries, a probe each for a few.
+    fn candidates(&self, fps: &[u64]) -> Result<Vec<Vec<u64>>> {
+        if fps.len() < 64 {
+            return fps.par_iter().map(|&fp| Ok(self.index.query(fp, None)?.into_iter().map(|(id, _)| id).collect())).collect();
+        }
+        let hits = self.index.query_batch(fps, None)?;
+        let mut out = vec![Vec::new(); fps.len()];
+        for (&q, &id) in hits.positions.iter().zip(&hits.ids) {
+            out[q as usize].push(id);
+        }
+        Ok(out)
+    }
+
+    /// The matches of each text (UTF-8) among the stored ones.
+    ///
+    /// # Errors
+    /// [`Error::InvalidUtf8`] naming a text by position; [`Error::Changed`]
+    /// when the file a loaded index maps changed under it.
+    pub fn query_utf8<T: AsRef<[u8]> + Sync>(&self, texts: &[T]) -> Result<SimilarMatches> {
+        if texts.len() > u32::MAX as usize {
+            return Err(Error::invalid("texts", "at most 2**32-1 queries per call (split the batch)", texts.len()));
+        }
+        let (fps, made) = self.made(texts)?;
+        let candidates = self.candidates(&fps)?;
+        let per: Vec<Vec<(u64, f32)>> = candidates.par_iter().zip(&made).with_min_len(8).map(|(c, q)| self.confirm(c, q)).collect();
+        let mut out = SimilarMatches::default();
+        for (q, found) in per.into_iter().enumerate() {
+            for (id, s) in found {
+                out.positions.push(q as u32);
+                out.ids.push(id);
+                out.similarity.push(s);
+            }
+        }
+        Ok(out)
+    }
+
+    /// For each text (UTF-8) in order: it is new when no stored text and no
+    /// earlier new text of this call is at least the threshold alike it,
+    /// and new texts are stored. `matched`: for a text that is not new, the
+    /// smallest id of the stored texts alike it or, when none is, the id of
+    /// the earliest new text of this call alike it; for a new one, its own
+    /// id. Default ids are given to every text, stored or not (`id = first
+    /// id + position`), as [`Index::add_unique`] gives them.
+    ///
+    /// Copies (the same fingerprint and set) follow their first copy; only
+    /// first copies are looked up and paired, so a text repeated a thousand
+    /// times costs one look-up.
+    ///
+    /// # Errors
+    /// As [`SimilarIndex::add_utf8`]; nothing is stored then.
+    pub fn add_unique_utf8<T: AsRef<[u8]> + Sync>(&mut self, texts: &[T], ids: Option<&[u64]>) -> Result<(Vec<bool>, Vec<u64>)> {
+        let n = texts.len();
+        if n > u32::MAX as usize {
+            return Err(Error::invalid("texts", "at most 2**32-1 texts per call (split the batch)", n));
+        }
+        let ids = self.ids_for(n, ids)?;
+        let opts = self.opts;
+        let (fps, made) = self.made(texts)?;
+        let sets: Vec<&[u64]> = made.iter().map(|h| &h.set[..]).collect();
+        let first = first_copy(&fps, &sets);
+        let reps: Vec<usize> = (0..n).filter(|&i| first[i] as usize == i).collect();
+
+        // The smallest stored id alike each first copy.
+        let rep_fps: Vec<u64> = reps.iter().map(|&i| fps[i]).collect();
+        let candidates = self.candidates(&rep_fps)?;
+        let stored: Vec<Option<u64>> = candidates.par_iter().zip(&reps).map(|(c, &r)| self.confirm(c, &made[r]).into_iter().map(|(id, _)| id).min()).collect();
+
+        // Alike pairs of first copies inside the call, as `later << 32 | earlier`.
+        let inside = Mutex::new(Vec::new());
+        let job = batch::Options { memory_limit: u64::MAX, ..batch::Options::new(opts.candidates.k) };
+        batch::for_each_pair(&Source::Memory(&rep_fps), &job, &Control::default(), &|pairs| {
+            let found: Vec<u64> = pairs
+                .iter()
+                .filter_map(|&p| {
+                    let (a, b) = (reps[(p >> 32) as usize], reps[p as u32 as usize]);
+                    made[a].alike(&made[b], &opts).map(|_| (b as u64) << 32 | a as u64)
+                })
+                .collect();
+            inside.lock().unwrap_or_else(|e| e.into_inner()).extend(found);
+            Ok(())
+        })?;
+        let mut inside = inside.into_inner().unwrap_or_else(|e| e.into_inner());
+        inside.par_sort_unstable();
+
+        // In order: each first copy against the stored texts, then the
+        // earliest new one before it (pairs by later text, then earlier).
+        let mut is_new = vec![false; n];
+        let mut matched = ids.clone();
+        let mut at = 0;
+        for (&j, stored) in reps.iter().zip(stored) {
+            let mut earliest = None;
+            while at < inside.len() && (inside[at] >> 32) as usize == j {
+                let i = inside[at] as u32 as usize;
+                if earliest.is_none() && is_new[i] {
+                    earliest = Some(i);
+                }
+                at += 1;
+            }
+            match (stored, earliest) {
+                (Some(id), _) => matched[j] = id,
+                (None, Some(i)) => matched[j] = ids[i],
+                (None, None) => is_new[j] = true,
+            }
+        }
+        for (q, &f) in first.iter().enumerate() {
+            let f = f as usize;
+            if f != q {
+                matched[q] = if is_new[f] { ids[f] } else { matched[f] };
+            }
+        }
+
+        let keep: Vec<usize> = (0..n).filter(|&j| is_new[j]).collect();
+        let new_ids: Vec<u64> = keep.iter().map(|&j| ids[j]).collect();
+        let new_fps: Vec<u64> = keep.iter().map(|&j| fps[j]).collect();
+        let mut made: Vec<Option<Held>> = made.into_iter().map(Some).collect();
+        let new_sets: Vec<Vec<u64>> = keep.iter().map(|&j| made[j].take().map(|h| h.set).unwrap_or_default()).collect();
+        self.store(&new_ids, &new_fps, new_sets)?;
+        self.passed(&ids);
+        Ok((is_new, matched))
+    }
+
+    /// Removes the texts stored under `ids` (ids not stored are passed
+    /// over); returns how many were stored.
+    ///
+    /// # Errors
+    /// [`Error::Changed`] when the file a loaded index maps changed.
+    pub fn remove(&mut self, ids: &[u64]) -> Result<usize> {
+        let removed = self.index.remove(ids);
+        let mut gone = 0;
+        for id in ids {
+            if let Some(held) = self.sets.remove(id) {
+                self.release(held);
+                gone += 1;
+            }
+        }
+        debug_assert_eq!(removed, gone);
+        self.index.intact(gone)
+    }
+
+    /// Writes the index to `path` atomically (see the module documentation).
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the file cannot be written.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let mut ids: Vec<u64> = self.sets.keys().copied().collect();
+        ids.par_sort_unstable();
+        let mut offsets = Vec::with_capacity(ids.len() + 1);
+        let mut values = Vec::with_capacity(self.values);
+        offsets.push(0u64);
+        for id in &ids {
+            values.extend_from_slice(&self.sets[id].set);
+            offsets.push(values.len() as u64);
+        }
+        let o = &self.opts;
+        let meta: Vec<u64> = vec![
+            LAYOUT,
+            o.threshold.to_bits(),
+            measure_code(o.measure),
+            mode_code(o.sets.mode()),
+            o.sets.width() as u64,
+            mode_code(o.candidates.shingling.mode()),
+            o.candidates.shingling.width() as u64,
+            u64::from(o.candidates.k),
+            self.next_id as u64,
+            (self.next_id >> 64) as u64,
+            ids.len() as u64,
+        ];
+        let words = |x: &[u64]| -> Vec<u8> { bytemuck::cast_slice(x).to_vec() };
+        let (meta, ids, offsets, values) = (words(&meta), words(&ids), words(&offsets), words(&values));
+        self.index.save_with(path, &[(SIMILAR, &meta), (SIM_IDS, &ids), (SIM_OFFS, &offsets), (SIM_SETS, &values)])
+    }
+
+    /// Reads a file written by [`SimilarIndex::save`]: with `mmap`, the
+    /// index's tables are used in place from a read-only mapping; the sets
+    /// are read into memory. Every checksum is checked first, and the sets
+    /// against the index's ids.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the file cannot be read, [`Error::BadFile`] naming
+    /// the problem when it is not a complete `SimilarIndex` file (an index
+    /// of fingerprints alone is one).
+    pub fn load(path: &Path, mmap: bool) -> Result<SimilarIndex> {
+        let (index, file) = Index::load_with(path, mmap)?;
+        let bad = |problem: String| crate::container::Problem::from(problem).at(path);
+        if !file.tags().any(|t| t == SIMILAR) {
+            return Err(bad("it holds fingerprints only, not the shingle sets of a SimilarIndex (load it with Index.load)".into()));
+        }
+        let (meta, ids, offsets, values) = (file.section(SIMILAR)?, file.section(SIM_IDS)?, file.section(SIM_OFFS)?, file.section(SIM_SETS)?);
+        let (meta, ids, offsets, values) = (meta.as_u64s()?, ids.as_u64s()?, offsets.as_u64s()?, values.as_u64s()?);
+        if meta.len() != 11 || meta[0] != LAYOUT {
+            return Err(bad(format!("a SIMILAR section of {} words, layout {:?} (this version reads layout {LAYOUT})", meta.len(), meta.first())));
+        }
+        let shingling = |mode: u64, width: u64| -> Result<Shingling> {
+            let mode = match mode {
+                0 => Mode::Words,
+                1 => Mode::Chars,
+                m => return Err(bad(format!("shingle mode {m}"))),
+            };
+            let width = usize::try_from(width).ok().filter(|&w| w <= 1 << 20).ok_or_else(|| bad(format!("shingle width {width}")))?;
+            Shingling::new(mode, Some(width)).map_err(|e| bad(e.to_string()))
+        };
+        let measure = match meta[2] {
+            0 => Measure::Jaccard,
+            1 => Measure::Containment,
+            m => return Err(bad(format!("measure {m}"))),
+        };
+        let k = u32::try_from(meta[7]).map_err(|_| bad(format!("k = {}", meta[7])))?;
+        let candidates = Candidates { shingling: shingling(meta[5], meta[6])?, k };
+        let opts = Similar::new(f64::from_bits(meta[1]), measure, shingling(meta[3], meta[4])?, candidates).map_err(|e| bad(e.to_string()))?;
+        if k != index.k() {
+            return Err(bad(format!("candidates within {k} bits over an index of k = {}", index.k())));
+        }
+        let next_id = u128::from(meta[8]) | u128::from(meta[9]) << 64;
+        let n = ids.len();
+        if meta[10] != n as u64 || offsets.len() != n + 1 || index.len() != n {
+            return Err(bad(format!("{} sets, {n} ids, {} offsets and {} indexed texts", meta[10], offsets.len(), index.len())));
+        }
+        if offsets[0] != 0 || offsets.windows(2).any(|w| w[1] < w[0]) || offsets[n] != values.len() as u64 {
+            return Err(bad("set offsets that do not ascend from 0 to the number of set values".into()));
+        }
+        if ids.windows(2).any(|w| w[1] <= w[0]) || ids.last().is_some_and(|&hi| u128::from(hi) >= next_id) {
+            return Err(bad("set ids that are not ascending, or at or above the next id to give".into()));
+        }
+        let mut indexed: Vec<u64> = index.items().into_iter().map(|(_, id)| id).collect();
+        indexed.par_sort_unstable();
+        if indexed != ids {
+            return Err(bad("sets under other ids than the fingerprints' (the file is damaged or was altered)".into()));
+        }
+        let set = |i: usize| &values[offsets[i] as usize..offsets[i + 1] as usize];
+        if let Some(i) = (0..n).into_par_iter().find_any(|&i| set(i).windows(2).any(|w| w[1] <= w[0])) {
+            return Err(bad(format!("the set of id {} is not ascending", ids[i])));
+        }
+        // Cut short or rewritten while the sets were read.
+        index.intact(())?;
+        let mut loaded = SimilarIndex { opts, index, sets: HashMap::with_capacity(n), shared: HashMap::new(), next_id, values: 0 };
+        for (i, &id) in ids.iter().enumerate() {
+            let held = loaded.hold(set(i).to_vec());
+            loaded.sets.insert(id, held);
+        }
+        Ok(loaded)
+    }
+}
+
+fn measure_code(m: Measure) -> u64 {
+    match m {
+        Measure::Jaccard => 0,
+        Measure::Containment => 1,
+    }
+}
+
+fn mode_code(m: Mode) -> u64 {
+    match m {
+        Mode::Words => 0,
+        Mode::Chars => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::similar::{similarity, Corpus};
+    use crate::Copies;
+    use proptest::prelude::*;
+
+    fn opts(threshold: f64, measure: Measure, k: u32) -> Similar {
+        let candidates = Candidates { shingling: Shingling::new(Mode::Words, Some(1)).unwrap(), k };
+        Similar::new(threshold, measure, Shingling::new(Mode::Words, Some(2)).unwrap(), candidates).unwrap()
+    }
+
+    /// Texts from a small vocabulary: many alike pairs, copies, empty texts.
+    fn texts() -> impl Strategy<Value = Vec<String>> {
+        const WORDS: [&str; 8] = ["a", "b", "c", "d", "e", "f", "g", "h"];
+        prop::collection::vec(prop::collection::vec(prop::sample::select(&WORDS[..]), 0..9).prop_map(|w| w.join(" ")), 0..40)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Queries answer as brute force over the candidates (every stored
+        /// text within k, confirmed by the exact similarity), and as the
+        /// corpus's pairs: every stored text alike a stored one is among
+        /// its pairs, with the same similarity.
+        #[test]
+        fn queries_equal_brute_force_and_the_corpus(texts in texts(), t in prop_oneof![Just(1.0f64), 0.2f64..1.0], containment in any::<bool>(), k in 0u32..=16) {
+            let measure = if containment { Measure::Containment } else { Measure::Jaccard };
+            let o = opts(t, measure, k);
+            let mut index = SimilarIndex::new(o).unwrap();
+            let ids: Vec<u64> = (0..texts.len() as u64).map(|i| i * 7 + 3).collect();
+            index.add_utf8(&texts, Some(&ids)).unwrap();
+            let m = index.query_utf8(&texts).unwrap();
+            let mut f = crate::Fingerprinter::new(o.candidates.shingling);
+            let made: Vec<(u64, Vec<u64>)> = texts.iter().map(|x| { let (fp, s) = f.fingerprint_and_set(x, o.sets); (fp, s.to_vec()) }).collect();
+            let mut want = SimilarMatches::default();
+            for (q, (fq, sq)) in made.iter().enumerate() {
+                let mut found: Vec<(u64, f32)> = made.iter().zip(&ids)
+                    .filter(|((fp, _), _)| (fp ^ fq).count_ones() <= k)
+                    .filter_map(|((_, s), &id)| { let x = similarity(s, sq, measure); (x >= t).then_some((id, x as f32)) })
+                    .collect();
+                found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                for (id, s) in found { want.positions.push(q as u32); want.ids.push(id); want.similarity.push(s); }
+            }
+            prop_assert_eq!(&m, &want);
+
+            let mut corpus = Corpus::new(o);
+            corpus.add_utf8(&texts, &Control::default()).unwrap();
+            let pairs = corpus.pairs(Copies::All, &Control::default()).unwrap();
+            let mut from_queries: Vec<([u64; 2], f32)> = (0..m.ids.len())
+                .map(|r| (m.positions[r] as u64, (m.ids[r] - 3) / 7, m.similarity[r]))
+                .filter(|&(q, id, _)| q < id)
+                .map(|(q, id, s)| ([q, id], s))
+                .collect();
+            from_queries.sort_by_key(|p| p.0);
+            let from_corpus: Vec<([u64; 2], f32)> = pairs.pairs.iter().copied().zip(pairs.similarity.iter().copied()).collect();
+            prop_assert_eq!(from_queries, from_corpus);
+        }
+
+        /// add_unique keeps what the stream dedup keeps, and matches as
+        /// documented; then stored texts are exactly the new ones.
+        #[test]
+        fn add_unique_in_order(texts in texts(), t in prop_oneof![Just(1.0f64), 0.2f64..1.0], split in 0usize..40, k in 0u32..=12) {
+            let o = opts(t, Measure::Jaccard, k);
+            let mut index = SimilarIndex::new(o).unwrap();
+            let at = split.min(texts.len());
+            let (mut is_new, mut matched) = index.add_unique_utf8(&texts[..at], None).unwrap();
+            let (b, m) = index.add_unique_utf8(&texts[at..], None).unwrap();
+            is_new.extend(b);
+            matched.extend(m);
+            // Brute force, in order.
+            let mut f = crate::Fingerprinter::new(o.candidates.shingling);
+            let made: Vec<(u64, Vec<u64>)> = texts.iter().map(|x| { let (fp, s) = f.fingerprint_and_set(x, o.sets); (fp, s.to_vec()) }).collect();
+            let near = |i: usize, j: usize| (made[i].0 ^ made[j].0).count_ones() <= k && similarity(&made[i].1, &made[j].1, Measure::Jaccard) >= t;
+            let mut kept: Vec<usize> = Vec::new();
+            for j in 0..texts.len() {
+                let call_start = if j < at { 0 } else { at };
+                let stored = kept.iter().copied().filter(|&i| i < call_start && near(i, j)).min();
+                let earlier = kept.iter().copied().filter(|&i| i >= call_start && near(i, j)).min();
+                match stored.or(earlier) {
+                    Some(i) => { prop_assert!(!is_new[j], "{}", j); prop_assert_eq!(matched[j], i as u64); }
+                    None => { prop_assert!(is_new[j], "{}", j); prop_assert_eq!(matched[j], j as u64); kept.push(j); }
+                }
+            }
+            prop_assert_eq!(index.len(), kept.len());
+        }
+
+        /// Saved and loaded (mapped or read), the index answers alike, and
+        /// both take more texts and removals alike.
+        #[test]
+        fn save_load_round_trip(texts in texts(), t in 0.3f64..1.0, mmap in any::<bool>(), gone in prop::collection::vec(0u64..40, 0..10)) {
+            let o = opts(t, Measure::Jaccard, 8);
+            let mut index = SimilarIndex::new(o).unwrap();
+            index.add_utf8(&texts, None).unwrap();
+            prop_assert_eq!(index.remove(&gone).unwrap(), gone.iter().collect::<std::collections::HashSet<_>>().into_iter().filter(|&&g| (g as usize) < texts.len()).count());
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("similar.rsh");
+            index.save(&path).unwrap();
+            let mut loaded = SimilarIndex::load(&path, mmap).unwrap();
+            prop_assert_eq!(loaded.opts(), index.opts());
+            prop_assert_eq!(loaded.len(), index.len());
+            prop_assert_eq!(loaded.query_utf8(&texts).unwrap(), index.query_utf8(&texts).unwrap());
+            let more: Vec<String> = texts.iter().map(|x| format!("{x} more")).collect();
+            prop_assert_eq!(loaded.add_utf8(&more, None).unwrap(), index.add_utf8(&more, None).unwrap());
+            prop_assert_eq!(loaded.query_utf8(&more).unwrap(), index.query_utf8(&more).unwrap());
+            loaded.save(&path).unwrap();
+            let again = SimilarIndex::load(&path, !mmap).unwrap();
+            prop_assert_eq!(again.query_utf8(&texts).unwrap(), index.query_utf8(&texts).unwrap());
+        }
+    }
+
+    #[test]
+    fn ids_are_checked_before_anything_changes() {
+        let mut index = SimilarIndex::new(opts(0.5, Measure::Jaccard, 4)).unwrap();
+        assert_eq!(index.add_utf8(&["a b c", "d e f"], Some(&[5, 9])).unwrap(), vec![5, 9]);
+        assert!(index.add_utf8(&["x", "y"], Some(&[1, 1])).unwrap_err().to_string().contains("given twice"));
+        assert!(index.add_utf8(&["x"], Some(&[9])).unwrap_err().to_string().contains("already stored"));
+        assert!(index.add_unique_utf8(&["x"], Some(&[5])).is_err());
+        assert!(index.add_utf8(&["x"], Some(&[1, 2])).is_err());
+        assert_eq!(index.len(), 2);
+        // Default ids go past every id given.
+        assert_eq!(index.add_utf8(&["g h"], None).unwrap(), vec![10]);
+        assert_eq!(index.remove(&[5, 5, 77]).unwrap(), 1);
+        assert!(!index.contains(5));
+        assert_eq!(index.add_utf8(&["a b c"], Some(&[5])).unwrap(), vec![5]);
+        let bad: &[&[u8]] = &[b"ok", b"\xff"];
+        assert!(matches!(index.add_utf8(bad, None), Err(Error::InvalidUtf8 { index: 1, .. })));
+        assert_eq!(index.len(), 3);
+    }
+
+    /// Copies share one held set: a query answers every copy, and the set
+    /// goes when its last copy does.
+    #[test]
+    fn copies_share_their_set() {
+        let mut index = SimilarIndex::new(opts(0.5, Measure::Jaccard, 16)).unwrap();
+        let texts: Vec<&str> = std::iter::repeat_n("a b c d e", 100).chain(["a b c d f", "x y z w"]).collect();
+        index.add_utf8(&texts, None).unwrap();
+        assert_eq!(index.shared.values().map(Vec::len).sum::<usize>(), 3);
+        let m = index.query_utf8(&["a b c d e"]).unwrap();
+        assert_eq!(m.ids, (0..100).chain([100]).collect::<Vec<u64>>());
+        assert!(m.similarity[..100].iter().all(|&s| s == 1.0) && m.similarity[100] == 0.6);
+        let values = index.values;
+        assert_eq!(index.remove(&(0..99).collect::<Vec<u64>>()).unwrap(), 99);
+        assert_eq!(index.values, values);
+        assert_eq!(index.remove(&[99]).unwrap(), 1);
+        assert_eq!(index.values, values - 4);
+        assert_eq!(index.shared.values().map(Vec::len).sum::<usize>(), 2);
+        assert_eq!(index.query_utf8(&["a b c d e"]).unwrap().ids, vec![100]);
+    }
+
+    #[test]
+    fn a_plain_index_file_is_refused_with_a_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plain.rsh");
+        let mut plain = Index::new(4, None, None).unwrap();
+        plain.add(&[1, 2, 3], None).unwrap();
+        plain.save(&path).unwrap();
+        let e = SimilarIndex::load(&path, true).err().unwrap().to_string();
+        assert!(e.contains("fingerprints only"), "{e}");
+        // And a SimilarIndex file loads as a plain Index of its fingerprints.
+        let mut index = SimilarIndex::new(opts(0.5, Measure::Jaccard, 4)).unwrap();
+        index.add_utf8(&["a b c", "d e f"], None).unwrap();
+        index.save(&path).unwrap();
+        assert_eq!(Index::load(&path, false).unwrap().len(), 2);
+    }
+}
