@@ -43,6 +43,7 @@ use rayon::prelude::*;
 
 use super::dense::DENSE_GROUP;
 use super::graph::Dedup;
+use super::kernel::Shared;
 use super::source::{Source, CHUNK};
 use super::{Control, Options, MAX_ITEMS};
 use crate::plan::{self, Design};
@@ -343,22 +344,6 @@ fn region_tasks(starts: &[usize]) -> Vec<std::ops::Range<usize>> {
         tasks.push(first..r);
     }
     tasks
-}
-
-/// A raw pointer that threads write through at places they reserved.
-#[derive(Copy, Clone)]
-struct Shared<T>(*mut T);
-// SAFETY: only used for writes at disjoint indices.
-unsafe impl<T> Send for Shared<T> {}
-unsafe impl<T> Sync for Shared<T> {}
-
-impl<T> Shared<T> {
-    /// # Safety
-    /// `i` is in bounds of the allocation and no other thread accesses it.
-    #[inline]
-    unsafe fn write(self, i: usize, value: T) {
-        unsafe { self.0.add(i).write(value) }
-    }
 }
 
 /// Work space of a thread's look-ups, kept from task to task.

@@ -18,6 +18,11 @@ pub struct Control {
     step_total: AtomicU64,
     step: Mutex<String>,
     notices: Mutex<Vec<String>>,
+    /// Tests: cancel as a step whose name starts with this begins (a
+    /// thread watching the progress may see the step only after the job
+    /// has finished, on a loaded machine).
+    #[cfg(test)]
+    pub(crate) cancel_at_step: std::sync::OnceLock<String>,
 }
 
 /// A reading of the progress counters.
@@ -72,6 +77,10 @@ impl Control {
 
     /// Starts a step of `total` units.
     pub(crate) fn step(&self, name: String, total: u64) {
+        #[cfg(test)]
+        if self.cancel_at_step.get().is_some_and(|at| name.starts_with(at.as_str())) {
+            self.cancel();
+        }
         *self.step.lock().unwrap_or_else(|e| e.into_inner()) = name;
         self.step_done.store(0, Ordering::Relaxed);
         self.step_total.store(total, Ordering::Relaxed);

@@ -225,7 +225,7 @@ pub(crate) enum Items<'s, 'a> {
 
 /// A raw pointer that threads write through at places they reserved.
 #[derive(Copy, Clone)]
-struct Shared<T>(*mut T);
+pub(super) struct Shared<T>(pub(super) *mut T);
 // SAFETY: only used for writes at disjoint indices, reserved with atomics.
 unsafe impl<T> Send for Shared<T> {}
 unsafe impl<T> Sync for Shared<T> {}
@@ -234,7 +234,7 @@ impl<T> Shared<T> {
     /// # Safety
     /// `i` is in bounds of the allocation and no other thread accesses it.
     #[inline]
-    unsafe fn write(self, i: usize, value: T) {
+    pub(super) unsafe fn write(self, i: usize, value: T) {
         unsafe { self.0.add(i).write(value) }
     }
 }

@@ -198,14 +198,8 @@ fn files_out_and_resume() {
 
     // Cancelled at the fourth table, then resumed: the first three are kept.
     let control = Control::default();
-    let result = std::thread::scope(|s| {
-        let job = s.spawn(|| find_all(&source, None, &opts, &control));
-        while !control.progress().step.starts_with("table 4") && !job.is_finished() {
-            std::thread::yield_now();
-        }
-        control.cancel();
-        job.join().unwrap()
-    });
+    control.cancel_at_step.set("table 4".into()).unwrap();
+    let result = find_all(&source, None, &opts, &control);
     assert!(matches!(result, Err(Error::Interrupted)), "{result:?}");
     // The job's state is in a directory of its own inside the one given.
     let own: Vec<_> = std::fs::read_dir(&work).unwrap().flatten().map(|e| e.path()).collect();
@@ -257,14 +251,8 @@ fn dense_jobs_resume() {
             Ok(())
         };
         let control = Control::default();
-        let result = std::thread::scope(|s| {
-            let job = s.spawn(|| run(&control));
-            while !control.progress().step.starts_with("table 3") && !job.is_finished() {
-                std::thread::yield_now();
-            }
-            control.cancel();
-            job.join().unwrap()
-        });
+        control.cancel_at_step.set("table 3".into()).unwrap();
+        let result = run(&control);
         assert!(matches!(result, Err(Error::Interrupted)), "{job}: {result:?}");
         // The job's state is in a directory of its own inside `work`.
         let [own]: [std::fs::DirEntry; 1] = std::fs::read_dir(&work).unwrap().flatten().collect::<Vec<_>>().try_into().unwrap();
