@@ -234,6 +234,25 @@ def test_progress_callback_counts_to_the_total():
     done, total = seen[-1][0], seen[-1][1]
     assert 0 < done == total
     assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:])), "done only grows"
+    assert len({a[1] for a in seen}) == 1, "one total for the whole job"
+
+
+def test_progress_total_is_set_once_for_parts_and_spills(tmp_path):
+    """The total a caller sees is fixed when the job begins (fingerprints
+    times passes), through reading, parts and spills, and only grows to it;
+    each step counts its own items."""
+    fps = planted(300_000)
+    for spill in (False, True):
+        seen: list = []
+        report = lambda *a, seen=seen: seen.append(a)  # noqa: E731
+        batch.find_all(fps, 3, memory_limit=1 << 20, _spill=spill, workdir=tmp_path / f"w{spill}", progress=report)
+        totals = {a[1] for a in seen if a[1]}
+        assert len(totals) == 1, totals
+        (total,) = totals
+        assert total % len(fps) == 0, "fingerprints times passes"
+        assert seen[-1][0] == total
+        assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:]))
+        assert all(0 <= a[3] <= a[4] for a in seen), "a step's items within its size"
 
 
 def test_memory_limits():

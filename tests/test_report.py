@@ -368,8 +368,8 @@ def test_a_run_that_finds_nothing_has_a_page(tmp_path, cli, command):
     empty.write_bytes(b"")
     page = tmp_path / "p.html"
     extra = ["--format", "json"] if command == "find-all" else []
-    code, (summary,) = cli(command, "--input", empty, "--output", tmp_path / "out", "--report", page, *extra)
-    assert code == 0
+    code, (summary, warning) = cli(command, "--input", empty, "--output", tmp_path / "out", "--report", page, *extra)
+    assert code == 0 and "0 records read" in warning
     nums = rh.numbers(rh.parse(page.read_bytes()))
     expect = rh.summary_numbers(command, summary)
     assert {k: nums.get(k) for k in expect} == expect and nums["records"] == "0"

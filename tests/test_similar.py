@@ -796,3 +796,15 @@ def test_all_texts_identical(text, measure, tmp_path):
         for method in ("connected", "leader"):
             assert_clusters(batch.similar_clusters(texts, 1.0, method=method, ids=ids, **job), (sorted(ids.tolist()), [0] * n))
     assert not (tmp_path / "w").exists(), "the job made the work directory and removes it, empty, at the end"
+
+
+def test_progress_of_a_verified_job_keeps_one_total():
+    """The search for candidates and their check: one job to the caller,
+    one total (its texts' first copies through the passes), done only
+    growing to it."""
+    texts = [f"doc {i % 50} shared words of a page about topic {i % 7}" for i in range(3000)]
+    seen = []
+    rsimhash.similar_pairs(texts, 0.8, progress=lambda *a: seen.append(a))
+    assert len({a[1] for a in seen}) == 1
+    assert seen[-1][0] == seen[-1][1] > 0
+    assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:]))

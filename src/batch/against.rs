@@ -190,7 +190,7 @@ const REGION_BYTES: u64 = 1 << 16;
 
 /// Streams `old` past the new side's tables, as many a pass as the memory
 /// limit holds, handing every close pair to `sink`.
-fn stream(new: &NewSide, old: &Source<'_>, opts: &Options, control: &Control, sink: &Sink<'_>) -> Result<()> {
+fn stream(new: &NewSide, old: &Source<'_>, opts: &Options, control: &Control, sink: &Sink<'_>, then: u64) -> Result<()> {
     let m = old.len();
     if m > MAX_ITEMS {
         return Err(Error::bad_input(old.describe(), format!("holds {m} fingerprints; a store takes at most 2**32-2 (split it, and pass each part)")));
@@ -202,10 +202,14 @@ fn stream(new: &NewSide, old: &Source<'_>, opts: &Options, control: &Control, si
     let block = (new.values.len() as u64 * 4).max(MIN_BLOCK).min(m.max(1));
     let per_pass = (opts.memory_limit.saturating_sub(held + block * 20) / new.table_bytes().max(1)).clamp(1, tables as u64) as usize;
     let passes = tables.div_ceil(per_pass);
-    control.set_total(new.members.len() as u64 + passes as u64 * m);
-    control.advance(new.members.len() as u64);
+    // The job as the caller sees it: the new fingerprints read, each pass
+    // over the stored ones, and `then` units of the caller's after it.
+    let n = new.members.len() as u64;
+    control.begin(n + passes as u64 * m + then);
+    control.step("reading the new fingerprints".into(), n);
+    control.advance(n);
     if new.values.is_empty() || m == 0 {
-        control.skip(passes as u64 * m);
+        control.skip("the stored fingerprints".into(), passes as u64 * m);
         return Ok(());
     }
     let region_bits = (new.table_bytes() / REGION_BYTES).max(1).ilog2();
@@ -445,7 +449,7 @@ pub fn find_all_against(
     check_len("against_ids", old, old_ids)?;
     let side = NewSide::read(new, control)?;
     let found = Mutex::new(Vec::new());
-    stream(&side, old, opts, control, &Sink::Pairs(&found))?;
+    stream(&side, old, opts, control, &Sink::Pairs(&found), 0)?;
     let found = found.into_inner().unwrap_or_else(|e| e.into_inner());
     let count: u64 = found.par_iter().map(|&f| side.items((f >> 32) as u32).len() as u64).sum();
     let need = count.saturating_mul(16);
@@ -486,7 +490,7 @@ pub fn find_all_against(
 pub fn dedup_against(new: &Source<'_>, old: &Source<'_>, opts: &Options, control: &Control) -> Result<DedupAgainst> {
     let side = NewSide::read(new, control)?;
     let best: Vec<AtomicU32> = (0..side.values.len()).map(|_| AtomicU32::new(NONE)).collect();
-    stream(&side, old, opts, control, &Sink::Min(&best))?;
+    stream(&side, old, opts, control, &Sink::Min(&best), side.members.len() as u64)?;
     let n = side.members.len();
     // The first old match of each item (NONE: none), in item order.
     let mut first_old: Vec<u32> = crate::mem::zeroed(n);
@@ -509,8 +513,11 @@ pub fn dedup_against(new: &Source<'_>, old: &Source<'_>, opts: &Options, control
     let survivors: Vec<u32> = (0..n as u32).filter(|&p| first_old[p as usize] == NONE).collect();
     let fps: Vec<u64> = survivors.iter().map(|&p| of_item[p as usize]).collect();
     drop(of_item);
-    control.restart(0);
-    let inner = super::dedup(&Source::Memory(&fps), opts, control)?;
+    control.step("deduplicating the new fingerprints".into(), n as u64);
+    let inner = {
+        let _nested = control.nest();
+        super::dedup(&Source::Memory(&fps), opts, control)?
+    };
     drop(fps);
     let mut out = DedupAgainst { dedup: Dedup { keep: vec![false; n], dropped: Vec::new(), matched: Vec::new() }, matched_old: Vec::new() };
     for (s, &p) in survivors.iter().enumerate() {

@@ -204,13 +204,13 @@ pub fn find_all_to_file(source: &Source<'_>, ids: Option<&[u64]>, opts: &Options
     let answer = Answer::new(&mut job, opts, control)?;
     let count = answer.count;
     let mut writer = npy::NpyWriter::create(out, "<u8", &[count, 2], 8)?;
-    control.step("writing the pairs".into(), count);
+    control.side_step("writing the pairs".into(), count);
     let in_order = ids.is_none_or(increasing) && answer.in_order();
     if in_order {
         answer.each(&mut job, |batch| {
             control.check()?;
             let mapped: Vec<[u64; 2]> = batch.iter().map(|&p| map_pair(p, ids)).collect();
-            control.advance_step(batch.len() as u64);
+            control.advance(batch.len() as u64);
             writer.write(bytemuck::cast_slice(&mapped))
         })?;
     } else {
@@ -225,7 +225,7 @@ pub fn find_all_to_file(source: &Source<'_>, ids: Option<&[u64]>, opts: &Options
             sorter.push(&mapped)
         })?;
         sorter.finish(|batch| {
-            control.advance_step(batch.len() as u64);
+            control.advance(batch.len() as u64);
             writer.write(bytemuck::cast_slice(batch))
         })?;
     }
@@ -397,14 +397,14 @@ pub fn candidates_to_files(source: &Source<'_>, opts: &Options, control: &Contro
     let count = job.count();
     let mut last: Vec<u32> = crate::mem::zeroed(source.len() as usize);
     let mut writer = npy::NpyWriter::create(pairs_out, "<u8", &[count], 8)?;
-    control.step("writing the candidates".into(), count);
+    control.side_step("writing the candidates".into(), count);
     runs::merge(std::mem::take(&mut job.runs), |batch| {
         control.check()?;
         for &p in batch {
             let (hi, lo) = ((p >> 32) as u32, p as u32 as usize);
             last[lo] = last[lo].max(hi);
         }
-        control.advance_step(batch.len() as u64);
+        control.advance(batch.len() as u64);
         writer.write_u64s(batch)
     })?;
     writer.finish()?;
@@ -571,6 +571,23 @@ fn pairs(source: &Source<'_>, opts: &Options, control: &Control, job: Job) -> Re
     run_tables(source, opts, control, job, Sink::Keep)
 }
 
+/// A table's `of` units of the job, shared among its steps by their work:
+/// the shares of steps worth `work` in all sum to `of` exactly.
+struct Shares {
+    of: u64,
+    work: u64,
+    taken: u64,
+}
+
+impl Shares {
+    fn take(&mut self, units: u64) -> u64 {
+        let at = |w: u64| (u128::from(self.of) * u128::from(w.min(self.work)) / u128::from(self.work.max(1))) as u64;
+        let share = at(self.taken + units) - at(self.taken);
+        self.taken += units;
+        share
+    }
+}
+
 /// Runs every table of the job, its pairs going to `sink`.
 fn run_tables(source: &Source<'_>, opts: &Options, control: &Control, job: Job, sink: Sink<'_>) -> Result<Pairs> {
     let n = source.len();
@@ -589,7 +606,9 @@ fn run_tables(source: &Source<'_>, opts: &Options, control: &Control, job: Job, 
         return Err(Error::invalid("k", "at most the design's k", opts.k));
     }
     let tables = design.tables().len();
-    control.set_total(n);
+    // The job's work as the caller sees it: every fingerprint read once,
+    // then once through each table, whatever the parts and spills.
+    control.begin(n.saturating_mul(tables as u64 + 1));
     control.step("reading the fingerprints".into(), n);
     let bucket_bits = kernel::bucket_bits(n, budget.part_items);
     let (hist, digest) = kernel::histograms(&design, bucket_bits, source, control)?;
@@ -612,7 +631,6 @@ fn run_tables(source: &Source<'_>, opts: &Options, control: &Control, job: Job, 
             parts.len() as u64 * n + n
         }
     };
-    control.set_total(n + plans.iter().map(work).sum::<u64>());
 
     let identity = format!("rsimhash batch job, version 1\njob {job:?}\nk {}\ndesign {:?}\nitems {n}\ndigest {digest:016x}\n", opts.k, design.levels());
     let mut workdir = match &opts.workdir {
@@ -650,7 +668,7 @@ fn run_tables(source: &Source<'_>, opts: &Options, control: &Control, job: Job, 
                     links.extend(l);
                     dense.extend(d);
                 }
-                control.skip(work(plan));
+                control.skip(format!("table {} of {tables} (done before)", t + 1), n);
                 continue;
             }
             w.clear_table(t)?;
@@ -688,16 +706,18 @@ fn run_tables(source: &Source<'_>, opts: &Options, control: &Control, job: Job, 
         };
         let (parts, spill) = plan;
         let name = |what: String| format!("table {} of {tables}{what}", t + 1);
+        // Each step of the table takes its part of the table's n units.
+        let mut shares = Shares { of: n, work: work(plan), taken: 0 };
         if *spill {
             let dir = dirs.work.as_ref().expect("made above for spilling jobs");
             for (g, group) in parts.chunks(spill::MAX_FILES).enumerate() {
                 let first = g * spill::MAX_FILES;
-                control.step(name(": spilling".into()), n);
+                control.step_of(name(": spilling".into()), shares.take(n), n, n);
                 let buffer = (budget.pair_bytes / group.len()).clamp(1 << 12, 1 << 20);
                 let spilled = spill::write(&kt, t, source, group, first, dir, buffer, control)?;
                 for (p, (range, path)) in group.iter().zip(&spilled.files).enumerate() {
                     let len: u64 = hist[t][range.clone()].iter().sum();
-                    control.step(name(format!(", part {} of {}", first + p + 1, parts.len())), 2 * len);
+                    control.step_of(name(format!(", part {} of {}", first + p + 1, parts.len())), shares.take(2 * len), 2 * len, len);
                     let file = std::fs::File::open(path).map_err(Error::io("open", path))?;
                     let read = |start: u64, k: &mut Vec<u64>, pos: &mut Vec<u32>| spill::read(&file, path, len, start, k, pos);
                     kt.run_part(Items::Spilled { len, read: &read }, &hist[t], range.clone(), &mut arena, control, &emit)?;
@@ -709,7 +729,7 @@ fn run_tables(source: &Source<'_>, opts: &Options, control: &Control, job: Job, 
             for (p, range) in parts.iter().enumerate() {
                 let len: u64 = hist[t][range.clone()].iter().sum();
                 let part = if parts.len() > 1 { format!(", part {} of {}", p + 1, parts.len()) } else { String::new() };
-                control.step(name(part), n + len);
+                control.step_of(name(part), shares.take(n + len), n + len, len);
                 kt.run_part(Items::Source(source), &hist[t], range.clone(), &mut arena, control, &emit)?;
             }
         }

@@ -164,6 +164,7 @@ pub(crate) fn run<T: Send>(
         Ok(Ok(Ok(value))) => {
             control.notices().iter().try_for_each(|m| warn(py, m))?;
             // The final count, so that a bar ends full however short the job.
+            control.finish();
             if let Some(cb) = &progress {
                 let p = control.progress();
                 cb.call1(py, (p.done, p.total, p.step, p.step_done, p.step_total))?;

@@ -334,11 +334,14 @@ pub fn dedup_of(n: usize, found: &Verified) -> (Dedup, Vec<f32>) {
 /// [`Error::Interrupted`] when `control` is cancelled.
 pub fn similar_pairs_utf8<T: AsRef<[u8]> + Sync>(texts: &[T], opts: &Similar, copies: Copies, control: &Control) -> Result<Verified> {
     let mut corpus = Corpus::new(*opts);
-    control.restart(texts.len() as u64);
-    control.step("fingerprints and shingle sets".into(), texts.len() as u64);
+    // The job as the caller sees it: the texts read once, then once
+    // through the batch job that finds and checks their candidates.
+    let n = texts.len() as u64;
+    control.begin(2 * n);
+    control.step("fingerprints and shingle sets".into(), n);
     corpus.add_utf8(texts, control)?;
-    // Finding and checking the candidates: a batch job with its own progress.
-    control.restart(0);
+    control.step("candidates".into(), n);
+    let _nested = control.nest();
     corpus.pairs(copies, control)
 }
 

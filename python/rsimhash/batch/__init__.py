@@ -18,7 +18,13 @@ bits). Items are the positions ``0..N-1`` of the whole source unless
 
 Long jobs show a progress bar on a terminal (``progress=True`` always,
 ``False`` never, or a function called with ``(done, total, step,
-step_done, step_total)``) and stop cleanly on Ctrl-C. With ``out=`` or
+step_done, step_total)``) and stop cleanly on Ctrl-C. ``total`` is set
+when the job begins and never changes: the fingerprints times the job's
+passes (one to read them, one per table); ``done`` only grows and ends
+equal to it. ``step`` names the step under way (``"table 3 of 10"``,
+``"table 3 of 10, part 2 of 4"``, ``"writing the pairs"``) and
+``step_done``/``step_total`` count its items: fingerprints, or the pairs
+it writes. With ``out=`` or
 ``workdir=``, a job killed midway and started again with the same arguments
 resumes after the last table it finished; outputs are written under a
 temporary name and renamed into place when complete.

@@ -146,11 +146,13 @@ class Bars:
         if not hasattr(self, "tqdm"):
             return
         if self.overall is None:
+            # The whole job as a share and the time left (its total is work
+            # in fingerprint passes, not a count anyone needs to read); the
+            # step in the items it names.
             self.overall = self.tqdm(
                 total=total,
                 desc=self.desc,
-                unit="item",
-                unit_scale=True,
+                bar_format="{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]",
                 file=sys.stderr,
                 position=0,
                 leave=False,
@@ -159,7 +161,7 @@ class Bars:
             self.step = self.tqdm(
                 total=step_total,
                 desc=step,
-                unit="item",
+                unit=_unit(step),
                 unit_scale=True,
                 file=sys.stderr,
                 position=1,
@@ -173,6 +175,7 @@ class Bars:
             self.overall.total = total
         if step != self.step_name:
             self.step.reset(total=step_total)
+            self.step.unit = _unit(step)
             self.step.set_description_str(step, refresh=False)
             self.step_name = step
         self.overall.update(max(0, done - self.overall.n))
@@ -183,6 +186,15 @@ class Bars:
             if bar is not None:
                 bar.close()
         self.overall = self.step = None
+
+
+def _unit(step: str) -> str:
+    """What a step of the core counts, by its name."""
+    if step.startswith("writing"):
+        return " pairs" if "pairs" in step else " candidates"
+    if "shingle" in step:
+        return " texts"
+    return " fingerprints"
 
 
 def _isatty(stream: Any) -> bool:

@@ -24,17 +24,36 @@ last_summary: Optional[str] = None
 run_start: Optional[float] = None
 
 
-# When this module was first imported: the command line imports it at its
-# start, so a run's time includes its imports. (The process's start time in
-# /proc/self/stat, read against /proc/uptime, is off by minutes in some
-# sandboxes and containers: a 15-record run once said 496.5 s.)
+# When this module was first imported: the command line imports it early,
+# so a run's time includes most of its imports.
 _IMPORTED = time.perf_counter()
 
 
+def _process_age() -> Optional[float]:
+    """Seconds since this process started, from its start time in
+    /proc/self/stat against the same clock (CLOCK_BOOTTIME; /proc/uptime
+    is another clock in some containers, and was minutes off in one: a
+    15-record run said 496.5 s). None where the system does not tell, or
+    tells something implausible."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+    # Imports take seconds at most: anything else is a clock we misread.
+    return age if 0 <= age <= 30 else None
+
+
+_AGE = _process_age()
+_STARTED = _IMPORTED - _AGE if _AGE is not None else _IMPORTED
+
+
 def process_start() -> float:
-    """``time.perf_counter()`` of this run's start, as near as can be told
-    reliably: when the command line's modules were first imported."""
-    return _IMPORTED
+    """``time.perf_counter()`` of this run's start: the process's start
+    where the system tells it plausibly, else when the command line's
+    modules were first imported."""
+    return _STARTED
 
 
 class Progress:
