@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-__all__ = ["int_ids", "user_ids"]
+__all__ = ["any_ids", "int_ids", "user_ids"]
 
 _U64_MAX = (1 << 64) - 1
 
@@ -74,6 +74,14 @@ def _distinct(arr: np.ndarray, name: str) -> None:
     if len(same):
         a, b = order[same[0]], order[same[0] + 1]
         raise ValueError(f"{name} must be distinct: {arr[a].item()!r} is given at positions {min(a, b)} and {max(a, b)}")
+
+
+def any_ids(ids: Any, name: str = "ids") -> np.ndarray:
+    """``ids`` as ``uint64`` (ints) or an object array of ``str``, of any
+    length, not checked distinct (the caller checks, beyond memory)."""
+    arr = _array(ids, name)
+    as_ints = _as_uint64(arr, name)
+    return as_ints if as_ints is not None else np.array([str(x) for x in arr], dtype=object)
 
 
 def user_ids(ids: Any, n: int, name: str = "ids", *, unique: bool = True) -> np.ndarray:

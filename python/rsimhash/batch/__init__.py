@@ -14,7 +14,8 @@ mmap_mode="r")`` array is read in place), a ``.npy`` file, a list of them or
 a directory of them (concatenated in sorted name order), or Parquet files
 with a fingerprint ``column`` (``uint64``, or ``int64`` holding the same
 bits). Items are the positions ``0..N-1`` of the whole source unless
-``ids`` gives each its own.
+``ids`` gives each its own: ints of any kind or strings, given back in
+the answers (strings as numpy object arrays).
 
 Long jobs show a progress bar on a terminal (``progress=True`` always,
 ``False`` never, or a function called with ``(done, total, step,
@@ -173,8 +174,10 @@ def find_all(
     counted before any is made: an answer that would not fit in memory is
     a ``MemoryError`` that suggests ``out=`` or ``copies="first"``.
 
-    ``ids``: one ``uint64`` id per item (or a Parquet column's name); by
-    default items are positions. ``out``: a ``.npy`` or ``.parquet`` path
+    ``ids``: one id per item, non-negative ints of any kind or strings (or
+    a Parquet column's name), given back in the answer (strings as a numpy
+    object array, ordered as Python orders them); by default items are
+    positions. ``out``: a ``.npy`` or ``.parquet`` path
     (columns ``id_a``, ``id_b``) to write the pairs to instead, never all
     in memory; then the count is returned and ``workdir`` defaults to
     ``out + ".work"``, which makes the job resumable. ``memory_limit``:
@@ -240,13 +243,15 @@ def find_all(
         job.kwargs["copies"] = copies
         r = resolve(source, column=column, ids=ids, spill_dir=job.spill_dir, stack=stack)
         if out_path is None:
-            return _core.batch_find_all(r.values, ids=r.ids, **job.kwargs)
+            return r.named(_core.batch_find_all(r.values, ids=r.ids, **job.kwargs))
         if ext == ".npy":
+            if r.names is not None:
+                raise TypeError(f"out={out_path!r}: a .npy file holds numbers; with string ids write a .parquet file")
             return int(_core.batch_find_all(r.values, ids=r.ids, out=out_path, **job.kwargs))
         staged = Atomic(out_path + ".npy")  # a hidden temporary name beside the output
         stack.callback(staged.discard)
         count = int(_core.batch_find_all(r.values, ids=r.ids, out=staged.tmp, **job.kwargs))
-        pairs_npy_to_parquet(staged.tmp, out_path)
+        pairs_npy_to_parquet(staged.tmp, out_path, names=r.by_rank)
         return count
 
 
@@ -335,7 +340,7 @@ def dedup(
             return keep
         m = np.arange(len(keep), dtype=np.uint64)
         m[dropped] = matched
-        return keep, (m if r.ids is None else r.ids[m])
+        return keep, (m if r.ids is None else r.named(r.ids[m]))
 
 
 def _against_job(stack: ExitStack, kw: Dict[str, Any], desc: str) -> Tuple[_Job, Any, Any]:
@@ -375,7 +380,13 @@ def _is_parquet(source: Any) -> bool:
 def _find_all_against(source: Any, against: Any, **kw: Any) -> np.ndarray:
     with ExitStack() as stack:
         job, new, old = _against_job(stack, dict(kw, source=source, against=against), "find_all")
-        return _core.batch_find_all_against(new.values, old.values, ids=new.ids, against_ids=old.ids, **job.kwargs)
+        rows = _core.batch_find_all_against(new.values, old.values, ids=new.ids, against_ids=old.ids, **job.kwargs)
+        if new.names is None and old.names is None:
+            return rows
+        named = np.empty(rows.shape, dtype=object)
+        named[:, 0] = new.named(rows[:, 0])
+        named[:, 1] = old.named(rows[:, 1])
+        return named
 
 
 def _dedup_against(source: Any, against: Any, *, return_matched: bool, **kw: Any) -> Any:
@@ -389,11 +400,12 @@ def _dedup_against(source: Any, against: Any, *, return_matched: bool, **kw: Any
         in_old = np.zeros(len(keep), dtype=bool)
         in_old[dropped] = matched_old
         m[dropped] = matched
+        out = m if new.names is None and old.names is None else m.astype(object)
         if new.ids is not None:
-            m[~in_old] = new.ids[m[~in_old]]
+            out[~in_old] = new.named(new.ids[m[~in_old]])
         if old.ids is not None:
-            m[in_old] = old.ids[m[in_old]]
-        return keep, m, in_old
+            out[in_old] = old.named(old.ids[m[in_old]])
+        return keep, out, in_old
 
 
 def clusters(
@@ -453,8 +465,9 @@ def clusters(
         members, starts = _core.batch_clusters(r.values, method=method, min_size=int(min_size), **job.kwargs)
         members, starts = _in_id_order(members, starts, r.ids)
         if out_path is not None:
-            return write_clusters(out_path, ext, cluster_rows(members, starts, r.ids))
-        return _id_labels(members, starts, r.ids)
+            return write_clusters(out_path, ext, ((r.named(i), c) for i, c in cluster_rows(members, starts, r.ids)))
+        member_ids, labels = _id_labels(members, starts, r.ids)
+        return r.named(member_ids), labels
 
 
 def similar_pairs(
@@ -497,6 +510,7 @@ def similar_pairs(
     """
     if copies not in ("all", "first"):
         raise ValueError(f'copies must be "all" or "first", got {copies!r}')
+    ids = _labels_of(texts) if ids is None else ids
     found: list = []
 
     def each(higher: np.ndarray, lower: np.ndarray, sims: np.ndarray, *_: Any) -> None:
@@ -526,9 +540,10 @@ def similar_pairs(
     sims = np.concatenate([f[2] for f in found]) if found else np.empty(0, np.float32)
     pairs, sims = expand[0](lo, hi, sims, copies)
     if ids is not None:
-        from ..similar import _by_ids, _ids
+        from .._ids import user_ids
+        from ..similar import _by_ids
 
-        return _by_ids(pairs, sims, _ids(ids, n))
+        return _by_ids(pairs, sims, user_ids(ids, n))
     return pairs, sims
 
 
@@ -640,12 +655,18 @@ def similar_clusters(
         max_record_mb=max_record_mb,
     )
     members, starts = sweeps[0].clusters(method=method, min_size=int(min_size))
-    id_arr = None
-    if ids is not None:
-        from ..similar import _ids
+    ids = _labels_of(texts) if ids is None else ids
+    if ids is None:
+        return _id_labels(members, starts, None)
+    from .._ids import user_ids
+    from ._sources import _ranked
 
-        id_arr = _ids(ids, n)
-    return _id_labels(*_in_id_order(members, starts, id_arr), id_arr)
+    id_arr = user_ids(ids, n)
+    if id_arr.dtype != object:
+        return _id_labels(*_in_id_order(members, starts, id_arr), id_arr)
+    ranks, by_rank = _ranked(id_arr, "ids")  # strings: ordered by their ranks
+    member_ranks, labels = _id_labels(*_in_id_order(members, starts, ranks), ranks)
+    return by_rank[member_ranks.astype(np.intp)], labels
 
 
 def _verified(
@@ -714,6 +735,17 @@ def _verified(
                 )
             )
         return two.count
+
+
+def _labels_of(texts: Any) -> Any:
+    """A pandas Series' index labels, when they are not its positions: the
+    ids its pairs are named by."""
+    from .. import _texts
+    from ..similar import _is_positions
+
+    if _texts.kind(texts) == "pandas" and not _is_positions(texts.index):
+        return texts.index
+    return None
 
 
 def _in_id_order(members: np.ndarray, starts: np.ndarray, ids: Optional[np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:

@@ -60,17 +60,23 @@ def _pyarrow() -> Tuple[Any, Any]:
         raise ImportError("writing Parquet needs pyarrow: pip install 'rsimhash[parquet]'") from None
 
 
-def pairs_npy_to_parquet(npy: str, path: str) -> None:
-    """The ``(P, 2)`` pairs of ``npy`` as a Parquet file of columns ``id_a``, ``id_b``."""
+def pairs_npy_to_parquet(npy: str, path: str, names: Optional[np.ndarray] = None) -> None:
+    """The ``(P, 2)`` pairs of ``npy`` as a Parquet file of columns ``id_a``,
+    ``id_b``: ``uint64``, or strings ``names[id]`` when ``names`` are given."""
     pa, pq = _pyarrow()
     pairs = np.load(npy, mmap_mode="r")
-    schema = pa.schema([("id_a", pa.uint64()), ("id_b", pa.uint64())])
+    kind = pa.uint64() if names is None else pa.string()
+    schema = pa.schema([("id_a", kind), ("id_b", kind)])
     out = Atomic(path)
+
+    def column(ids: np.ndarray) -> Any:
+        return ids.copy() if names is None else pa.array(names[ids.astype(np.intp)].tolist(), type=pa.string())
+
     try:
         with out.open() as f, pq.ParquetWriter(f, schema) as writer:
             for lo in range(0, max(len(pairs), 1), ROWS):
                 block = np.asarray(pairs[lo : lo + ROWS])
-                writer.write_table(pa.table([block[:, 0].copy(), block[:, 1].copy()], schema=schema))
+                writer.write_table(pa.table([column(block[:, 0]), column(block[:, 1])], schema=schema))
         out.commit()
     except OSError as e:
         raise _naming(e, path) from None
@@ -94,17 +100,28 @@ def write_clusters(path: str, ext: str, rows: Iterator[Tuple[np.ndarray, np.ndar
     try:
         if ext == ".parquet":
             pa, pq = _pyarrow()
-            schema = pa.schema([("id", pa.uint64()), ("cluster", pa.uint64())])
-            with out.open() as f, pq.ParquetWriter(f, schema) as writer:
+            schema: Any = None
+            writer: Any = None
+            with out.open() as f:
                 for ids, labels in rows:
-                    writer.write_table(pa.table([ids, labels], schema=schema))
+                    if schema is None:  # string ids as strings
+                        schema = pa.schema([("id", pa.string() if ids.dtype == object else pa.uint64()), ("cluster", pa.uint64())])
+                        writer = pq.ParquetWriter(f, schema)
+                    column = pa.array(ids.tolist(), type=pa.string()) if ids.dtype == object else ids
+                    writer.write_table(pa.table([column, labels], schema=schema))
                     n += len(ids)
+                if writer is None:
+                    writer = pq.ParquetWriter(f, pa.schema([("id", pa.uint64()), ("cluster", pa.uint64())]))
+                writer.close()
         else:
             with out.open() as f:
                 f.write(b"id\tcluster\n")
                 for ids, labels in rows:
+                    if ids.dtype == object and any("\t" in x or "\n" in x or "\r" in x for x in ids):
+                        bad = next(x for x in ids if "\t" in x or "\n" in x or "\r" in x)
+                        raise ValueError(f"{path}: the id {bad!r} holds a tab or a line break, which a TSV row cannot; write .parquet")
                     text = "".join(f"{a}\t{b}\n" for a, b in zip(ids.tolist(), labels.tolist()))
-                    f.write(text.encode("ascii"))
+                    f.write(text.encode("utf-8"))
                     n += len(ids)
         out.commit()
     except OSError as e:

@@ -16,7 +16,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .. import _files
+from .. import _files, _ids
 from .._optional import module
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -159,12 +159,38 @@ def u64_array(values: Any, name: str) -> np.ndarray:
 
 
 class Resolved:
-    """A source as the core takes it (an array or ``.npy`` paths), with ids."""
+    """A source as the core takes it (an array or ``.npy`` paths), with ids.
+
+    String ids (``names``, in item order) reach the core as their ranks in
+    sorted order (``ids``): distinct ``uint64`` ids that order as the
+    strings do, so the core's sorted answers are in string order and
+    ``by_rank[ids]`` gives the strings back."""
 
     def __init__(self, values: Union[np.ndarray, List[str]], ids: Optional[np.ndarray], length: int):
         self.values = values
         self.ids = ids
         self.length = length
+        self.names: Optional[np.ndarray] = None
+        self.by_rank: Optional[np.ndarray] = None
+
+    def named(self, ids: np.ndarray) -> np.ndarray:
+        """The core's ``ids`` (ranks, for string ids) as the caller's ids."""
+        return ids if self.by_rank is None else self.by_rank[ids.astype(np.intp)]
+
+
+def _ranked(names: np.ndarray, name: str) -> Tuple[np.ndarray, np.ndarray]:
+    """``(ranks, by_rank)`` of distinct strings: ``by_rank[ranks] == names``.
+    A repeated string is a ``ValueError`` naming it and its positions."""
+    order = np.argsort(names, kind="stable")
+    by_rank = names[order]
+    if len(by_rank) > 1:
+        same = np.flatnonzero(by_rank[1:] == by_rank[:-1])
+        if len(same):
+            i, j = sorted((int(order[same[0]]), int(order[same[0] + 1])))
+            raise ValueError(f"{name} must be distinct: {names[i]!r} is given at positions {i} and {j}")
+    ranks = np.empty(len(names), dtype=np.uint64)
+    ranks[order] = np.arange(len(names), dtype=np.uint64)
+    return ranks, by_rank
 
 
 def resolve(source: Any, *, column: Optional[str], ids: Any, spill_dir: Any, stack: ExitStack, name: str = "source") -> Resolved:
@@ -191,17 +217,23 @@ def resolve(source: Any, *, column: Optional[str], ids: Any, spill_dir: Any, sta
             parquet = []
             values = paths
         length = sum(_npy_length(p) for p in values)
+    ids_name = "ids" if name == "source" else f"{name}_ids"
     id_array = None
     if ids is not None:
         if isinstance(ids, str) and not isinstance(source, np.ndarray) and parquet:
-            id_array = _parquet_column(parquet, ids, what="ids")
+            id_array = _parquet_column(parquet, ids, what="ids", strings=True)
         elif isinstance(ids, str):
-            raise TypeError("ids names a column only for a Parquet source; pass a uint64 array")
+            raise TypeError(f"{ids_name} names a column only for a Parquet source; pass a sequence of ids")
         else:
-            id_array = u64_array(ids, "ids")
+            id_array = _ids.any_ids(ids, ids_name)
         if len(id_array) != length:
-            raise ValueError(f"ids must have one id per fingerprint: {len(id_array)} ids for {length} fingerprints")
-    return Resolved(values, id_array, length)
+            raise ValueError(f"{ids_name} must have one id per fingerprint: {len(id_array)} ids for {length} fingerprints")
+    if id_array is not None and id_array.dtype == object:
+        ranks, by_rank = _ranked(id_array, ids_name)
+        r = Resolved(values, ranks, length)
+        r.names, r.by_rank = id_array, by_rank
+        return r
+    return Resolved(values, None if id_array is None else np.ascontiguousarray(id_array), length)
 
 
 def _npy_length(path: str) -> int:
@@ -294,7 +326,23 @@ def _parquet_to_npy(paths: Sequence[str], column: Optional[str], directory: str,
     return target
 
 
-def _parquet_column(paths: Sequence[str], column: str, what: str) -> np.ndarray:
+def _parquet_column(paths: Sequence[str], column: str, what: str, strings: bool = False) -> np.ndarray:
+    """The column as ``uint64`` or, with ``strings``, a string column as an
+    object array of ``str``."""
+    if strings:
+        _, files = _parquet_files(paths)
+        name = _column_name(files, paths, column, what)
+        if all(str(f.schema_arrow.field(name).type) in ("string", "large_string") for f in files):
+            out: List[Any] = []
+            for path, f in zip(paths, files):
+                col = f.read(columns=[name]).column(0)
+                if col.null_count:
+                    first = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+                    raise ValueError(f"{path}: row {first + 1}: column {name!r} is null; every row needs its {what}")
+                out.extend(col.to_pylist())
+            arr = np.empty(len(out), dtype=object)
+            arr[:] = out
+            return arr
     parts = list(_batches(paths, column, what))
     return np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
 
