@@ -105,7 +105,8 @@ def write_clusters(path: str, ext: str, rows: Iterator[Tuple[np.ndarray, np.ndar
             with out.open() as f:
                 for ids, labels in rows:
                     if schema is None:  # string ids as strings
-                        schema = pa.schema([("id", pa.string() if ids.dtype == object else pa.uint64()), ("cluster", pa.uint64())])
+                        kind = pa.string() if ids.dtype == object else pa.uint64()
+                        schema = pa.schema([("id", kind), ("cluster", pa.uint64())])
                         writer = pq.ParquetWriter(f, schema)
                     column = pa.array(ids.tolist(), type=pa.string()) if ids.dtype == object else ids
                     writer.write_table(pa.table([column, labels], schema=schema))
@@ -117,9 +118,9 @@ def write_clusters(path: str, ext: str, rows: Iterator[Tuple[np.ndarray, np.ndar
             with out.open() as f:
                 f.write(b"id\tcluster\n")
                 for ids, labels in rows:
-                    if ids.dtype == object and any("\t" in x or "\n" in x or "\r" in x for x in ids):
-                        bad = next(x for x in ids if "\t" in x or "\n" in x or "\r" in x)
-                        raise ValueError(f"{path}: the id {bad!r} holds a tab or a line break, which a TSV row cannot; write .parquet")
+                    bad = next((x for x in ids if "\t" in x or "\n" in x or "\r" in x), None) if ids.dtype == object else None
+                    if bad is not None:
+                        raise ValueError(f"{path}: the id {bad!r} holds a tab or a line break, which a TSV row cannot hold; write .parquet")
                     text = "".join(f"{a}\t{b}\n" for a, b in zip(ids.tolist(), labels.tolist()))
                     f.write(text.encode("utf-8"))
                     n += len(ids)
