@@ -120,7 +120,8 @@ def write_clusters(path: str, ext: str, rows: Iterator[Tuple[np.ndarray, np.ndar
                 for ids, labels in rows:
                     bad = next((x for x in ids if "\t" in x or "\n" in x or "\r" in x), None) if ids.dtype == object else None
                     if bad is not None:
-                        raise ValueError(f"{path}: the id {bad!r} holds a tab or a line break, which a TSV row cannot hold; write .parquet")
+                        why = "holds a tab or a line break, which a TSV row cannot hold; write .parquet"
+                        raise ValueError(f"{path}: the id {bad!r} {why}")
                     text = "".join(f"{a}\t{b}\n" for a, b in zip(ids.tolist(), labels.tolist()))
                     f.write(text.encode("utf-8"))
                     n += len(ids)
