@@ -189,3 +189,19 @@ def test_open_streams_still_work(corpus, tmp_path):
     data = (corpus / "c.jsonl").read_bytes()
     p = ok(run_cli("dedup", "--input", "-", "--output", "-", input=data))
     assert p.stdout and b"error" not in p.stderr
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: rsimhash.fingerprints(["a b"], width="3"), "width"),
+        (lambda: rsimhash.fingerprint("a b", width=2.5), "width"),
+        (lambda: rsimhash.fingerprints(["a b"], threads="2"), "threads"),
+        (lambda: rsimhash.similar_pairs(["a b c"], 0.9, width="3"), "width"),
+        (lambda: rsimhash.jaccard("a b", "a c", width="3"), "width"),
+        (lambda: rsimhash.shingles("a b", width="3"), "width"),
+    ],
+)
+def test_an_int_argument_of_another_type_is_named(call, name):
+    with pytest.raises(TypeError, match=f"^{name} must be an int, got"):
+        call()

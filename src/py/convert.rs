@@ -192,6 +192,16 @@ pub(crate) fn named_int_opt(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Opti
     }
 }
 
+/// `width=`, its `TypeError` naming it (for `#[pyo3(from_py_with)]`).
+pub(crate) fn width_arg(obj: &Bound<'_, PyAny>) -> PyResult<Option<Int>> {
+    named_int_opt(obj, "width")
+}
+
+/// `threads=`, its `TypeError` naming it (for `#[pyo3(from_py_with)]`).
+pub(crate) fn threads_int(obj: &Bound<'_, PyAny>) -> PyResult<Option<Int>> {
+    named_int_opt(obj, "threads")
+}
+
 impl Int {
     /// The value if it lies in `lo..=hi`, else a `ValueError` naming `name`
     /// and the range (`hi_text` says what `hi` is, when it is a bound of

@@ -5,7 +5,7 @@ use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
-use super::convert::{feature_bytes, iterate, reject_text, threads_arg, to_u64, type_name, u64_array, u64_values, Int};
+use super::convert::{feature_bytes, iterate, reject_text, threads_arg, threads_int, to_u64, type_name, u64_array, u64_values, width_arg, Int};
 use super::detach;
 use super::text::Utf8Texts;
 use crate::{Mode, Shingling};
@@ -54,7 +54,7 @@ fn compute(py: Python<'_>, hashes: &Bound<'_, PyAny>) -> PyResult<u64> {
 
 #[pyfunction]
 #[pyo3(signature = (text, *, mode = "words", width = None))]
-fn fingerprint(py: Python<'_>, text: &Bound<'_, PyAny>, mode: &str, width: Option<Int>) -> PyResult<u64> {
+fn fingerprint(py: Python<'_>, text: &Bound<'_, PyAny>, mode: &str, #[pyo3(from_py_with = width_arg)] width: Option<Int>) -> PyResult<u64> {
     let shingling = shingling(mode, width)?;
     let mut texts = Utf8Texts::with_capacity(1);
     texts.push(text.clone(), || "text".into())?;
@@ -72,7 +72,13 @@ fn fingerprint(py: Python<'_>, text: &Bound<'_, PyAny>, mode: &str, width: Optio
 
 #[pyfunction]
 #[pyo3(signature = (texts, *, mode = "words", width = None, threads = None))]
-fn fingerprints<'py>(py: Python<'py>, texts: &Bound<'py, PyAny>, mode: &str, width: Option<Int>, threads: Option<Int>) -> PyResult<Bound<'py, PyArray1<u64>>> {
+fn fingerprints<'py>(
+    py: Python<'py>,
+    texts: &Bound<'py, PyAny>,
+    mode: &str,
+    #[pyo3(from_py_with = width_arg)] width: Option<Int>,
+    #[pyo3(from_py_with = threads_int)] threads: Option<Int>,
+) -> PyResult<Bound<'py, PyArray1<u64>>> {
     let options = (shingling(mode, width)?, self::threads(threads)?);
     fingerprint_slices(py, &collect_texts(texts)?.slices(), options)
 }
@@ -103,8 +109,8 @@ fn fingerprints_arrow<'py>(
     offsets: PyReadonlyArray1<'py, i64>,
     data: PyReadonlyArray1<'py, u8>,
     mode: &str,
-    width: Option<Int>,
-    threads: Option<Int>,
+    #[pyo3(from_py_with = width_arg)] width: Option<Int>,
+    #[pyo3(from_py_with = threads_int)] threads: Option<Int>,
 ) -> PyResult<Bound<'py, PyArray1<u64>>> {
     let options = (shingling(mode, width)?, self::threads(threads)?);
     fingerprint_slices(py, &arrow_slices(offsets.as_slice()?, data.as_slice()?)?, options)
@@ -150,7 +156,11 @@ fn fingerprint_weighted(py: Python<'_>, features: &Bound<'_, PyAny>) -> PyResult
 /// against (the same texts, collected the same way, on the same cores).
 #[pyfunction]
 #[pyo3(name = "_fnv1a64_texts", signature = (texts, *, threads = None))]
-fn fnv1a64_texts<'py>(py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<Int>) -> PyResult<Bound<'py, PyArray1<u64>>> {
+fn fnv1a64_texts<'py>(
+    py: Python<'py>,
+    texts: &Bound<'py, PyAny>,
+    #[pyo3(from_py_with = threads_int)] threads: Option<Int>,
+) -> PyResult<Bound<'py, PyArray1<u64>>> {
     use rayon::prelude::*;
 
     let threads = self::threads(threads)?;

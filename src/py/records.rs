@@ -11,7 +11,7 @@ use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 
-use super::convert::Int;
+use super::convert::{threads_int, width_arg, Int};
 use super::detach;
 use super::fingerprint::{shingling, threads};
 use crate::records::{Fields, HashFormat, Id, Item, JsonLinesReader, ReaderOptions, RecordChunk};
@@ -55,8 +55,8 @@ impl PyJsonLines {
         text_field: String,
         id_field: Option<String>,
         mode: Option<&str>,
-        width: Option<Int>,
-        threads: Option<Int>,
+        #[pyo3(from_py_with = width_arg)] width: Option<Int>,
+        #[pyo3(from_py_with = threads_int)] threads: Option<Int>,
         chunk_bytes: Option<Int>,
         format: &str,
         max_record_bytes: Option<Int>,

@@ -9,7 +9,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 use super::batch::run;
-use super::convert::{pairs_array, u64_array, Int};
+use super::convert::{pairs_array, threads_int, u64_array, width_arg, Int};
 use super::detach;
 use super::fingerprint::{arrow_slices, collect_texts, shingling, threads};
 use super::text::Utf8Texts;
@@ -45,7 +45,11 @@ fn u64s<'a>(array: &'a numpy::PyReadonlyArray1<'_, u64>, owned: &'a mut Vec<u64>
 /// The 128-bit keys of texts' bytes (see `similar::copies`): an `(n, 2)` uint64 array.
 #[pyfunction]
 #[pyo3(signature = (texts, *, threads = None))]
-fn content_keys<'py>(py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<Int>) -> PyResult<Bound<'py, PyArray2<u64>>> {
+fn content_keys<'py>(
+    py: Python<'py>,
+    texts: &Bound<'py, PyAny>,
+    #[pyo3(from_py_with = threads_int)] threads: Option<Int>,
+) -> PyResult<Bound<'py, PyArray2<u64>>> {
     let threads = self::threads(threads)?;
     let (mut held, mut arrow) = (None, None);
     let slices = text_slices(texts, &mut held, &mut arrow)?;
@@ -149,13 +153,19 @@ fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 impl PySimilarCorpus {
     #[new]
     #[pyo3(signature = (threshold, *, measure = "jaccard", shingles = "words", width = None, candidates = None))]
-    fn new(threshold: f64, measure: &str, shingles: &str, width: Option<Int>, candidates: Option<(String, Option<Int>, Int)>) -> PyResult<Self> {
+    fn new(
+        threshold: f64,
+        measure: &str,
+        shingles: &str,
+        #[pyo3(from_py_with = width_arg)] width: Option<Int>,
+        candidates: Option<(String, Option<Int>, Int)>,
+    ) -> PyResult<Self> {
         Ok(PySimilarCorpus { inner: RwLock::new(Corpus::new(settings(threshold, measure, shingles, width, candidates)?)) })
     }
 
     /// Adds texts: a sequence of str, or `(offsets, data)` of an Arrow column.
     #[pyo3(signature = (texts, *, threads = None))]
-    fn add(&self, py: Python<'_>, texts: &Bound<'_, PyAny>, threads: Option<Int>) -> PyResult<()> {
+    fn add(&self, py: Python<'_>, texts: &Bound<'_, PyAny>, #[pyo3(from_py_with = threads_int)] threads: Option<Int>) -> PyResult<()> {
         let threads = self::threads(threads)?;
         let (mut held, mut arrow) = (None, None);
         let slices = text_slices(texts, &mut held, &mut arrow)?;
@@ -165,7 +175,13 @@ impl PySimilarCorpus {
 
     /// Every verified pair: `(pairs, similarity)`, positions in the order added.
     #[pyo3(signature = (*, threads = None, progress = None, copies = "all"))]
-    fn pairs<'py>(&self, py: Python<'py>, threads: Option<Int>, progress: Option<Py<PyAny>>, copies: &str) -> PyResult<Pairs<'py>> {
+    fn pairs<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = threads_int)] threads: Option<Int>,
+        progress: Option<Py<PyAny>>,
+        copies: &str,
+    ) -> PyResult<Pairs<'py>> {
         let inner = &self.inner;
         let copies: crate::Copies = copies.parse()?;
         let found = run(py, self::threads(threads)?, progress, |c| read(inner).pairs(copies, c))?;
@@ -178,7 +194,7 @@ impl PySimilarCorpus {
     fn dedup<'py>(
         &self,
         py: Python<'py>,
-        threads: Option<Int>,
+        #[pyo3(from_py_with = threads_int)] threads: Option<Int>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<(Bound<'py, PyArray1<bool>>, Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<f32>>)> {
         let inner = &self.inner;
@@ -193,7 +209,7 @@ impl PySimilarCorpus {
         py: Python<'py>,
         method: &str,
         min_size: Int,
-        threads: Option<Int>,
+        #[pyo3(from_py_with = threads_int)] threads: Option<Int>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<Arrays2<'py, u32, u64>> {
         let method: ClusterMethod = method.parse()?;
@@ -231,7 +247,7 @@ pub(crate) struct PyStreamVerifier {
 impl PyStreamVerifier {
     #[new]
     #[pyo3(signature = (threshold, *, measure = "jaccard", shingles = "words", width = None))]
-    fn new(threshold: f64, measure: &str, shingles: &str, width: Option<Int>) -> PyResult<Self> {
+    fn new(threshold: f64, measure: &str, shingles: &str, #[pyo3(from_py_with = width_arg)] width: Option<Int>) -> PyResult<Self> {
         // The candidates are given to `feed`; their settings are not used here.
         let opts = settings(threshold, measure, shingles, width, None)?;
         Ok(PyStreamVerifier { inner: RwLock::new(StreamVerifier::new(opts)) })
@@ -250,7 +266,7 @@ impl PyStreamVerifier {
         pairs: &Bound<'py, PyAny>,
         last: PyReadonlyArray1<'py, u32>,
         links: Option<PyReadonlyArray1<'py, u64>>,
-        threads: Option<Int>,
+        #[pyo3(from_py_with = threads_int)] threads: Option<Int>,
     ) -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<f32>>)> {
         let threads = self::threads(threads)?;
         let (mut held, mut arrow) = (None, None);
@@ -295,7 +311,13 @@ pub(crate) struct PyOnlineDedup {
 impl PyOnlineDedup {
     #[new]
     #[pyo3(signature = (threshold, *, measure = "jaccard", shingles = "words", width = None, candidates = None))]
-    fn new(threshold: f64, measure: &str, shingles: &str, width: Option<Int>, candidates: Option<(String, Option<Int>, Int)>) -> PyResult<Self> {
+    fn new(
+        threshold: f64,
+        measure: &str,
+        shingles: &str,
+        #[pyo3(from_py_with = width_arg)] width: Option<Int>,
+        candidates: Option<(String, Option<Int>, Int)>,
+    ) -> PyResult<Self> {
         Ok(PyOnlineDedup { inner: RwLock::new(OnlineDedup::new(settings(threshold, measure, shingles, width, candidates)?)?) })
     }
 
@@ -307,7 +329,7 @@ impl PyOnlineDedup {
         &self,
         py: Python<'py>,
         texts: &Bound<'py, PyAny>,
-        threads: Option<Int>,
+        #[pyo3(from_py_with = threads_int)] threads: Option<Int>,
     ) -> PyResult<(Bound<'py, PyArray1<bool>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<f32>>)> {
         let threads = self::threads(threads)?;
         let (mut held, mut arrow) = (None, None);
@@ -416,7 +438,13 @@ fn auto_candidates(threshold: f64) -> PyResult<(String, usize, u32)> {
 /// being `hashes[offsets[i]:offsets[i + 1]]` (ascending, distinct).
 #[pyfunction]
 #[pyo3(signature = (texts, *, mode = "words", width = None, threads = None))]
-fn shingle_sets<'py>(py: Python<'py>, texts: &Bound<'py, PyAny>, mode: &str, width: Option<Int>, threads: Option<Int>) -> PyResult<Arrays2<'py, i64, u64>> {
+fn shingle_sets<'py>(
+    py: Python<'py>,
+    texts: &Bound<'py, PyAny>,
+    mode: &str,
+    #[pyo3(from_py_with = width_arg)] width: Option<Int>,
+    #[pyo3(from_py_with = threads_int)] threads: Option<Int>,
+) -> PyResult<Arrays2<'py, i64, u64>> {
     let (set, threads) = (shingling(mode, width)?, self::threads(threads)?);
     let (mut held, mut arrow) = (None, None);
     let slices = text_slices(texts, &mut held, &mut arrow)?;
