@@ -16,8 +16,7 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from . import _texts
-from ._optional import module
+from . import _arrow, _texts
 
 __all__ = ["check", "split"]
 
@@ -47,9 +46,8 @@ def split(texts: Any, nulls: str) -> Tuple[Any, Optional[np.ndarray]]:
         mask = texts.is_null().to_numpy()
         return (texts.filter(~texts.is_null()) if mask.any() else texts), (mask if mask.any() else None)
     if kind == "pyarrow":
-        pa = module("pyarrow")
         mask = np.asarray(texts.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-        return (texts.filter(pa.array(~mask)) if mask.any() else texts), (mask if mask.any() else None)
+        return (texts.filter(_arrow.booleans(~mask)) if mask.any() else texts), (mask if mask.any() else None)
     if isinstance(texts, (str, bytes)):
         return texts, None
     items = list(texts)

@@ -81,16 +81,22 @@ def arrow_pieces(column: Any) -> Iterator[ArrowBuffers]:
         return
     if not isinstance(column, pa.Array):
         raise TypeError(f"texts must be a pyarrow Array or ChunkedArray, got {type(column).__name__}")
-    if pa.types.is_string(column.type) or pa.types.is_string_view(column.type):
+    if pa.types.is_string_view(column.type):
         column = column.cast(pa.large_string())
-    if not pa.types.is_large_string(column.type):
+    small = pa.types.is_string(column.type)
+    if not small and not pa.types.is_large_string(column.type):
         raise TypeError(f"texts must be a pyarrow string array, got type {column.type}")
     if column.null_count:
         first = column.is_null().index(True).as_py()
         raise TypeError(f"texts[{first}] must be str, got None (a null in the Arrow array)")
     _, offsets_buf, data_buf = column.buffers()
     n = len(column)
-    offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=n + 1, offset=column.offset * 8)
+    # 32-bit offsets widened here (8 bytes a text), the text read in place:
+    # a cast to large_string would copy every byte of text (and import
+    # pyarrow.compute, a second of start-up).
+    width = 4 if small else 8
+    offsets = np.frombuffer(offsets_buf, dtype=np.int32 if small else np.int64, count=n + 1, offset=column.offset * width)
+    offsets = offsets.astype(np.int64) if small else offsets
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.empty(0, np.uint8)
     yield ArrowBuffers(offsets, data)
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator, Optional, Tuple, Union
 
 import numpy as np
 
-from .. import _files
+from .. import _arrow, _files
 from .._optional import module
 
 ROWS = 1 << 20  # rows written at a time
@@ -70,7 +70,7 @@ def pairs_npy_to_parquet(npy: str, path: str, names: Optional[np.ndarray] = None
     out = Atomic(path)
 
     def column(ids: np.ndarray) -> Any:
-        return ids.copy() if names is None else pa.array(names[ids.astype(np.intp)].tolist(), type=pa.string())
+        return ids.copy() if names is None else _arrow.strings(names[ids.astype(np.intp)].tolist())
 
     try:
         with out.open() as f, pq.ParquetWriter(f, schema) as writer:
@@ -108,7 +108,7 @@ def write_clusters(path: str, ext: str, rows: Iterator[Tuple[np.ndarray, np.ndar
                         kind = pa.string() if ids.dtype == object else pa.uint64()
                         schema = pa.schema([("id", kind), ("cluster", pa.uint64())])
                         writer = pq.ParquetWriter(f, schema)
-                    column = pa.array(ids.tolist(), type=pa.string()) if ids.dtype == object else ids
+                    column = _arrow.strings(ids.tolist()) if ids.dtype == object else ids
                     writer.write_table(pa.table([column, labels], schema=schema))
                     n += len(ids)
                 if writer is None:

@@ -11,6 +11,7 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
+from .. import _arrow
 from .._optional import module
 from .inputs import Chunk, Source
 from .outputs import Behind, Output
@@ -126,9 +127,9 @@ class _ParquetSink:
         self.behind = Behind("rsimhash-parquet", 2)
 
     def write(self, chunk: Chunk, is_new: np.ndarray) -> None:
-        pa = module("pyarrow")
         assert chunk.rows is not None
-        self.behind.submit(self.writer.write_batch, chunk.batch.take(pa.array(chunk.rows[is_new])))
+        kept = _arrow.numbers(chunk.rows[is_new].astype(np.int64))
+        self.behind.submit(self.writer.write_batch, chunk.batch.take(kept))
 
     def close(self) -> None:
         self.behind.close()

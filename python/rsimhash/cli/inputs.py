@@ -41,6 +41,7 @@ from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 
+from .. import _arrow
 from .._optional import module
 from .errors import BadLines, InputError, UsageError
 from .stdio import stdin_binary, stdin_fd
@@ -812,7 +813,7 @@ class Source:
                 nbytes = int(text.nbytes)
                 self.nbytes += nbytes
                 if len(rows) < n:
-                    text = text.take(pa.array(rows))
+                    text = text.take(_arrow.numbers(rows.astype(np.int64)))
                     if ids is not None:
                         ids = [ids[j] for j in rows.tolist()]
                 # The texts stay Arrow buffers, read in place by the core.
