@@ -128,8 +128,7 @@ class _ParquetSink:
 
     def write(self, chunk: Chunk, is_new: np.ndarray) -> None:
         assert chunk.rows is not None
-        kept = _arrow.numbers(chunk.rows[is_new].astype(np.int64))
-        self.behind.submit(self.writer.write_batch, chunk.batch.take(kept))
+        self.behind.submit(self.writer.write_table, _arrow.rows(chunk.batch, chunk.rows[is_new]))
 
     def close(self) -> None:
         self.behind.close()
