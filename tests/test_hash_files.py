@@ -196,3 +196,14 @@ def test_header_in_a_lines_file_on_the_command_line(tmp_path):
     assert_one_error(run_cli("find-all", "--input", path), 1, f"{path}:1:", "looks like a header")
     proc = ok(run_cli("find-all", "--input", path, "--skip-bad-lines"))
     assert "1 bad line skipped" in stderr_lines(proc)[-1]
+
+
+@settings(deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=200))
+def test_find_all_distinct_values_and_copies_are_numpys(xs):
+    from rsimhash.cli.find_all import _distinct
+
+    fps = np.array(xs, dtype=np.uint64)
+    values, counts = np.unique(fps, return_counts=True)
+    got, twice = _distinct(fps.copy())
+    assert got.tolist() == values.tolist() and twice.tolist() == values[counts > 1].tolist()

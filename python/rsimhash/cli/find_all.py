@@ -31,7 +31,7 @@ and the pairs found one table at a time, within the limit.
 from __future__ import annotations
 
 import argparse
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 import numpy as np
 
@@ -201,7 +201,7 @@ def _run_lines(args: argparse.Namespace) -> int:
             progress.close()
             pairs, distinct = _pairs_batch(fps, args, limit, workspace)
         else:
-            values, counts = np.unique(fps, return_counts=True)
+            values, twice = _distinct(fps)
             distinct = len(values)
             # The batch kernel on the array in memory (an Index's tables,
             # built for queries and additions, cost twice as much here).
@@ -214,7 +214,7 @@ def _run_lines(args: argparse.Namespace) -> int:
             )
             assert isinstance(found, np.ndarray)  # no out=: the pairs themselves
             pairs = values[found] if len(found) else np.empty((0, 2), dtype=np.uint64)
-            pairs = _with_self_pairs(pairs, values[counts > 1])
+            pairs = _with_self_pairs(pairs, twice)
         step = 1 << 16
         for lo in range(0, len(pairs), step):
             block = pairs[lo : lo + step].tolist()
@@ -230,6 +230,22 @@ def _run_lines(args: argparse.Namespace) -> int:
             source.nbytes,
         )
     return 0
+
+
+def _distinct(fps: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """The distinct values of ``fps``, ascending, and those given more than
+    once: ``fps`` is sorted in place (``np.unique`` with its counts took
+    3.5 x as long as the sort at 10^7 values)."""
+    fps = np.ascontiguousarray(fps, dtype=np.uint64)
+    fps.sort()
+    first = np.empty(len(fps), dtype=bool)
+    first[:1] = True
+    np.not_equal(fps[1:], fps[:-1], out=first[1:])
+    repeated = fps[1:][~first[1:]]  # ascending, a value once per extra copy
+    once = np.empty(len(repeated), dtype=bool)
+    once[:1] = True
+    np.not_equal(repeated[1:], repeated[:-1], out=once[1:])
+    return fps[first], repeated[once]
 
 
 def _with_self_pairs(pairs: np.ndarray, twice: np.ndarray) -> np.ndarray:
