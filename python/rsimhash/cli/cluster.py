@@ -48,6 +48,7 @@ from .options import (
 from .outputs import Outputs
 from .pipeline import fingerprints_of, prefetch
 from .progress import Progress, count
+from .shards import resolve_args
 from .spill import Fingerprints, Ids, Workspace, engine_part
 
 # Bytes a record costs on the in-memory path: its fingerprint, its id as a
@@ -69,7 +70,7 @@ examples:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_input(p, formats=("json", "hash", "parquet"))
+    add_input(p, formats=("json", "hash", "parquet"), shards=True)
     p.add_argument(
         "--output",
         "-o",
@@ -104,6 +105,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    resolve_args(args)
     if args.jaccard is not None:
         return _run_verified(args)
     index = make_index(args.distance, args.blocks)
