@@ -153,6 +153,7 @@ def _write_shards(args: argparse.Namespace, source: Any, keep: np.ndarray, outpu
                 raise
             outputs.finish(i, out)
         read += shard.size
+    outputs.sync()
     progress.close()
 
 

@@ -8,7 +8,10 @@ Invariants:
   shard with no kept record gives an empty file (a hash TSV its header, a
   Parquet file its schema and no rows).
 * Each is written under a temporary name and renamed into place when
-  complete (``outputs.Output``), then recorded in the manifest
+  complete (``outputs.Output``; the fsyncs of all shards wait for the end
+  of the run, ``sync``, so that writing one shard never waits for the disk
+  to finish the one before: a shard lost to a crash of the machine fails
+  its CRC and is written again), then recorded in the manifest
   ``DIR/.rsimhash-shards.json`` with its size and CRC-32: a shard present
   under its final name and matching the manifest is a shard finished.
 * The manifest names the run (a digest of the inputs' names, sizes and
@@ -38,7 +41,7 @@ import numpy as np
 from .._files import create_fresh
 from .errors import InputError, UsageError
 from .inputs import Chunk
-from .outputs import Output
+from .outputs import Output, sync_files
 from .shards import Shards
 
 MANIFEST = ".rsimhash-shards.json"
@@ -102,6 +105,7 @@ class ShardOutputs:
         self.shards = shards
         self.run = run_digest(args, shards)
         self.finished_here = 0
+        self.unsynced: List[str] = []
         if os.path.exists(directory) and not os.path.isdir(directory):
             raise UsageError(f"--output {directory}: is a file; with several input shards --output names a directory")
         real = os.path.realpath(directory)
@@ -158,6 +162,11 @@ class ShardOutputs:
             f.write(json.dumps(data, indent=1, sort_keys=True).encode("utf-8"))
         os.replace(tmp, path)
 
+    def sync(self) -> None:
+        """The shards finished by this run, and the manifest, on disk."""
+        sync_files(self.unsynced + [os.path.join(self.directory, MANIFEST)])
+        self.unsynced = []
+
     def is_done(self, i: int) -> bool:
         return i in self.done
 
@@ -168,8 +177,9 @@ class ShardOutputs:
 
     def finish(self, i: int, out: Output) -> None:
         """Moves shard ``i``'s output into place and records it."""
-        out.commit()
+        out.commit(sync=False)
         path = out.path
+        self.unsynced.append(path)
         self.finished[self.shards[i].rel] = {"size": os.path.getsize(path), "crc32": _crc(path)}
         self._save()
         self.finished_here += 1
@@ -216,6 +226,7 @@ class ShardedKeptWriter:
     def close(self) -> None:
         self._advance(len(self.outputs.shards) - 1)
         self._finish()
+        self.outputs.sync()
 
     def discard(self) -> None:
         if self.out is not None:

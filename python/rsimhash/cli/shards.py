@@ -257,6 +257,7 @@ class ShardedSource:
         self.records = 0
         self._done_bytes = 0  # file bytes of the shards read whole
         self._current: Optional[Source] = None
+        self._ahead: Optional[Source] = None  # the next shard, opened while this one is read
         # A shard that cannot be opened fails here, before any work (the first is opened now).
         self._first = self._make(shards[0].path, bad) if len(shards) else None
 
@@ -299,9 +300,24 @@ class ShardedSource:
         return np.searchsorted(starts, np.asarray(positions, dtype=np.int64), side="right") - 1
 
     def chunks(self) -> Iterator[Chunk]:
+        # The next shard is opened when this one starts: the core's reader reads
+        # ahead on threads of its own, so no shard boundary stalls the pipeline.
+        ahead = self._first
+        self._first = None
+        try:
+            yield from self._chunks(ahead)
+        finally:
+            if self._ahead is not None:
+                self._ahead.close()
+                self._ahead = None
+
+    def _chunks(self, ahead: Optional[Source]) -> Iterator[Chunk]:
+        self._ahead = ahead
         for i, shard in enumerate(self.shards):
-            source = self._first if i == 0 and self._first is not None else self._make(shard.path, self.bad)
-            self._first = None
+            source = self._ahead if self._ahead is not None else self._make(shard.path, self.bad)
+            self._ahead = None
+            if i + 1 < len(self.shards):
+                self._ahead = self._make(self.shards[i + 1].path, self.bad)
             self.sources.append(source)
             self.starts.append(self.records)
             self._current = source
