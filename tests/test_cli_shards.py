@@ -345,3 +345,25 @@ def test_verified_dedup_of_shards_equals_the_concatenation(tmp_path):
         sharded = read_tsv((tmp_path / "r.tsv").read_bytes())
         assert sharded[0][3:] == ["shard", "duplicate_of_shard"] and [r[:3] for r in sharded[1:]] == single[1:]
         assert len(single) > 5
+
+
+def test_hash_tsv_shards_keep_their_headers_and_stdout_takes_them_all(tmp_path):
+    import numpy as np
+
+    rng = np.random.default_rng(9)
+    base = rng.integers(0, 2**63, 40, dtype=np.uint64)
+    fps = np.concatenate([base, base[:15] ^ np.uint64(5)])
+    rows = [f"r{i}\t{v}\n" for i, v in enumerate(fps.tolist())]
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.tsv").write_text("id\thash\n" + "".join(rows[:30]))
+    (tmp_path / "in" / "b.tsv").write_text("id\thash\n" + "".join(rows[30:]))
+    (tmp_path / "all.tsv").write_text("id\thash\n" + "".join(rows))
+    assert _run("dedup", "--input", tmp_path / "all.tsv", "--output", tmp_path / "all.out.tsv", "-q") == 0
+    assert _run("dedup", "--input", tmp_path / "in", "--output", tmp_path / "out", "-q") == 0
+    a, b = ((tmp_path / "out" / n).read_text() for n in ("a.tsv", "b.tsv"))
+    assert a.startswith("id\thash\n") and b.startswith("id\thash\n")
+    assert a + b[len("id\thash\n") :] == (tmp_path / "all.out.tsv").read_text()
+    assert b.count("\n") < 1 + 25  # the copies of a's records are gone from b
+    # --output -: every shard's kept records, one header.
+    proc = ok(run_cli("dedup", "--input", tmp_path / "in", "-q"))
+    assert proc.stdout == (tmp_path / "all.out.tsv").read_bytes()

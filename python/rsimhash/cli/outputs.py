@@ -185,6 +185,13 @@ class Output:
             self._raw.flush()
             if sync:
                 os.fsync(self._raw.fileno())
+            elif _fadvise is not None:
+                # The disk starts writing the file now, so the caller's fsync at
+                # the end of the run has little left to wait for.
+                try:
+                    _fadvise(self._raw.fileno(), 0, 0)
+                except OSError:
+                    pass
             self._raw.close()
             os.replace(self._tmp, self.path)
         except OSError as e:
