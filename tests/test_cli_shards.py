@@ -15,6 +15,7 @@ bad shard inputs are one clear error line.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import sys
 
@@ -160,9 +161,12 @@ def test_a_bad_line_in_a_shard_is_skipped_as_in_the_concatenation(tmp_path, caps
         assert got == (tmp_path / "all.out").read_bytes()
         err = capsys.readouterr().err
         assert "part-00003.jsonl:5: is not valid JSON" in err and "1 bad line skipped" in err
-        # Without --skip-bad-lines the run stops there, naming the shard and line.
+        # Without --skip-bad-lines the run stops there, naming the shard and line,
+        # and leaves no partial shard behind (the shards before it may be finished).
         assert _run("dedup", "--input", tmp_path / "in", "--output", tmp_path / "stopped", *memory) == 1
         assert "part-00003.jsonl:5" in capsys.readouterr().err
+        assert not (tmp_path / "stopped" / "day=2" / "part-00003.jsonl").exists()
+        assert not [f for _, _, files in os.walk(tmp_path / "stopped") for f in files if f.endswith(".tmp")]
 
 
 @pytest.mark.parametrize("memory", [[], TINY])
@@ -250,6 +254,7 @@ def test_cluster_and_find_all_of_shards_equal_the_concatenation(tmp_path):
     for command, extra in (
         ("cluster", []),
         ("cluster", ["--all", "--method", "leader"]),
+        ("cluster", ["--sample", "100"]),  # the first 100 records of all shards, across a shard boundary
         ("cluster", TINY),
         ("find-all", []),
         ("find-all", TINY),
@@ -367,3 +372,19 @@ def test_hash_tsv_shards_keep_their_headers_and_stdout_takes_them_all(tmp_path):
     # --output -: every shard's kept records, one header.
     proc = ok(run_cli("dedup", "--input", tmp_path / "in", "-q"))
     assert proc.stdout == (tmp_path / "all.out.tsv").read_bytes()
+
+
+def test_line_number_ids_of_shards_name_their_shard(tmp_path):
+    records = _records(False, seed=13)
+    _write_shards(tmp_path / "in", _split(records), "plain")
+    assert _run("cluster", "--input", tmp_path / "in", "--output", tmp_path / "c.tsv", "-q") == 0
+    rows = read_tsv((tmp_path / "c.tsv").read_bytes())[1:]
+    assert rows and all(":" in row[0] and row[0].rsplit(":", 1)[0] in {n + ".jsonl" for n in NAMES} for row in rows)
+    # The id of each row is the line of its record in its shard.
+    lines = {n + ".jsonl": (tmp_path / "in" / (n + ".jsonl")).read_bytes().split(b"\n") for n in NAMES}
+    from rsimhash import fingerprints
+
+    for row in rows:
+        shard, line = row[0].rsplit(":", 1)
+        text = json.loads(lines[shard][int(line) - 1])["text"]
+        assert str(int(fingerprints([text])[0])) == row[1]

@@ -22,7 +22,8 @@ spilled ids, in input order, whether the shard is read again or not.
 from __future__ import annotations
 
 import argparse
-from typing import Any, Iterator, List, Optional
+import bisect
+from typing import Any, Dict, Iterator, List, Optional
 
 import numpy as np
 
@@ -121,10 +122,39 @@ def dedup_batch(
 
 def _write_shards(args: argparse.Namespace, source: Any, keep: np.ndarray, outputs: ShardOutputs, removed: Any) -> None:
     """Pass 2 of a sharded input: shard by shard, the kept records of each
-    shard not finished yet to its own output, renamed into place when whole."""
+    shard not finished yet to its own output, renamed into place when whole.
+    The next unfinished shard is opened when one starts (its reader reads
+    ahead), so shard boundaries do not stall the reading."""
     starts = list(source.starts) + [len(keep)]
     starts += [len(keep)] * (len(source.shards) + 1 - len(starts))
     progress = Progress("dedup: writing", source.total, args.quiet)
+    todo = [i for i in range(len(source.shards)) if not outputs.is_done(i)]
+    ahead: Dict[int, Source] = {}
+
+    def reopen(i: int) -> Source:
+        return open_source(args, need_ids=False, full_rows=True, path=source.shards[i].path, quiet_bad_lines=True, shingling=None)
+
+    try:
+        _write_each(args, source, keep, outputs, removed, starts, progress, todo, ahead, reopen)
+    finally:
+        for s in ahead.values():
+            s.close()
+    outputs.sync()
+    progress.close()
+
+
+def _write_each(
+    args: argparse.Namespace,
+    source: Any,
+    keep: np.ndarray,
+    outputs: ShardOutputs,
+    removed: Any,
+    starts: List[int],
+    progress: Progress,
+    todo: List[int],
+    ahead: Dict[int, Source],
+    reopen: Any,
+) -> None:
     read = 0
     for i, shard in enumerate(source.shards):
         lo, hi = starts[i], starts[i + 1]
@@ -133,9 +163,11 @@ def _write_shards(args: argparse.Namespace, source: Any, keep: np.ndarray, outpu
         if not outputs.is_done(i):
             out = outputs.open(i)
             try:
-                with open_source(
-                    args, need_ids=False, full_rows=True, path=shard.path, quiet_bad_lines=True, shingling=None
-                ) as again:
+                again = ahead.pop(i) if i in ahead else reopen(i)
+                at = bisect.bisect_right(todo, i)
+                if at < len(todo):
+                    ahead[todo[at]] = reopen(todo[at])
+                with again:
                     writer = KeptWriter(out, again)
                     position = lo
                     for chunk in prefetch(again.chunks()):
@@ -153,8 +185,6 @@ def _write_shards(args: argparse.Namespace, source: Any, keep: np.ndarray, outpu
                 raise
             outputs.finish(i, out)
         read += shard.size
-    outputs.sync()
-    progress.close()
 
 
 class _Removed:
