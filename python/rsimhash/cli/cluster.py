@@ -10,6 +10,10 @@ as the original does; ``--all`` writes every record, each singleton in a
 cluster of its own. ``--sample N`` clusters the first N records of the input
 only (the first N good records; reading stops there).
 
+Several input shards (``--input`` repeated, a directory, a glob; see
+``shards.py``) are clustered as one input, read in their order; ids that
+are line numbers are written ``SHARD:LINE``.
+
 ``--method connected`` (default) gives connected components of the
 within-K graph; ``leader`` gives, in input order, groups around the first
 record of each that nothing before it matched.

@@ -18,6 +18,12 @@ would not fit ``--memory-limit`` (estimated from its size and its first
 chunk) goes through the batch engine in two passes instead (see
 ``dedup_batch.py``), with the same output.
 
+Several input shards (``--input`` repeated, a directory, a glob; see
+``shards.py``) are one input, read in their order; ``--output DIR`` then
+writes one output per shard (``shard_out.py``: renamed into place when
+whole, resumable after a kill), and ``--removed`` adds the columns
+``shard<TAB>duplicate_of_shard``.
+
 ``--jaccard T`` removes instead each record whose shingle set is at least T
 alike the set of a record kept before it, checked exactly for each
 candidate pair of fingerprints (``dedup_verified.py``); ``--removed`` then

@@ -22,6 +22,10 @@ alike among the candidates, by input position of ``id_a`` then ``id_b``
 (``id_a`` the earlier record), the similarity to 6 decimals (see
 ``verified.py``).
 
+Several input shards (``--input`` repeated, a directory, a glob; see
+``shards.py``) are one input, read in their order; ids that are line
+numbers are written ``SHARD:LINE``.
+
 Inputs whose in-memory index would not fit ``--memory-limit`` go through
 the batch engine instead: the fingerprints are spilled to a ``.npy`` file
 in ``--workdir``, their distinct values kept (a batch dedup at distance 0),
