@@ -55,7 +55,8 @@ CASES = [
     ("missing hash column", "in.tsv", b"id\tfp\n1\t5\n", [], 1, ["{f}:1:", "header", '"hash"']),
     ("wrong field count", "in.tsv", b"id\thash\n1\t5\n2\n", [], 1, ["{f}:3:", "expected 2 tab-separated fields"]),
     ("unreadable path", "missing.jsonl", None, [], 1, ["{f}", "cannot read", "No such file"]),
-    ("directory as input", "adir.jsonl", "dir", [], 1, ["{f}", "cannot read"]),
+    # A directory is an input of shards (its files of the format): this one holds none.
+    ("directory as input", "adir.jsonl", "dir", [], 1, ["{f}", "holds no file of a format"]),
     ("corrupt gzip", "in.jsonl.gz", gzip.compress(jsonl())[:-30] + b"x" * 30, [], 1, ["{f}", "cannot be read"]),
     (
         "distance >= blocks",

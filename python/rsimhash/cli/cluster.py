@@ -10,6 +10,10 @@ as the original does; ``--all`` writes every record, each singleton in a
 cluster of its own. ``--sample N`` clusters the first N records of the input
 only (the first N good records; reading stops there).
 
+Several input shards (``--input`` repeated, a directory, a glob; see
+``shards.py``) are clustered as one input, read in their order; ids that
+are line numbers are written ``SHARD:LINE``.
+
 ``--method connected`` (default) gives connected components of the
 within-K graph; ``leader`` gives, in input order, groups around the first
 record of each that nothing before it matched.
@@ -48,6 +52,7 @@ from .options import (
 from .outputs import Outputs
 from .pipeline import fingerprints_of, prefetch
 from .progress import Progress, count
+from .shards import resolve_args
 from .spill import Fingerprints, Ids, Workspace, engine_part
 
 # Bytes a record costs on the in-memory path: its fingerprint, its id as a
@@ -69,7 +74,7 @@ examples:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_input(p, formats=("json", "hash", "parquet"))
+    add_input(p, formats=("json", "hash", "parquet"), shards=True)
     p.add_argument(
         "--output",
         "-o",
@@ -104,6 +109,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    resolve_args(args)
     if args.jaccard is not None:
         return _run_verified(args)
     index = make_index(args.distance, args.blocks)

@@ -18,6 +18,12 @@ would not fit ``--memory-limit`` (estimated from its size and its first
 chunk) goes through the batch engine in two passes instead (see
 ``dedup_batch.py``), with the same output.
 
+Several input shards (``--input`` repeated, a directory, a glob; see
+``shards.py``) are one input, read in their order; ``--output DIR`` then
+writes one output per shard (``shard_out.py``: renamed into place when
+whole, resumable after a kill), and ``--removed`` adds the columns
+``shard<TAB>duplicate_of_shard``.
+
 ``--jaccard T`` removes instead each record whose shingle set is at least T
 alike the set of a record kept before it, checked exactly for each
 candidate pair of fingerprints (``dedup_verified.py``); ``--removed`` then
@@ -34,13 +40,14 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from . import verified
-from .dedup_writer import Kept, KeptWriter, bits, summary, write_removed
+from .dedup_writer import Kept, bits, kept_writer, removed_header, shard_names, shards_done, summary, write_removed
 from .errors import UsageError
 from .inputs import Chunk, Source
 from .options import add_distance, add_input, add_memory, add_run, add_text, make_index, memory_limit, open_source
-from .outputs import Output, Outputs
+from .outputs import Output, Outputs, _is_special
 from .pipeline import fingerprints_of, prefetch
 from .progress import Progress
+from .shards import is_sharded, resolve_args
 from .spill import Workspace, copy_stdin
 
 # Bytes a record costs on the in-memory path when it is kept: its share of
@@ -60,29 +67,39 @@ example:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_input(p)
+    add_input(p, shards=True)
     p.add_argument(
         "--output",
         "-o",
         metavar="FILE",
         default="-",
         help="the kept records as read, in the input's format; - writes stdout; a name ending in .gz or .zst is "
-        "compressed. Default: %(default)s (as find-all and fingerprint)",
+        "compressed. With several input shards (a directory, a glob, --input repeated): a directory DIR, "
+        "one output per shard under the shard's relative name, same format and compression (- writes "
+        "them all to stdout). Default: %(default)s (as find-all and fingerprint)",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="with several input shards: write into an --output directory that holds other files too "
+        "(they are left as they are); refused otherwise",
     )
     p.add_argument(
         "--removed",
         metavar="FILE",
         default=None,
         help="also write a TSV 'id<TAB>duplicate_of<TAB>distance' naming each removed "
-        "record and the kept record it is a near-duplicate of",
+        "record and the kept record it is a near-duplicate of; with several input shards, two more "
+        "columns 'shard<TAB>duplicate_of_shard' name their shards",
     )
     p.add_argument(
         "--against",
-        metavar="DIR",
+        metavar="DIR_OR_INDEX",
         action="append",
         default=None,
         help="also remove every record within K bits of a record kept by an earlier run and saved in the store "
-        "DIR (see --save-fingerprints; repeatable); --removed names the stored record",
+        "DIR (see --save-fingerprints), or held in an index file made by 'rsimhash index build' (repeatable); "
+        "--removed names the stored record",
     )
     p.add_argument(
         "--save-fingerprints",
@@ -98,6 +115,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    resolve_args(args)
     if args.jaccard is not None:
         verified.settings(args)  # a bad combination of flags fails before any file is touched
     incremental = bool(args.against) or args.save_fingerprints is not None
@@ -117,6 +135,15 @@ def run(args: argparse.Namespace) -> int:
     limit = memory_limit(args)
     explicit = args.memory_limit is not None or args.workdir is not None
     need_ids = args.removed is not None or args.save_fingerprints is not None
+    sharded = is_sharded(args.input)
+    shard_out = None
+    if sharded and args.output != "-" and not _is_special(args.output):
+        from .shard_out import ShardOutputs
+
+        shard_out = ShardOutputs(args.output, args.input, args)  # refuses a directory of other files before any work
+    elif sharded and args.format == "parquet":
+        raise UsageError("Parquet shards are written one output per shard: give --output DIR")
+    # The work directory goes beside the output (directory), never into it.
     with Workspace(args.workdir, args.output) as workspace:
         path = args.input
         if args.input == "-" and explicit:
@@ -124,11 +151,16 @@ def run(args: argparse.Namespace) -> int:
             path = copy_stdin(workspace)
         with (
             open_source(
-                args, need_ids=need_ids, full_rows=True, path=path, shingling=None if args.jaccard is not None else "args"
+                args,
+                need_ids=need_ids,
+                full_rows=True,
+                path=path,
+                shingling=None if args.jaccard is not None else "args",
+                qualify_line_ids=False,  # --removed names the shard of each record
             ) as source,
             Outputs() as outs,
         ):
-            out = outs.open(args.output)
+            out: Any = outs.open(args.output) if shard_out is None else shard_out
             removed = outs.open(args.removed) if args.removed is not None else None
             chunks = prefetch(source.chunks())
             first = next(chunks, None)
@@ -138,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
 
                 return dedup_verified.run(args, source, rest, first, out, removed, limit, workspace, path)
             if removed is not None:
-                removed.write(b"id\tduplicate_of\tdistance\n")
+                removed.write(removed_header("distance", sharded))
             per_record = IN_MEMORY_BYTES + (ID_BYTES if need_ids else 0)
             if path != "-" and (incremental or path != args.input or _estimated_records(source) * per_record > limit):
                 from .dedup_batch import dedup_batch
@@ -161,9 +193,30 @@ def _in_memory(
     args: argparse.Namespace, index: Any, source: Source, chunks: Iterator[Chunk], out: Output, removed: Optional[Output]
 ) -> int:
     """The dedup through an ``Index`` of the kept records, in one pass."""
-    writer = KeptWriter(out, source)
+    writer = kept_writer(out, lambda: source)
     kept = Kept(fingerprints=True) if removed is not None else None
     progress = Progress("dedup", source.total, args.quiet)
+    try:
+        n_removed = _in_memory_chunks(args, index, source, chunks, writer, kept, removed, progress)
+    except BaseException:
+        writer.discard()  # the shard being written; those finished stay (a rerun resumes after them)
+        raise
+    writer.close()
+    summary(progress, args, source, n_removed, [])
+    return 0
+
+
+def _in_memory_chunks(
+    args: argparse.Namespace,
+    index: Any,
+    source: Source,
+    chunks: Iterator[Chunk],
+    writer: Any,
+    kept: Optional[Kept],
+    removed: Optional[Output],
+    progress: Progress,
+) -> int:
+    """Each chunk through the index and its kept records to ``writer``; the records removed."""
     position = n_removed = 0
     for chunk in chunks:
         fps = fingerprints_of(chunk, args.mode, args.width, args.threads)
@@ -177,11 +230,13 @@ def _in_memory(
             gone = np.flatnonzero(~is_new)
             slots = kept.find(matched[gone])
             write_removed(
-                removed, [chunk.ids[j] for j in gone.tolist()], kept.ids_at(slots), bits(fps[gone], kept.fps_at(slots)).tolist()
+                removed,
+                [chunk.ids[j] for j in gone.tolist()],
+                kept.ids_at(slots),
+                bits(fps[gone], kept.fps_at(slots)).tolist(),
+                shard_names(source, np.full(len(gone), chunk.shard), matched[gone]),
             )
         n_removed += n - int(np.count_nonzero(is_new))
         position += n
-        progress.update(source.position(), source.records)
-    writer.close()
-    summary(progress, args, source, n_removed, [])
-    return 0
+        progress.update(source.position(), source.records, shards_done(source))
+    return n_removed

@@ -11,21 +11,30 @@ not fit in memory: two passes over the input.
 3. The input is read again (stdin from its copy in the work directory) and
    the kept records are written exactly as the one-pass path writes them;
    bad lines skipped in the first pass are skipped again, silently.
+
+Sharded inputs written one output per shard (``shard_out.py``): pass 3
+goes shard by shard, each shard read again only when its output is not
+finished yet (a rerun of a killed run starts reading at the first
+unfinished shard); the ``--removed`` rows of every shard come from the
+spilled ids, in input order, whether the shard is read again or not.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any, Iterator, List, Optional
+import bisect
+from typing import Any, Dict, Iterator, List, Optional
 
 import numpy as np
 
-from .dedup_writer import KeptWriter, bits, summary, write_removed
+from .dedup_writer import KeptWriter, bits, shard_names, shards_done, summary, write_removed
+from .errors import InputError
 from .inputs import Chunk, Source
 from .options import open_source
 from .outputs import Output
 from .pipeline import fingerprints_of, prefetch
 from .progress import Progress
+from .shard_out import ShardOutputs
 from .spill import Fingerprints, Ids, Workspace, engine_part
 
 
@@ -51,7 +60,7 @@ def dedup_batch(
             store.add(fingerprints_of(chunk, args.mode, args.width, args.threads))
             if ids is not None:
                 ids.extend(chunk.ids)
-            progress.update(source.position(), source.records)
+            progress.update(source.position(), source.records, shards_done(source))
         fps_source = store.finish()
     finally:
         store.close()
@@ -59,6 +68,8 @@ def dedup_batch(
         ids.finish()
     progress.close()
     stores = getattr(args, "against_stores", None)
+    if stores is not None:
+        stores.materialize(workspace.path)
     job = dict(
         return_matched=True,
         blocks=args.blocks,
@@ -77,36 +88,125 @@ def dedup_batch(
 
     # Pass 2: the kept records, as read.
     n_removed = int(len(keep) - np.count_nonzero(keep))
-    again_progress = Progress("dedup: writing", source.total, args.quiet)
-    with open_source(args, need_ids=False, full_rows=True, path=path, quiet_bad_lines=True, shingling=None) as again:
-        writer = KeptWriter(out, again)
-        position = 0
-        for chunk in prefetch(again.chunks()):
-            n = len(chunk)
-            is_new = keep[position : position + n]
-            writer.write(chunk, is_new)
-            if removed is not None and ids is not None:
-                gone = np.flatnonzero(~is_new) + position
-                if len(gone):
-                    _write_removed(removed, ids, stores, fps, gone, matched, in_old)
-            position += n
-            again_progress.update(again.position(), again.records)
-        writer.close()
+    removed_rows = None
+    if removed is not None and ids is not None:
+        removed_rows = _Removed(removed, ids, stores, fps, keep, matched, in_old, source)
+    if isinstance(out, ShardOutputs):
+        _write_shards(args, source, keep, out, removed_rows)
+    else:
+        again_progress = Progress("dedup: writing", source.total, args.quiet)
+        with open_source(args, need_ids=False, full_rows=True, path=path, quiet_bad_lines=True, shingling=None) as again:
+            writer = KeptWriter(out, again)
+            position = 0
+            for chunk in prefetch(again.chunks()):
+                n = len(chunk)
+                writer.write(chunk, keep[position : position + n])
+                if removed_rows is not None:
+                    removed_rows.write(position, position + n)
+                position += n
+                again_progress.update(again.position(), again.records)
+            writer.close()
+        again_progress.close()
     if saving and ids is not None:
         from .store import save as save_store  # `store` is the spilled fingerprints here
 
         kept = np.flatnonzero(keep)
-        save_store(args.save_fingerprints, args, np.asarray(fps[kept]), ids.text(kept.tolist()))
+        rels = [s.rel for s in source.shards] if hasattr(source, "shard_of") else None
+        shards = [rels[i] for i in source.shard_of(kept).tolist()] if rels is not None else None
+        save_store(args.save_fingerprints, args, np.asarray(fps[kept]), ids.text(kept.tolist()), shards)
     if ids is not None:
         ids.close()
-    again_progress.close()
     summary(progress, args, source, n_removed, [engine_part(workspace)])
     return 0
 
 
-def _write_removed(removed: Output, ids: Any, stores: Any, fps: Any, gone: np.ndarray, matched: Any, in_old: Any) -> None:
+def _write_shards(args: argparse.Namespace, source: Any, keep: np.ndarray, outputs: ShardOutputs, removed: Any) -> None:
+    """Pass 2 of a sharded input: shard by shard, the kept records of each
+    shard not finished yet to its own output, renamed into place when whole.
+    The next unfinished shard is opened when one starts (its reader reads
+    ahead), so shard boundaries do not stall the reading."""
+    starts = list(source.starts) + [len(keep)]
+    starts += [len(keep)] * (len(source.shards) + 1 - len(starts))
+    progress = Progress("dedup: writing", source.total, args.quiet)
+    todo = [i for i in range(len(source.shards)) if not outputs.is_done(i)]
+    ahead: Dict[int, Source] = {}
+
+    def reopen(i: int) -> Source:
+        return open_source(args, need_ids=False, full_rows=True, path=source.shards[i].path, quiet_bad_lines=True, shingling=None)
+
+    try:
+        _write_each(args, source, keep, outputs, removed, starts, progress, todo, ahead, reopen)
+    finally:
+        for s in ahead.values():
+            s.close()
+    outputs.sync()
+    progress.close()
+
+
+def _write_each(
+    args: argparse.Namespace,
+    source: Any,
+    keep: np.ndarray,
+    outputs: ShardOutputs,
+    removed: Any,
+    starts: List[int],
+    progress: Progress,
+    todo: List[int],
+    ahead: Dict[int, Source],
+    reopen: Any,
+) -> None:
+    read = 0
+    for i, shard in enumerate(source.shards):
+        lo, hi = starts[i], starts[i + 1]
+        if removed is not None:
+            removed.write(lo, hi)
+        if not outputs.is_done(i):
+            out = outputs.open(i)
+            try:
+                again = ahead.pop(i) if i in ahead else reopen(i)
+                at = bisect.bisect_right(todo, i)
+                if at < len(todo):
+                    ahead[todo[at]] = reopen(todo[at])
+                with again:
+                    writer = KeptWriter(out, again)
+                    position = lo
+                    for chunk in prefetch(again.chunks()):
+                        n = len(chunk)
+                        writer.write(chunk, keep[position : position + n])
+                        position += n
+                        progress.update(read + again.position(), position, (i, len(source.shards)))
+                    writer.close()
+                if position != hi:
+                    raise InputError(
+                        shard.path, None, f"changed while it was read: {position - lo:,} records now, {hi - lo:,} before"
+                    )
+            except BaseException:
+                out.discard()
+                raise
+            outputs.finish(i, out)
+        read += shard.size
+
+
+class _Removed:
+    """The ``--removed`` rows of the records removed among positions
+    ``lo..hi``, from the spilled ids: no input is read for them."""
+
+    def __init__(self, out: Output, ids: Any, stores: Any, fps: Any, keep: np.ndarray, matched: Any, in_old: Any, source: Any):
+        self.out, self.ids, self.stores, self.fps, self.matched, self.in_old = out, ids, stores, fps, matched, in_old
+        self.keep, self.source = keep, source
+
+    def write(self, lo: int, hi: int) -> None:
+        gone = np.flatnonzero(~self.keep[lo:hi]) + lo
+        if len(gone):
+            _write_removed(self.out, self.ids, self.stores, self.fps, gone, self.matched, self.in_old, self.source)
+
+
+def _write_removed(
+    removed: Output, ids: Any, stores: Any, fps: Any, gone: np.ndarray, matched: Any, in_old: Any, source: Any
+) -> None:
     """``--removed`` rows of removed records at positions ``gone``, in order:
-    each names the kept record it matched, in this input or in a store."""
+    each names the kept record it matched, in this input or in a store (and,
+    of a sharded input, both records' shards)."""
     others = matched[gone]
     old = in_old[gone] if in_old is not None else np.zeros(len(gone), dtype=bool)
     names: List[str] = ids.text(gone.tolist())
@@ -117,8 +217,14 @@ def _write_removed(removed: Output, ids: Any, stores: Any, fps: Any, gone: np.nd
         other_names[i] = name
     other_fps[new_at] = fps[others[new_at]]
     old_at = np.flatnonzero(old)
+    stored_shards: Optional[List[Optional[str]]] = None
     if len(old_at):
         for i, name in zip(old_at.tolist(), stores.ids(others[old_at])):
             other_names[i] = name
         other_fps[old_at] = stores.fingerprints(others[old_at])
-    write_removed(removed, names, other_names, bits(fps[gone], other_fps).tolist())
+        stored_shards = [None] * len(gone)
+        for i, name in zip(old_at.tolist(), stores.shards(others[old_at])):
+            stored_shards[i] = name
+    where = np.where(old, 0, others).astype(np.int64)  # a stored record's shard is read from its store
+    shards = shard_names(source, source.shard_of(gone) if hasattr(source, "shard_of") else gone, where, stored_shards)
+    write_removed(removed, names, other_names, bits(fps[gone], other_fps).tolist(), shards)

@@ -22,7 +22,7 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from . import verified
-from .dedup_writer import Kept, KeptWriter, summary, write_removed
+from .dedup_writer import Kept, kept_writer, removed_header, shard_names, shards_done, summary, write_removed
 from .inputs import Chunk, Source
 from .outputs import Output
 from .progress import Progress
@@ -43,7 +43,7 @@ def run(
     opts = verified.settings(args)
     verified.check_format(source)
     if removed is not None:
-        removed.write(f"id\tduplicate_of\t{verified.similarity_column(args)}\n".encode("ascii"))
+        removed.write(removed_header(verified.similarity_column(args), hasattr(source, "shard_of")))
     fits = path == "-" or first is None or verified.text_bytes(source) * verified.SET_BYTES_PER_TEXT_BYTE <= limit
     if fits and path == args.input:
         return _in_memory(args, opts, source, chunks, out, removed)
@@ -56,9 +56,29 @@ def _in_memory(
     from .. import _rsimhash
 
     online = _rsimhash.OnlineDedup(opts.threshold, **verified.core_settings(opts))
-    writer = KeptWriter(out, source)
+    writer = kept_writer(out, lambda: source)
     kept = Kept(fingerprints=False) if removed is not None else None
     progress = Progress("dedup", source.total, args.quiet)
+    try:
+        n_removed = _in_memory_chunks(args, online, source, chunks, writer, kept, removed, progress)
+    except BaseException:
+        writer.discard()  # the shard being written; those finished stay
+        raise
+    writer.close()
+    summary(progress, args, source, n_removed, [])
+    return 0
+
+
+def _in_memory_chunks(
+    args: argparse.Namespace,
+    online: Any,
+    source: Source,
+    chunks: Iterator[Chunk],
+    writer: Any,
+    kept: Optional[Kept],
+    removed: Optional[Output],
+    progress: Progress,
+) -> int:
     position = n_removed = 0
     for chunk in chunks:
         answers = [online.add(piece, threads=args.threads) for piece in verified.pieces(chunk)]
@@ -71,13 +91,12 @@ def _in_memory(
             if len(gone):
                 matched = np.concatenate([a[1] for a in answers])[gone]
                 sims = verified.fmt(np.concatenate([a[2] for a in answers])[gone])
-                write_removed(removed, [chunk.ids[j] for j in gone.tolist()], kept.ids_at(kept.find(matched)), sims)
+                shards = shard_names(source, np.full(len(gone), chunk.shard), matched)
+                write_removed(removed, [chunk.ids[j] for j in gone.tolist()], kept.ids_at(kept.find(matched)), sims, shards)
         n_removed += len(keep) - int(np.count_nonzero(keep))
         position += len(keep)
-        progress.update(source.position(), source.records)
-    writer.close()
-    summary(progress, args, source, n_removed, [])
-    return 0
+        progress.update(source.position(), source.records, shards_done(source))
+    return n_removed
 
 
 def _two_pass(
@@ -94,6 +113,7 @@ def _two_pass(
     progress = Progress("dedup", source.total, args.quiet)
     second = verified.SecondPass(args, opts, workspace, path, limit, full_rows=True)
     ids = Ids(0, workspace) if removed is not None else None
+    writer: Any = None
     try:
         for chunk in chunks:
             second.first(chunk)
@@ -103,7 +123,7 @@ def _two_pass(
         progress.close()
         if ids is not None:
             ids.finish()
-        writer = KeptWriter(out, source)
+        writer = kept_writer(out, lambda: second.source or source)  # shards: those of the second reading
         again_progress = Progress("dedup: writing", source.total, args.quiet)
         position = n_removed = 0
         for chunk, _, _, _, dropped, matched, sims in second.again():
@@ -111,13 +131,18 @@ def _two_pass(
             keep[dropped.astype(np.int64) - position] = False
             writer.write(chunk, keep)
             if ids is not None and removed is not None and len(dropped):
-                write_removed(removed, ids.text(dropped.tolist()), ids.text(matched.tolist()), verified.fmt(sims))
+                shards = shard_names(second.source, np.full(len(dropped), chunk.shard), matched)
+                write_removed(removed, ids.text(dropped.tolist()), ids.text(matched.tolist()), verified.fmt(sims), shards)
             n_removed += len(dropped)
             position += len(chunk)
             if second.source is not None:
-                again_progress.update(second.source.position(), second.source.records)
+                again_progress.update(second.source.position(), second.source.records, shards_done(second.source))
         writer.close()
         again_progress.close()
+    except BaseException:
+        if writer is not None:
+            writer.discard()
+        raise
     finally:
         second.close()
         if ids is not None:

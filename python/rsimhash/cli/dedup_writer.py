@@ -46,6 +46,49 @@ class KeptWriter:
         if self.parquet is not None:
             self.parquet.close()
 
+    def discard(self) -> None:
+        """Nothing to do: the run's ``Outputs`` discards the output."""
+
+
+def kept_writer(out: Any, sources: Any) -> Any:
+    """The writer of the kept records: a ``KeptWriter`` of one output, or of
+    each shard's own output when ``out`` is a ``ShardOutputs`` (see
+    ``shard_out.py``); ``sources()`` is the source being read."""
+    from .shard_out import ShardedKeptWriter, ShardOutputs
+
+    if isinstance(out, ShardOutputs):
+        return ShardedKeptWriter(out, sources)
+    return KeptWriter(out, sources())
+
+
+def removed_header(column: str, sharded: bool) -> bytes:
+    """The ``--removed`` TSV's header line; sharded inputs add the two records' shards."""
+    extra = "\tshard\tduplicate_of_shard" if sharded else ""
+    return f"id\tduplicate_of\t{column}{extra}\n".encode("ascii")
+
+
+def shard_names(source: Any, shards: Any, matched: Any, matched_shards: Any = None) -> Any:
+    """``(shards, shards of the records matched)`` as relative names, for
+    ``write_removed``: None when the input is not sharded. ``matched`` are
+    record positions; ``matched_shards`` names given for some of them
+    (records of a store), None where the position is to be looked up."""
+    from .shards import ShardedSource
+
+    if not isinstance(source, ShardedSource):
+        return None
+    rels = [s.rel for s in source.shards]
+    names = [rels[i] for i in np.asarray(shards, dtype=np.int64).tolist()]
+    others = [rels[i] for i in source.shard_of(np.asarray(matched, dtype=np.int64)).tolist()] if len(matched) else []
+    if matched_shards is not None:
+        others = [o if m is None else m for o, m in zip(others, matched_shards)]
+    return names, others
+
+
+def shards_done(source: Any) -> Any:
+    """``(done, total)`` shards of a sharded input, for the progress bar; else None."""
+    done = getattr(source, "shards_done", None)
+    return (done(), len(source.shards)) if done is not None else None
+
 
 class Kept:
     """Position, id (and fingerprint, where kept) of every kept record, to
@@ -91,10 +134,16 @@ def bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.array([bin(int(v)).count("1") for v in x], dtype=np.uint8)  # numpy 1.x
 
 
-def write_removed(out: Output, names: Sequence[Any], others: Sequence[Any], values: Sequence[Any]) -> None:
-    """``--removed`` rows ``id<TAB>duplicate_of<TAB>value``."""
-    if len(names):
+def write_removed(out: Output, names: Sequence[Any], others: Sequence[Any], values: Sequence[Any], shards: Any = None) -> None:
+    """``--removed`` rows ``id<TAB>duplicate_of<TAB>value`` (and, with
+    ``shards``, ``<TAB>shard<TAB>duplicate_of_shard``)."""
+    if not len(names):
+        return
+    if shards is None:
         out.write("".join(f"{a}\t{b}\t{v}\n" for a, b, v in zip(names, others, values)).encode("utf-8"))
+        return
+    rows = zip(names, others, values, shards[0], shards[1])
+    out.write("".join(f"{a}\t{b}\t{v}\t{s}\t{t}\n" for a, b, v, s, t in rows).encode("utf-8"))
 
 
 def summary(progress: Progress, args: argparse.Namespace, source: Source, n_removed: int, more: List[str]) -> None:

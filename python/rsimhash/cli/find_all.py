@@ -22,6 +22,10 @@ alike among the candidates, by input position of ``id_a`` then ``id_b``
 (``id_a`` the earlier record), the similarity to 6 decimals (see
 ``verified.py``).
 
+Several input shards (``--input`` repeated, a directory, a glob; see
+``shards.py``) are one input, read in their order; ids that are line
+numbers are written ``SHARD:LINE``.
+
 Inputs whose in-memory index would not fit ``--memory-limit`` go through
 the batch engine instead: the fingerprints are spilled to a ``.npy`` file
 in ``--workdir``, their distinct values kept (a batch dedup at distance 0),
@@ -52,6 +56,7 @@ from .options import (
 from .outputs import Outputs
 from .pipeline import fingerprints_of, prefetch
 from .progress import Progress, count
+from .shards import is_sharded, resolve_args
 from .spill import Fingerprints, Ids, Workspace, engine_part
 
 # Bytes a fingerprint costs on the in-memory path: the array, np.unique's
@@ -74,7 +79,7 @@ example:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_input(p, what="fingerprints (one per line) or records", stdin="lines")
+    add_input(p, what="fingerprints (one per line) or records", stdin="lines", shards=True)
     p.add_argument(
         "--output",
         "-o",
@@ -101,7 +106,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _format(args: argparse.Namespace) -> str:
     """The input's format: by its name, as the other commands go; a name
     that says nothing (``.txt``, none) and stdin are fingerprint lines."""
-    if args.format != "auto":
+    if args.format != "auto" or is_sharded(args.input):
         return args.format
     if args.input == "-":
         return "lines"
@@ -112,6 +117,7 @@ def _format(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    resolve_args(args, lenient_default="lines")
     if args.jaccard is not None:
         return _run_verified(args)
     make_index(args.distance, args.blocks)  # checks --distance and --blocks before any file is touched

@@ -122,6 +122,7 @@ class Chunk:
         self.core = core  # the core's RecordChunk
         self.entries = entries  # the records' entries in ``core``
         self.extra_texts = extra_texts or {}  # entry -> text, of lines the reference reader read
+        self.shard = 0  # the input shard the records come from (see shards.py)
 
     def __len__(self) -> int:
         return len(self.lines)
@@ -196,6 +197,7 @@ class Chunk:
             shingling=self.shingling,
             extra_texts=self.extra_texts,
         )
+        cut.shard = self.shard
         return cut
 
 

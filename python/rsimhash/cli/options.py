@@ -76,14 +76,27 @@ def add_input(
     required: bool = True,
     what: str = "records",
     stdin: str = "json",
+    shards: bool = False,
 ) -> None:
-    p.add_argument(
-        "--input",
-        "-i",
-        metavar="FILE",
-        required=required,
-        help=f"file of {what}; - reads stdin. gzip and zstd compression are recognised",
-    )
+    if shards:
+        p.add_argument(
+            "--input",
+            "-i",
+            metavar="PATH",
+            action="append",
+            required=required,
+            help=f"file of {what}; - reads stdin. gzip and zstd compression are recognised. Repeatable; a "
+            "directory reads its files of the format (sorted by path, recursively) and a quoted glob its "
+            "matches, in that order: the shards of one input",
+        )
+    else:
+        p.add_argument(
+            "--input",
+            "-i",
+            metavar="FILE",
+            required=required,
+            help=f"file of {what}; - reads stdin. gzip and zstd compression are recognised",
+        )
     choices = formats if default != "auto" else ("auto",) + formats
     guess = (
         (
@@ -263,32 +276,44 @@ def open_source(
     path: Optional[str] = None,
     quiet_bad_lines: bool = False,
     shingling: Any = "args",
+    qualify_line_ids: bool = True,
 ) -> Source:
     """The command's ``--input`` as a ``Source`` configured from its flags;
     ``path`` reads another file the same way (a copy of stdin), and
     ``quiet_bad_lines`` skips bad lines without reporting them again.
     JSON lines are fingerprinted as they are parsed with ``shingling``
     (mode, width): by default the command's ``--mode`` and ``--width``;
-    None parses only."""
+    None parses only. Sharded inputs (``shards.py``) give a ``ShardedSource``
+    (line-number ids as ``REL:LINE`` unless ``qualify_line_ids`` is false)."""
+    from .shards import ShardedSource, is_sharded
+
     if shingling == "args":
         shingling = (args.mode, args.width) if hasattr(args, "mode") else None
-    fmt = guess_format(args.input, getattr(args, "format", "auto"))
+    target = args.input if path is None else path
+    fmt = guess_format(args.input if isinstance(args.input, str) else "-", getattr(args, "format", "auto"))
     if fmt not in formats:
         raise UsageError(f"--format {fmt} cannot be used here; use one of {', '.join(formats)}")
-    return Source(
-        args.input if path is None else path,
-        fmt,
-        text_column=getattr(args, "text_column", "text"),
-        id_column=getattr(args, "id_column", None),
-        need_ids=need_ids,
-        bad=BadLines(getattr(args, "skip_bad_lines", False), limit=0 if quiet_bad_lines else 20, quiet=quiet_bad_lines),
-        limit=limit,
-        full_rows=full_rows,
-        chunk_bytes=max(1, int(args.chunk_mb * (1 << 20))),
-        max_record_bytes=max(1, int(getattr(args, "max_record_mb", 256) * (1 << 20))),
-        shingling=shingling,
-        threads=getattr(args, "threads", None),
-    )
+    bad = BadLines(getattr(args, "skip_bad_lines", False), limit=0 if quiet_bad_lines else 20, quiet=quiet_bad_lines)
+
+    def make(file: str, bad: BadLines, sample: Optional[int] = None) -> Source:
+        return Source(
+            file,
+            fmt,
+            text_column=getattr(args, "text_column", "text"),
+            id_column=getattr(args, "id_column", None),
+            need_ids=need_ids,
+            bad=bad,
+            limit=sample,
+            full_rows=full_rows,
+            chunk_bytes=max(1, int(args.chunk_mb * (1 << 20))),
+            max_record_bytes=max(1, int(getattr(args, "max_record_mb", 256) * (1 << 20))),
+            shingling=shingling,
+            threads=getattr(args, "threads", None),
+        )
+
+    if is_sharded(target):
+        return ShardedSource(target, fmt, make, bad, limit=limit, qualify_line_ids=qualify_line_ids)  # type: ignore[return-value]
+    return make(target, bad, limit)
 
 
 def bad_lines_part(source: Source) -> str:

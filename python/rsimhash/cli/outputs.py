@@ -162,9 +162,10 @@ class Output:
                 pass
             self._flushed = self._written
 
-    def commit(self) -> None:
+    def commit(self, sync: bool = True) -> None:
         """Flushes the output and, for a file, moves it into place (fsync, rename,
-        fsync of the directory)."""
+        fsync of the directory). ``sync=False`` leaves the fsyncs to the caller
+        (``sync_files``): outputs of many shards are synced together at the end."""
         try:
             self._writer.close()
         except OSError as e:
@@ -182,14 +183,23 @@ class Output:
             if self._file is not self._raw:
                 self._file.close()
             self._raw.flush()
-            os.fsync(self._raw.fileno())
+            if sync:
+                os.fsync(self._raw.fileno())
+            elif _fadvise is not None:
+                # The disk starts writing the file now, so the caller's fsync at
+                # the end of the run has little left to wait for.
+                try:
+                    _fadvise(self._raw.fileno(), 0, 0)
+                except OSError:
+                    pass
             self._raw.close()
             os.replace(self._tmp, self.path)
         except OSError as e:
             self.discard()
             raise InputError(self.path, None, f"cannot write: {e.strerror or e}") from None
         self._tmp = None
-        _fsync_dir(os.path.dirname(os.path.abspath(self.path)))
+        if sync:
+            _fsync_dir(os.path.dirname(os.path.abspath(self.path)))
 
     def discard(self) -> None:
         """Drops a file output's temporary file; the target is left as it was."""
@@ -220,6 +230,23 @@ def _is_special(path: str) -> bool:
     except OSError:
         return False
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def sync_files(paths: List[str]) -> None:
+    """fsync of each file, then of each of their directories."""
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError as e:
+            raise InputError(path, None, f"cannot write: {e.strerror or e}") from None
+        try:
+            os.fsync(fd)
+        except OSError as e:
+            raise InputError(path, None, f"cannot write: {e.strerror or e}") from None
+        finally:
+            os.close(fd)
+    for directory in sorted({os.path.dirname(os.path.abspath(p)) for p in paths}):
+        _fsync_dir(directory)
 
 
 def _fsync_dir(directory: str) -> None:

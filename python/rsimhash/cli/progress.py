@@ -88,12 +88,15 @@ class Progress:
             nrows=None if sized else 24,
         )
 
-    def update(self, position: int, records: int) -> None:
-        """The input has been read up to byte ``position``; ``records`` so far."""
+    def update(self, position: int, records: int, shards: Optional["tuple[int, int]"] = None) -> None:
+        """The input has been read up to byte ``position``; ``records`` so
+        far; ``shards`` done of all, of a sharded input (the bar's total is
+        all shards' bytes, so its time left covers them all)."""
         if self._bar is None:
             return
         if position > self._bar.n:
-            self._bar.set_postfix_str(f"{records:,} records", refresh=False)
+            where = f", shard {shards[0]:,}/{shards[1]:,}" if shards is not None else ""
+            self._bar.set_postfix_str(f"{records:,} records{where}", refresh=False)
             self._bar.update(position - self._bar.n)
 
     def close(self) -> None:

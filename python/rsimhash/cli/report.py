@@ -280,6 +280,10 @@ def with_report(args: argparse.Namespace) -> int:
     target = REPORTED[command]
     if args.report == "-":
         raise UsageError("--report needs a file name (the page cannot share stdout with the run's output)")
+    if isinstance(args.input, list):
+        if len(args.input) != 1 or os.path.isdir(args.input[0]):
+            raise UsageError("--report reads one input file; it does not take several input shards")
+        args.input = args.input[0]
     for flag in ("output", "removed"):
         other = getattr(args, flag, None)
         if other not in (None, "-") and os.path.abspath(other) == os.path.abspath(args.report):

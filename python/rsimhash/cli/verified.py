@@ -184,7 +184,7 @@ def input_path(args: argparse.Namespace, workspace: Workspace) -> str:
     a memory limit or work directory is given (it may be read twice)."""
     if args.input == "-" and (args.memory_limit is not None or args.workdir is not None):
         return copy_stdin(workspace)
-    return str(args.input)
+    return args.input  # a path, or Shards (see shards.py)
 
 
 def similarity_column(args: argparse.Namespace) -> str:
