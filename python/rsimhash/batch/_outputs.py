@@ -193,9 +193,10 @@ class Bars:
         if total != self.overall.total:
             self.overall.total = total
         if step != self.step_name:
-            self.step.reset(total=step_total)
-            self.step.unit = _unit(step)
+            # The name and unit first: reset() draws the bar.
             self.step.set_description_str(step, refresh=False)
+            self.step.unit = _unit(step)
+            self.step.reset(total=step_total)
             self.step_name = step
         self.overall.update(max(0, done - self.overall.n))
         self.step.update(max(0, step_done - self.step.n))
