@@ -61,8 +61,9 @@ Write the input records, unchanged and in input order, minus every record
 that is within K bits of a record kept before it (the first of each group of
 near-duplicates is kept).
 
-example:
+examples:
   rsimhash dedup --input corpus.jsonl --output kept.jsonl --removed removed.tsv
+  rsimhash dedup --input crawl/ --output kept/    # one output per shard of crawl/
 """
 
 
