@@ -111,8 +111,9 @@ def dedup_batch(
         from .store import save as save_store  # `store` is the spilled fingerprints here
 
         kept = np.flatnonzero(keep)
-        rels = [s.rel for s in source.shards] if hasattr(source, "shard_of") else None
-        shards = [rels[i] for i in source.shard_of(kept).tolist()] if rels is not None else None
+        sharded: Any = source if hasattr(source, "shard_of") else None  # a ShardedSource
+        rels = [s.rel for s in sharded.shards] if sharded is not None else None
+        shards = [rels[i] for i in sharded.shard_of(kept).tolist()] if rels is not None else None
         save_store(args.save_fingerprints, args, np.asarray(fps[kept]), ids.text(kept.tolist()), shards)
     if ids is not None:
         ids.close()

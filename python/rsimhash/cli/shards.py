@@ -34,12 +34,15 @@ from __future__ import annotations
 import argparse
 import glob
 import os
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from .errors import BadLines, InputError, UsageError
 from .inputs import Chunk, Source, guess_format
+
+if TYPE_CHECKING:  # Python 3.10 has it in typing
+    from typing_extensions import TypeGuard
 
 _MAGIC = set("*?[")
 
@@ -68,7 +71,7 @@ class Shards(list):
         return " ".join(self.values)
 
 
-def is_sharded(value: Any) -> bool:
+def is_sharded(value: Any) -> TypeGuard[Shards]:
     return isinstance(value, Shards)
 
 
