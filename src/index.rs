@@ -16,6 +16,10 @@
 //!
 //! Ids: every item has a distinct `u64` id. Default ids count up from the
 //! largest id ever added, so they are never reused, even after a remove.
+//! An index keyed by strings (its first add that stores anything gave
+//! strings) gives its items default ids and keeps their strings in a name
+//! table ([`names`]); it refuses int ids and adds without ids, and an
+//! index keyed by ints refuses strings.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -30,8 +34,11 @@ use crate::run::{probe_batch, probe_each, Run};
 use crate::table::Layout;
 use crate::{Error, Result};
 
+mod names;
 mod persist;
 mod room;
+
+use names::Names;
 
 /// The most items an index holds ([`crate::MAX_ITEMS`]).
 const MAX_ITEMS: usize = crate::MAX_ITEMS as usize;
@@ -103,6 +110,18 @@ pub struct Index {
     id_map: Option<HashMap<u64, u64>>,
     /// The file the index was loaded from, whose changes it watches (see `persist`).
     origin: Option<crate::container::Origin>,
+    /// The items' string ids, for an index keyed by strings; `None` when
+    /// keyed by ints, or before its first add decides.
+    names: Option<Names>,
+}
+
+/// What an index is keyed by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keys {
+    /// Nothing was ever stored: the first add decides.
+    Undecided,
+    Ints,
+    Strings,
 }
 
 impl Index {
@@ -147,6 +166,7 @@ impl Index {
             live: 0,
             id_map: None,
             origin: None,
+            names: None,
         })
     }
 
@@ -210,9 +230,152 @@ impl Index {
         self.runs.iter().map(Run::table_bytes).sum()
     }
 
-    /// Bytes held by the tables, ids and buffer.
+    /// Bytes held by the tables, ids, buffer and names.
     pub fn bytes(&self) -> usize {
-        self.runs.iter().map(Run::bytes).sum::<usize>() + self.buffer.capacity() * 16
+        self.runs.iter().map(Run::bytes).sum::<usize>() + self.buffer.capacity() * 16 + self.names.as_ref().map_or(0, Names::bytes)
+    }
+
+    // ----- keys: ints or strings ----------------------------------------
+
+    /// What the index is keyed by.
+    pub fn keys(&self) -> Keys {
+        match (&self.names, self.next_id) {
+            (Some(_), _) => Keys::Strings,
+            (None, 0) => Keys::Undecided,
+            (None, _) => Keys::Ints,
+        }
+    }
+
+    /// Checks that `n` int ids (or, with `given` false, default ids) may
+    /// be used: not on an index keyed by strings (an empty list passes).
+    ///
+    /// # Errors
+    /// [`Error::IdKind`] saying what the index is keyed by.
+    pub fn check_ints(&self, n: usize, given: bool) -> Result<()> {
+        match (self.names.is_some() && n > 0, given) {
+            (false, _) => Ok(()),
+            (true, true) => Err(Error::IdKind { expected: "strings: this index is keyed by strings (its first add gave strings)", found: "ints" }),
+            (true, false) => Err(Error::IdKind { expected: "given, as strings: this index is keyed by strings (its first add gave strings)", found: "none" }),
+        }
+    }
+
+    /// Checks that `n` string ids may be used: not on an index keyed by
+    /// ints (an empty list passes).
+    ///
+    /// # Errors
+    /// [`Error::IdKind`] saying what the index is keyed by.
+    pub fn check_strings(&self, n: usize) -> Result<()> {
+        if n > 0 && self.keys() == Keys::Ints {
+            return Err(Error::IdKind { expected: "ints: this index is keyed by ints (its first add gave ints, or no ids)", found: "strings" });
+        }
+        Ok(())
+    }
+
+    /// Checks that string ids `names` may be stored: one per item of `n`,
+    /// the index not keyed by ints, distinct and none stored.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming the problem.
+    pub(crate) fn check_new_names<S: AsRef<str>>(&self, names: &[S], n: usize) -> Result<()> {
+        if names.len() != n {
+            return Err(Error::InvalidParameter { name: "ids", expected: "one id per item", found: format!("{} ids for {n} items", names.len()) });
+        }
+        self.check_strings(n)?;
+        match &self.names {
+            Some(table) => table.check_new(names),
+            None => Names::default().check_new(names),
+        }
+    }
+
+    /// The internal id stored under string id `name`.
+    pub fn id_of(&self, name: &str) -> Option<u64> {
+        self.names.as_ref().and_then(|t| t.id(name))
+    }
+
+    /// The string ids of internal ids `ids` (of an index keyed by strings;
+    /// every id stored).
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] for an id without a name (a bug: every stored
+    /// item of an index keyed by strings has one).
+    pub fn names_of(&self, ids: &[u64]) -> Result<Vec<Arc<str>>> {
+        let table = self.names.as_ref();
+        ids.iter()
+            .map(|&id| {
+                table.and_then(|t| t.name(id)).cloned().ok_or_else(|| Error::BadInput {
+                    what: "the index".into(),
+                    problem: format!("internal error: item {id} has no string id (please report it)"),
+                })
+            })
+            .collect()
+    }
+
+    /// Stores `fps` under string ids `names` (one each, distinct, none
+    /// stored; an index keyed by ints refuses them); returns their
+    /// internal ids, counted up as default ids are.
+    ///
+    /// # Errors
+    /// As [`Index::add`], and for names of the wrong kind, count,
+    /// repeated or stored.
+    pub fn add_named<S: AsRef<str>>(&mut self, fps: &[u64], names: &[S]) -> Result<Vec<u64>> {
+        let end = self.next_id + fps.len() as u128;
+        if end > u128::from(u64::MAX) + 1 {
+            return Err(Error::invalid("ids", "fewer: the internal ids ran past 2**64-1", fps.len()));
+        }
+        let ids: Vec<u64> = (self.next_id as u64..).take(fps.len()).collect();
+        self.add_with_names(fps, &ids, names)
+    }
+
+    /// [`Index::add_named`] under internal ids of the caller's (a
+    /// `SimilarIndex` gives its own).
+    pub(crate) fn add_with_names<S: AsRef<str>>(&mut self, fps: &[u64], ids: &[u64], names: &[S]) -> Result<Vec<u64>> {
+        self.check_room(fps.len())?;
+        self.check_new_names(names, fps.len())?;
+        if fps.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids = self.assign_ids(fps.len(), Some(ids))?;
+        self.insert(fps.iter().copied().zip(ids.iter().copied()).collect());
+        let table = self.names.get_or_insert_with(Names::default);
+        for (&id, name) in ids.iter().zip(names) {
+            table.insert(id, name.as_ref());
+        }
+        self.intact(ids)
+    }
+
+    /// [`Index::add_unique`] under string ids `names` (checked as
+    /// [`Index::add_named`] checks them, every one): the new items are
+    /// stored under their names. `matched` holds internal ids: of the
+    /// match for an item that is not new, of the item itself for a new one.
+    ///
+    /// # Errors
+    /// As [`Index::add_unique`] and [`Index::add_named`].
+    pub fn add_unique_named<S: AsRef<str>>(&mut self, fps: &[u64], names: &[S], k: Option<u32>) -> Result<(Vec<bool>, Vec<u64>)> {
+        self.check_new_names(names, fps.len())?;
+        if fps.is_empty() {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let first = self.next_id as u64;
+        let (is_new, mut matched) = self.add_unique_ids(fps, None, k)?;
+        let table = self.names.get_or_insert_with(Names::default);
+        for (p, name) in names.iter().enumerate() {
+            if is_new[p] {
+                matched[p] = first + p as u64;
+                table.insert(first + p as u64, name.as_ref());
+            }
+        }
+        Ok((is_new, matched))
+    }
+
+    /// Removes the items stored under string ids `names` (names not
+    /// stored are passed over); returns how many were stored.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] on an index keyed by ints.
+    pub fn remove_named<S: AsRef<str>>(&mut self, names: &[S]) -> Result<usize> {
+        self.check_strings(names.len())?;
+        let ids: Vec<u64> = names.iter().filter_map(|n| self.id_of(n.as_ref())).collect();
+        Ok(self.remove(&ids))
     }
 
     /// `k` of an operation: the index's own by default, never above it.
@@ -237,6 +400,7 @@ impl Index {
     /// [`Error::InvalidParameter`] for ids of the wrong length, an id given
     /// twice, an id already stored, or default ids past 2^64 - 1.
     pub fn add(&mut self, fps: &[u64], ids: Option<&[u64]>) -> Result<Vec<u64>> {
+        self.check_ints(fps.len(), ids.is_some())?;
         self.check_room(fps.len())?;
         let ids = self.assign_ids(fps.len(), ids)?;
         self.insert(fps.iter().copied().zip(ids.iter().copied()).collect());
@@ -426,6 +590,9 @@ impl Index {
             }
         }
         debug_assert_eq!(removed, gone.len());
+        if let Some(table) = &mut self.names {
+            gone.iter().for_each(|&(_, id)| table.remove_id(id));
+        }
         self.live -= removed;
         self.rebalance();
         self.replan_runs();
@@ -635,6 +802,12 @@ impl Index {
     /// copy and only first copies are compared. Time and memory follow the
     /// items, however many copies or near neighbours they have.
     pub fn add_unique(&mut self, fps: &[u64], ids: Option<&[u64]>, k: Option<u32>) -> Result<(Vec<bool>, Vec<u64>)> {
+        self.check_ints(fps.len(), ids.is_some())?;
+        self.add_unique_ids(fps, ids, k)
+    }
+
+    /// [`Index::add_unique`], whatever the index is keyed by.
+    fn add_unique_ids(&mut self, fps: &[u64], ids: Option<&[u64]>, k: Option<u32>) -> Result<(Vec<bool>, Vec<u64>)> {
         let k = self.op_k(k)?;
         Self::check_batch(fps.len())?;
         self.check_room(fps.len())?;
