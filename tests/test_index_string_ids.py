@@ -337,3 +337,48 @@ def test_similar_index_mixing_and_repeats():
     with pytest.raises(TypeError, match="keyed by ints"):
         ints.add(["a dog"], ids=["dog"])
     assert "0" not in ints and 0 in ints
+
+
+def test_a_damaged_name_table_is_refused(tmp_path):
+    """Sections rewritten with their checksums made good, as a forger or a
+    buggy writer would leave them: each is an ``IndexFormatError`` naming
+    the problem, never an index answering other names."""
+    import struct
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import indexfile as fmt
+
+    index = rsimhash.Index(k=3)
+    index.add([1, 2, 3], ids=["aa", "bb", "cc"])
+    path = tmp_path / "n.rsh"
+    index.save(path)
+    data = path.read_bytes()
+    parts = [(s.tag, data[s.offset : s.end]) for s in fmt.sections(data)]
+    tags = [t for t, _ in parts]
+
+    def replaced(tag, content):
+        return [(t, content if t == tag else c) for t, c in parts]
+
+    words = lambda *w: struct.pack(f"<{len(w)}Q", *w)  # noqa: E731
+    cases = {
+        "incomplete name table": [p for p in parts if p[0] != "NAMES"],
+        "item 2 has no string id": replaced("NAMEIDS", words(0, 1, 7)),
+        "not ascending": replaced("NAMEIDS", words(1, 0, 2)),
+        "is stored twice": replaced("NAMES", b"aabbaa"),
+        "not UTF-8": replaced("NAMES", b"aabb\xff\xfe"),
+        "does not cut 6 bytes of names into 3 names": replaced("NAMEOFFS", words(0, 2, 4, 5)),
+        "2 string ids for 3 items": [
+            (t, {"NAMEIDS": words(0, 1), "NAMEOFFS": words(0, 2, 4), "NAMES": b"aabb"}.get(t, c)) for t, c in parts
+        ],
+    }
+    assert {"NAMEIDS", "NAMEOFFS", "NAMES"} <= set(tags)
+    for problem, contents in cases.items():
+        bad = tmp_path / "bad.rsh"
+        bad.write_bytes(fmt.assemble(data, contents))
+        for mmap in (True, False):
+            with pytest.raises(rsimhash.IndexFormatError, match=problem):
+                rsimhash.Index.load(bad, mmap=mmap)
+    # Untouched, it loads.
+    bad.write_bytes(fmt.assemble(data, parts))
+    assert rsimhash.Index.load(bad).query(1, k=0) == [("aa", 0)]
