@@ -1,5 +1,6 @@
-//! The name table of an index keyed by strings: each stored item's string
-//! id (its *name*) and the `u64` id the index keeps it under.
+//! String ids: the name table of an index keyed by strings (each stored
+//! item's string id, its *name*, and the `u64` id the index keeps it
+//! under), and the index's methods by name and its checks of id kinds.
 //!
 //! An index is keyed by ints or by strings, decided by its first add that
 //! stores anything. Keyed by strings, it gives each item an internal id
@@ -24,6 +25,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use super::{Index, Keys};
 use crate::{Error, Result};
 
 /// Names and internal ids of the items of an index keyed by strings.
@@ -134,6 +136,151 @@ impl Names {
             names.insert(id, name);
         }
         Ok(names)
+    }
+}
+
+/// An index's keys: what it is keyed by, and its adds, add_uniques and
+/// removes by string id.
+impl Index {
+    /// What the index is keyed by.
+    pub fn keys(&self) -> Keys {
+        match (&self.names, self.next_id) {
+            (Some(_), _) => Keys::Strings,
+            (None, 0) => Keys::Undecided,
+            (None, _) => Keys::Ints,
+        }
+    }
+
+    /// Checks that `n` int ids (or, with `given` false, default ids) may
+    /// be used: not on an index keyed by strings (an empty list passes).
+    ///
+    /// # Errors
+    /// [`Error::IdKind`] saying what the index is keyed by.
+    pub fn check_ints(&self, n: usize, given: bool) -> Result<()> {
+        match (self.names.is_some() && n > 0, given) {
+            (false, _) => Ok(()),
+            (true, true) => Err(Error::IdKind { expected: "strings: this index is keyed by strings (its first add gave strings)", found: "ints" }),
+            (true, false) => Err(Error::IdKind { expected: "given, as strings: this index is keyed by strings (its first add gave strings)", found: "none" }),
+        }
+    }
+
+    /// Checks that `n` string ids may be used: not on an index keyed by
+    /// ints (an empty list passes).
+    ///
+    /// # Errors
+    /// [`Error::IdKind`] saying what the index is keyed by.
+    pub fn check_strings(&self, n: usize) -> Result<()> {
+        if n > 0 && self.keys() == Keys::Ints {
+            return Err(Error::IdKind { expected: "ints: this index is keyed by ints (its first add gave ints, or no ids)", found: "strings" });
+        }
+        Ok(())
+    }
+
+    /// Checks that string ids `names` may be stored: one per item of `n`,
+    /// the index not keyed by ints, distinct and none stored.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming the problem.
+    pub(crate) fn check_new_names<S: AsRef<str>>(&self, names: &[S], n: usize) -> Result<()> {
+        if names.len() != n {
+            return Err(Error::InvalidParameter { name: "ids", expected: "one id per item", found: format!("{} ids for {n} items", names.len()) });
+        }
+        self.check_strings(n)?;
+        match &self.names {
+            Some(table) => table.check_new(names),
+            None => Names::default().check_new(names),
+        }
+    }
+
+    /// The internal id stored under string id `name`.
+    pub fn id_of(&self, name: &str) -> Option<u64> {
+        self.names.as_ref().and_then(|t| t.id(name))
+    }
+
+    /// The string ids of internal ids `ids` (of an index keyed by strings;
+    /// every id stored).
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] for an id without a name (a bug: every stored
+    /// item of an index keyed by strings has one).
+    pub fn names_of(&self, ids: &[u64]) -> Result<Vec<Arc<str>>> {
+        let table = self.names.as_ref();
+        ids.iter()
+            .map(|&id| {
+                table.and_then(|t| t.name(id)).cloned().ok_or_else(|| Error::BadInput {
+                    what: "the index".into(),
+                    problem: format!("internal error: item {id} has no string id (please report it)"),
+                })
+            })
+            .collect()
+    }
+
+    /// Stores `fps` under string ids `names` (one each, distinct, none
+    /// stored; an index keyed by ints refuses them); returns their
+    /// internal ids, counted up as default ids are.
+    ///
+    /// # Errors
+    /// As [`Index::add`], and for names of the wrong kind, count,
+    /// repeated or stored.
+    pub fn add_named<S: AsRef<str>>(&mut self, fps: &[u64], names: &[S]) -> Result<Vec<u64>> {
+        let end = self.next_id + fps.len() as u128;
+        if end > u128::from(u64::MAX) + 1 {
+            return Err(Error::invalid("ids", "fewer: the internal ids ran past 2**64-1", fps.len()));
+        }
+        let ids: Vec<u64> = (self.next_id as u64..).take(fps.len()).collect();
+        self.add_with_names(fps, &ids, names)
+    }
+
+    /// [`Index::add_named`] under internal ids of the caller's (a
+    /// `SimilarIndex` gives its own).
+    pub(crate) fn add_with_names<S: AsRef<str>>(&mut self, fps: &[u64], ids: &[u64], names: &[S]) -> Result<Vec<u64>> {
+        self.check_room(fps.len())?;
+        self.check_new_names(names, fps.len())?;
+        if fps.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids = self.assign_ids(fps.len(), Some(ids))?;
+        self.insert(fps.iter().copied().zip(ids.iter().copied()).collect());
+        let table = self.names.get_or_insert_with(Names::default);
+        for (&id, name) in ids.iter().zip(names) {
+            table.insert(id, name.as_ref());
+        }
+        self.intact(ids)
+    }
+
+    /// [`Index::add_unique`] under string ids `names` (checked as
+    /// [`Index::add_named`] checks them, every one): the new items are
+    /// stored under their names. `matched` holds internal ids: of the
+    /// match for an item that is not new, of the item itself for a new one.
+    ///
+    /// # Errors
+    /// As [`Index::add_unique`] and [`Index::add_named`].
+    pub fn add_unique_named<S: AsRef<str>>(&mut self, fps: &[u64], names: &[S], k: Option<u32>) -> Result<(Vec<bool>, Vec<u64>)> {
+        self.check_new_names(names, fps.len())?;
+        if fps.is_empty() {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let first = self.next_id as u64;
+        let (is_new, mut matched) = self.add_unique_ids(fps, None, k)?;
+        let table = self.names.get_or_insert_with(Names::default);
+        for (p, name) in names.iter().enumerate() {
+            if is_new[p] {
+                matched[p] = first + p as u64;
+                table.insert(first + p as u64, name.as_ref());
+            }
+        }
+        Ok((is_new, matched))
+    }
+
+    /// Removes the items stored under string ids `names` (names not
+    /// stored are passed over); returns how many were stored.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] on an index keyed by ints.
+    pub fn remove_named<S: AsRef<str>>(&mut self, names: &[S]) -> Result<usize> {
+        self.check_strings(names.len())?;
+        let ids: Vec<u64> = names.iter().filter_map(|n| self.id_of(n.as_ref())).collect();
+        Ok(self.remove(&ids))
     }
 }
 
