@@ -382,3 +382,38 @@ def test_a_damaged_name_table_is_refused(tmp_path):
     # Untouched, it loads.
     bad.write_bytes(fmt.assemble(data, parts))
     assert rsimhash.Index.load(bad).query(1, k=0) == [("aa", 0)]
+
+
+def test_queries_from_many_threads_while_adding_by_name():
+    """The same locks as for ints: readers see each add whole (every name
+    they get back is one that was stored, with its own fingerprint)."""
+    import threading
+
+    rng = np.random.default_rng(11)
+    fps = rng.integers(0, 2**64, 4000, dtype=np.uint64)
+    names = [f"n{i}" for i in range(len(fps))]
+    fp_of = dict(zip(names, fps.tolist()))
+    index = rsimhash.Index(k=2)
+    index.add(fps[:100], ids=names[:100])
+    errors: list = []
+
+    def reader():
+        try:
+            for j in range(200):
+                q = int(fps[j % 100])
+                got = index.query(q, k=0)
+                assert got and all(fp_of[n] == q and d == 0 for n, d in got), got
+                _, ids, _ = index.query_batch(fps[:50], k=0)
+                assert ids.tolist() == names[:50]
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=reader) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for start in range(100, len(fps), 300):
+        index.add(fps[start : start + 300], ids=names[start : start + 300])
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert len(index) == len(fps) and index.find_all(k=0).shape == (0, 2)
