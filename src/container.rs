@@ -8,7 +8,7 @@
 //! ```text
 //! header, 64 bytes
 //!    0   8  magic 89 52 53 49 4d 48 58 0a (b"\x89RSIMHX\n")
-//!    8   4  u32 format version: 1
+//!    8   4  u32 format version: 1, or 2 for a file with sections version 1 lacks
 //!   12   4  u32 SPEC version of the fingerprints (crate::SPEC_VERSION)
 //!   16   4  u32 section count n
 //!   20   4  u32 flags: 0 (a reader refuses any other value)
@@ -71,8 +71,17 @@ pub(crate) use write::{sync_dir, write_atomic_then, TempFile};
 
 use crate::{Error, FileProblem, Result};
 
-/// The format version this crate writes, and the newest it reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The newest format version this crate reads. A file records the oldest
+/// version whose readers know all of its sections, so that an older reader
+/// refuses a file it would misread (as "written by a newer rsimhash")
+/// instead of passing over a section it does not know:
+/// - 1: every index keyed by ints, with or without a `SimilarIndex`'s
+///   sections (files of version 1 are written byte for byte as before);
+/// - 2: version 1 and the `NAMEIDS`/`NAMEOFFS`/`NAMES` sections of an index
+///   keyed by strings (`crate::index::names`).
+pub const FORMAT_VERSION: u32 = 2;
+/// The version of files with sections of version 1 only.
+pub const FIRST_FORMAT_VERSION: u32 = 1;
 
 /// The name of a section: printable ASCII, zero padded to 8 bytes.
 pub type Tag = [u8; 8];

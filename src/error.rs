@@ -11,6 +11,11 @@ pub enum Error {
     #[error("{name} must be {expected}, got {found}")]
     InvalidParameter { name: &'static str, expected: &'static str, found: String },
 
+    /// Ids of the other kind than an index is keyed by (ints or strings):
+    /// a `TypeError` in Python.
+    #[error("ids must be {expected}, got {found}")]
+    IdKind { expected: &'static str, found: &'static str },
+
     /// A weight that is NaN or infinite (SPEC v1 allows only finite weights).
     #[error("weight of feature {index} must be finite, got {value}")]
     NonFiniteWeight { index: usize, value: f64 },

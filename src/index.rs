@@ -16,6 +16,10 @@
 //!
 //! Ids: every item has a distinct `u64` id. Default ids count up from the
 //! largest id ever added, so they are never reused, even after a remove.
+//! An index keyed by strings (its first add that stores anything gave
+//! strings) gives its items default ids and keeps their strings in a name
+//! table ([`names`]); it refuses int ids and adds without ids, and an
+//! index keyed by ints refuses strings.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -30,8 +34,11 @@ use crate::run::{probe_batch, probe_each, Run};
 use crate::table::Layout;
 use crate::{Error, Result};
 
+mod names;
 mod persist;
 mod room;
+
+use names::Names;
 
 /// The most items an index holds ([`crate::MAX_ITEMS`]).
 const MAX_ITEMS: usize = crate::MAX_ITEMS as usize;
@@ -103,6 +110,18 @@ pub struct Index {
     id_map: Option<HashMap<u64, u64>>,
     /// The file the index was loaded from, whose changes it watches (see `persist`).
     origin: Option<crate::container::Origin>,
+    /// The items' string ids, for an index keyed by strings; `None` when
+    /// keyed by ints, or before its first add decides.
+    names: Option<Names>,
+}
+
+/// What an index is keyed by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keys {
+    /// Nothing was ever stored: the first add decides.
+    Undecided,
+    Ints,
+    Strings,
 }
 
 impl Index {
@@ -147,6 +166,7 @@ impl Index {
             live: 0,
             id_map: None,
             origin: None,
+            names: None,
         })
     }
 
@@ -210,9 +230,9 @@ impl Index {
         self.runs.iter().map(Run::table_bytes).sum()
     }
 
-    /// Bytes held by the tables, ids and buffer.
+    /// Bytes held by the tables, ids, buffer and names.
     pub fn bytes(&self) -> usize {
-        self.runs.iter().map(Run::bytes).sum::<usize>() + self.buffer.capacity() * 16
+        self.runs.iter().map(Run::bytes).sum::<usize>() + self.buffer.capacity() * 16 + self.names.as_ref().map_or(0, Names::bytes)
     }
 
     /// `k` of an operation: the index's own by default, never above it.
@@ -237,6 +257,7 @@ impl Index {
     /// [`Error::InvalidParameter`] for ids of the wrong length, an id given
     /// twice, an id already stored, or default ids past 2^64 - 1.
     pub fn add(&mut self, fps: &[u64], ids: Option<&[u64]>) -> Result<Vec<u64>> {
+        self.check_ints(fps.len(), ids.is_some())?;
         self.check_room(fps.len())?;
         let ids = self.assign_ids(fps.len(), ids)?;
         self.insert(fps.iter().copied().zip(ids.iter().copied()).collect());
@@ -426,6 +447,9 @@ impl Index {
             }
         }
         debug_assert_eq!(removed, gone.len());
+        if let Some(table) = &mut self.names {
+            gone.iter().for_each(|&(_, id)| table.remove_id(id));
+        }
         self.live -= removed;
         self.rebalance();
         self.replan_runs();
@@ -635,6 +659,12 @@ impl Index {
     /// copy and only first copies are compared. Time and memory follow the
     /// items, however many copies or near neighbours they have.
     pub fn add_unique(&mut self, fps: &[u64], ids: Option<&[u64]>, k: Option<u32>) -> Result<(Vec<bool>, Vec<u64>)> {
+        self.check_ints(fps.len(), ids.is_some())?;
+        self.add_unique_ids(fps, ids, k)
+    }
+
+    /// [`Index::add_unique`], whatever the index is keyed by.
+    fn add_unique_ids(&mut self, fps: &[u64], ids: Option<&[u64]>, k: Option<u32>) -> Result<(Vec<bool>, Vec<u64>)> {
         let k = self.op_k(k)?;
         Self::check_batch(fps.len())?;
         self.check_room(fps.len())?;

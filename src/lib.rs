@@ -54,7 +54,7 @@ pub use error::{Error, FileProblem, Result};
 pub const MAX_ITEMS: u64 = u32::MAX as u64 - 1;
 pub use fingerprint::{fingerprint, fingerprints, Fingerprinter, Mode, Shingling};
 pub use fnv::fnv1a64;
-pub use index::{BatchMatches, Index};
+pub use index::{BatchMatches, Index, Keys};
 pub use table::Layout;
 pub use vote::{compute, compute_weighted};
 

@@ -53,10 +53,10 @@ def test_not_an_index_file_is_a_format_error(tmp_path, saved):
     assert "truncated" in str(e)
 
 
-@pytest.mark.parametrize("version", [2, 2**32 - 1])
+@pytest.mark.parametrize("version", [3, 2**32 - 1])
 def test_a_newer_format_is_a_version_error(tmp_path, saved, version):
     e = load_error(tmp_path, fmt.patch_header(saved, format_version=version), rsimhash.IndexVersionError)
-    assert (e.expected, e.found) == ("format version at most 1", f"format version {version}")
+    assert (e.expected, e.found) == ("format version at most 2", f"format version {version}")
     assert "upgrade rsimhash" in str(e)
 
 

@@ -892,7 +892,7 @@ def test_special_files_are_refused_without_blocking(tmp_path):
 # ---------------------------------------------------------------------------
 # 4. Other versions
 # ---------------------------------------------------------------------------
-@pytest.mark.parametrize("version", [2, 7, 2**32 - 1])
+@pytest.mark.parametrize("version", [3, 7, 2**32 - 1])
 @pytest.mark.parametrize("fix_crc", [True, False], ids=["crc-fixed", "crc-stale"])
 def test_future_format_version(small_file, tmp_path, version, fix_crc):
     """Named as newer whether or not the rest of its header checks out: a
@@ -901,7 +901,7 @@ def test_future_format_version(small_file, tmp_path, version, fix_crc):
     path.write_bytes(fmt.patch_header(small_file["data"], fix_crc=fix_crc, format_version=version))
     for mmap in (True, False):
         problem = assert_bad_file(path, mmap=mmap)
-        assert problem == ("written by a newer rsimhash (format version %d; this version reads 1): upgrade rsimhash" % version), (
+        assert problem == ("written by a newer rsimhash (format version %d; this version reads 2): upgrade rsimhash" % version), (
             problem
         )
 

@@ -224,6 +224,8 @@ _Candidates = Union[tuple[str, Union[int, None], int], None]
 _F32 = npt.NDArray[np.float32]
 _U32 = npt.NDArray[np.uint32]
 _U64 = npt.NDArray[np.uint64]
+# Ids of an Index: ints (an int, a sequence, a uint64 array) or strings.
+_Ids = Union[int, str, Sequence[int], Sequence[str], npt.NDArray[Any]]
 
 @final
 class SimilarCorpus:
@@ -305,16 +307,18 @@ class SimilarIndex:
         width: Union[int, None] = None,
         candidates: _Candidates = None,
     ) -> "SimilarIndex": ...
-    def add(self, texts: _Texts, ids: Any = None, *, threads: Union[int, None] = None) -> _U64: ...
-    def query(self, texts: _Texts, *, threads: Union[int, None] = None) -> tuple[npt.NDArray[np.int64], _U64, _F32]: ...
+    def add(self, texts: _Texts, ids: Any = None, *, threads: Union[int, None] = None) -> npt.NDArray[Any]: ...
+    def query(
+        self, texts: _Texts, *, threads: Union[int, None] = None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any], _F32]: ...
     def add_unique(
         self, texts: _Texts, ids: Any = None, *, threads: Union[int, None] = None
-    ) -> tuple[npt.NDArray[np.bool_], _U64]: ...
+    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[Any]]: ...
     def remove(self, ids: Any) -> int: ...
     def save(self, path: Union[str, os.PathLike[str]]) -> None: ...
     @classmethod
     def load(cls, path: Union[str, os.PathLike[str]], *, mmap: bool = True) -> "SimilarIndex": ...
-    def contains(self, id: int) -> bool: ...
+    def contains(self, id: Union[int, str]) -> bool: ...
     @property
     def settings(self) -> tuple[float, str, str, int, tuple[str, int, int]]: ...
     @property
@@ -392,7 +396,9 @@ class IndexFormatError(IndexFileError):
 class IndexVersionError(IndexFileError):
     """Written by a newer format version, or for another SPEC version: upgrade
     rsimhash. ``expected`` and ``found`` name both, e.g. ``"SPEC v1"`` and
-    ``"SPEC v2"``, or ``"format version at most 1"`` and ``"format version 2"``.
+    ``"SPEC v2"``, or ``"format version at most 2"`` and ``"format version 3"``.
+    A file of an index keyed by strings is format version 2, which
+    rsimhash before string ids refuses so.
 
     >>> issubclass(rsimhash.IndexVersionError, rsimhash.IndexFileError)
     True
@@ -428,6 +434,17 @@ class Index:
     read lock and adds take a write lock; heavy work runs without the GIL.
     ``len(index)`` is the number of stored ``(id, fingerprint)`` items.
 
+    Ids are non-negative ints (``uint64``), or strings: an index is keyed
+    by the kind its first add that stores anything gives (ints when no
+    ``ids=``), for good and in its saved file. Keyed by strings, every
+    ``add`` and ``add_unique`` must give string ids, and every method that
+    returns ids returns the strings: a numpy object array of ``str`` where
+    an int-keyed index returns a ``uint64`` array, ``str`` in ``query``'s
+    tuples. Items then have internal ids counted up as default ids are, in
+    the order they were added: "sorted by id" and "smallest id" mean first
+    added. Ids of the other kind are a ``TypeError`` naming what the index
+    is keyed by. Int ids come back exactly as before, as fast.
+
     >>> index = rsimhash.Index(k=3)
     >>> index.add(np.array([0, 0b111, 0xFF00, 0xFF01], dtype=np.uint64)).tolist()
     [0, 1, 2, 3]
@@ -437,6 +454,15 @@ class Index:
     [[0, 1], [2, 3]]
     >>> len(index)
     4
+    >>> docs = rsimhash.Index(k=3)
+    >>> docs.add([0, 0b111, 0xFF00], ids=["intro", "intro-v2", "faq"]).tolist()
+    ['intro', 'intro-v2', 'faq']
+    >>> docs.query(0b1), docs.find_all().tolist()
+    ([('intro', 1), ('intro-v2', 2)], [['intro', 'intro-v2']])
+    >>> docs.add([5])
+    Traceback (most recent call last):
+    ...
+    TypeError: ids must be given, as strings: this index is keyed by strings (its first add gave strings), got none
     """
 
     def __new__(
@@ -536,8 +562,12 @@ class Index:
         >>> info = index.info()
         >>> info["items"], info["k"], info["tables"], info["compressed"]
         (3, 3, 4, True)
-        >>> info["spec_version"], info["format_version"]
-        (1, 1)
+        >>> info["spec_version"], info["format_version"], info["keys"]
+        (1, 1, 'int')
+
+        ``keys``: ``"int"`` or ``"str"``, what the index is keyed by
+        (``None`` until an add stores something); ``format_version``: that
+        of the file ``save`` writes (2 for an index keyed by strings).
         """
     @property
     def k(self) -> int:
@@ -576,13 +606,15 @@ class Index:
     def add(
         self,
         fps: Union[int, Sequence[int], npt.NDArray[np.uint64]],
-        ids: Union[int, Sequence[int], npt.NDArray[np.uint64], None] = None,
-    ) -> npt.NDArray[np.uint64]:
+        ids: Union[_Ids, None] = None,
+    ) -> npt.NDArray[Any]:
         """Stores fingerprints and returns their ids (default: consecutive after the largest id so far).
 
         ``fps``: an int or a 1-D ``uint64`` array (or a sequence of ints);
-        ``ids``: one ``uint64`` id per fingerprint. One fingerprint may carry
-        many ids; adding an id already stored raises ``ValueError``.
+        ``ids``: one id per fingerprint, a ``uint64`` id or a string (see
+        the class). One fingerprint may carry many ids; an id given twice,
+        or already stored, raises ``ValueError``. Returns a ``uint64``
+        array, or an object array of the string ids given.
 
         >>> index = rsimhash.Index(k=3)
         >>> index.add(np.array([0, 0b111], dtype=np.uint64)).tolist()
@@ -593,8 +625,11 @@ class Index:
         [100, 101]
         >>> index.add(5).tolist()
         [102]
+        >>> by_name = rsimhash.Index(k=3)
+        >>> by_name.add([0xFF01, 0xFF01], ids=["a", "é"]).tolist()
+        ['a', 'é']
         """
-    def query(self, fp: int, k: Union[int, None] = None) -> list[tuple[int, int]]:
+    def query(self, fp: int, k: Union[int, None] = None) -> list[tuple[Any, int]]:
         """``(id, distance)`` of every stored item within ``k``, sorted by distance, then id.
 
         ``k`` defaults to the index's ``k``; a larger one raises ``ValueError``.
@@ -608,14 +643,19 @@ class Index:
         [(0, 0)]
         >>> index.query(0xFF03)
         [(3, 1), (2, 2)]
+        >>> by_name = rsimhash.Index(k=3)
+        >>> by_name.add([0xFF01, 0xFF01, 0xFF00], ids=["b", "a", "c"]).tolist()
+        ['b', 'a', 'c']
+        >>> by_name.query(0xFF03)  # ties by when added, not by the strings
+        [('b', 1), ('a', 1), ('c', 2)]
         """
     def query_batch(
         self, fps: Union[Sequence[int], npt.NDArray[np.uint64]], k: Union[int, None] = None
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64], npt.NDArray[np.uint8]]:
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any], npt.NDArray[np.uint8]]:
         """``(qi, ids, dist)``: query position, matching id and distance, sorted by qi, distance, id.
 
-        Three equal-length arrays (``int64``, ``uint64``, ``uint8``), one row
-        per match; ``k`` as in ``query``.
+        Three equal-length arrays (``int64``, ``uint64`` or object for
+        string ids, ``uint8``), one row per match; ``k`` as in ``query``.
 
         >>> index = rsimhash.Index(k=3)
         >>> index.add([0, 0b111, 0xFF00, 0xFF01]).tolist()
@@ -623,11 +663,17 @@ class Index:
         >>> qi, ids, dist = index.query_batch(np.array([0b1, 0xFF00, 1 << 40 | 0xF0F0], dtype=np.uint64))
         >>> qi.tolist(), ids.tolist(), dist.tolist()
         ([0, 0, 1, 1], [0, 1, 2, 3], [1, 2, 0, 1])
+        >>> by_name = rsimhash.Index(k=3)
+        >>> by_name.add([0, 0xFF00], ids=["zero", "ff"]).tolist()
+        ['zero', 'ff']
+        >>> by_name.query_batch([0b1, 0xFF00])[1]
+        array(['zero', 'ff'], dtype=object)
         """
-    def find_all(self, k: Union[int, None] = None, *, copies: Union[str, None] = None) -> npt.NDArray[np.uint64]:
+    def find_all(self, k: Union[int, None] = None, *, copies: Union[str, None] = None) -> npt.NDArray[Any]:
         """Every unordered pair of distinct stored ids within ``k``: shape ``(P, 2)``, smaller id first, sorted.
 
-        A ``uint64`` array; ids sharing one fingerprint (copies) pair at
+        A ``uint64`` array (object, of ``str``, for string ids; "smaller"
+        then means added first); ids sharing one fingerprint (copies) pair at
         distance 0. ``copies="all"`` (the default) lists every pair of them:
         ``c`` copies make ``c (c - 1) / 2``; ``copies="first"`` pairs each
         only with the smallest id of its fingerprint, one pair per copy.
@@ -647,14 +693,15 @@ class Index:
         >>> index.find_all(k=0).tolist(), index.find_all(k=0, copies="first").tolist()
         ([[2, 4], [2, 5], [4, 5]], [[2, 4], [2, 5]])
         """
-    def cluster(self, k: Union[int, None] = None, min_size: int = 2, method: str = "connected") -> list[npt.NDArray[np.uint64]]:
+    def cluster(self, k: Union[int, None] = None, min_size: int = 2, method: str = "connected") -> list[npt.NDArray[Any]]:
         """Clusters of ids: ``"connected"`` components of the within-k graph, or ``"leader"`` groups.
 
         ``"connected"``: each member is within ``k`` of at least one other
         member. ``"leader"``: in id order, each item joins the first
         representative within ``k`` or becomes one. Only clusters of at least
         ``min_size`` ids; each a sorted ``uint64`` array, clusters sorted by
-        their smallest id.
+        their smallest id (for string ids, object arrays of them, in the
+        order the items were added).
 
         >>> index = rsimhash.Index(k=3)
         >>> index.add([0, 0b111, 0b111111, 0xFF00]).tolist()  # 0-1 and 1-2 are 3 bits apart, 0-2 six
@@ -663,9 +710,17 @@ class Index:
         [[0, 1, 2]]
         >>> [c.tolist() for c in index.cluster(method="leader", min_size=1)]
         [[0, 1], [2], [3]]
+        >>> by_name = rsimhash.Index(k=3)
+        >>> by_name.add([0, 0b111, 0xFF00], ids=["x", "y", "z"]).tolist()
+        ['x', 'y', 'z']
+        >>> [c.tolist() for c in by_name.cluster()]
+        [['x', 'y']]
         """
-    def remove(self, ids: Union[int, Sequence[int], npt.NDArray[np.uint64]]) -> int:
+    def remove(self, ids: _Ids) -> int:
         """Removes items by id; returns how many were stored.
+
+        Ids not stored are passed over. A removed string id may be added
+        again.
 
         >>> index = rsimhash.Index(k=3)
         >>> index.add([0, 0b111, 0xFF00]).tolist()
@@ -674,19 +729,27 @@ class Index:
         1
         >>> len(index), index.query(0)
         (2, [(0, 0)])
+        >>> by_name = rsimhash.Index(k=3)
+        >>> by_name.add([0, 0xFF00], ids=["a", "b"]).tolist()
+        ['a', 'b']
+        >>> by_name.remove(["a", "gone"]), by_name.add([1], ids=["a"]).tolist()
+        (1, ['a'])
         """
     def add_unique(
         self,
         fps: Union[int, Sequence[int], npt.NDArray[np.uint64]],
-        ids: Union[int, Sequence[int], npt.NDArray[np.uint64], None] = None,
+        ids: Union[_Ids, None] = None,
         k: Union[int, None] = None,
-    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.uint64]]:
+    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[Any]]:
         """``(is_new, matched)``: each input, in order, is new unless a stored or earlier new item is within ``k``.
 
         Only the new items are stored (with their ids; the default ids are
         given to every input, as ``add`` gives them). ``is_new`` is a ``bool``
         array; ``matched`` a ``uint64`` array of the id each item that is not
-        new matched (undefined where new). A streaming dedup, in order.
+        new matched (undefined where new). A streaming dedup, in order. With
+        string ids, ``matched`` is an object array of them (the item's own
+        where new; "smallest" means added first); every id given is checked
+        as ``add`` checks it, and only the new ones are stored.
 
         >>> index = rsimhash.Index(k=2)
         >>> is_new, matched = index.add_unique(np.array([0, 0b1, 0xFF << 40, 0b11], dtype=np.uint64))
@@ -694,6 +757,10 @@ class Index:
         ([True, False, True, False], [0, 0])
         >>> len(index)
         2
+        >>> by_name = rsimhash.Index(k=2)
+        >>> is_new, matched = by_name.add_unique([0, 0b1, 0xFF << 40], ids=["a", "a-copy", "b"])
+        >>> is_new.tolist(), matched.tolist()
+        ([True, False, True], ['a', 'a', 'b'])
         """
 
 @final

@@ -61,8 +61,12 @@ class SimilarIndex:
     (a stored text's query finds itself and exactly its pairs). Ids are
     non-negative ints (a list, an array of any integer dtype, a pandas
     Index), each stored once; without ``ids=`` they count up from one past
-    the largest id given so far. Thread-safe: queries run at once, changes
-    one at a time, all with the GIL released.
+    the largest id given so far. Or strings, as ``Index`` takes them: the
+    first add that stores anything decides, for good and in the saved
+    file; ids then come back as strings (a numpy object array where ints
+    come as ``uint64``), ties ordered by when the texts were added, and
+    every add must give ids. Thread-safe: queries run at once, changes one
+    at a time, all with the GIL released.
 
     >>> index = rsimhash.SimilarIndex(0.5)
     >>> index.add(["the cat sat on the mat", "a dog barked at the moon"], ids=[10, 20]).tolist()
@@ -75,6 +79,11 @@ class SimilarIndex:
     (array([False,  True]), array([20, 40], dtype=uint64))
     >>> index.remove([10]), len(index)
     (1, 2)
+    >>> by_name = rsimhash.SimilarIndex(0.5)
+    >>> by_name.add(["the cat sat on the mat", "a dog barked at the moon"], ids=["cat", "dog"]).tolist()
+    ['cat', 'dog']
+    >>> by_name.query("the cat sat on the mat!"), "dog" in by_name
+    ([('cat', 1.0)], True)
     """
 
     def __init__(
@@ -99,26 +108,26 @@ class SimilarIndex:
 
     def add(self, texts: Any, ids: Any = None, *, threads: Optional[int] = None) -> np.ndarray:
         """Stores ``texts`` (a list or iterable of str, a pandas, polars or
-        pyarrow column) under ``ids``; returns their ids as ``uint64``. An id
-        given twice or already stored is a ``ValueError``, and nothing is
-        stored then."""
+        pyarrow column) under ``ids``; returns their ids (``uint64``, or a
+        numpy object array of the string ids given). An id given twice or
+        already stored is a ``ValueError``, and nothing is stored then."""
         core = _core_texts(texts)
         if ids is not None:
-            ids = _ids.int_ids(ids, _count(core))
+            ids = _ids.user_ids(ids, _count(core))
         return self._core.add(core, ids, threads=threads)
 
-    def query(self, text: str, *, threads: Optional[int] = None) -> List[Tuple[int, float]]:
+    def query(self, text: str, *, threads: Optional[int] = None) -> List[Tuple[Union[int, str], float]]:
         """``[(id, similarity), ...]`` of the stored texts at least the
         threshold alike ``text``, by similarity (highest first), then id."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__} (query_batch takes many)")
         _, ids, sims = self._core.query([text], threads=threads)
-        return [(int(i), float(s)) for i, s in zip(ids.tolist(), sims.tolist())]
+        return list(zip(ids.tolist(), sims.tolist()))
 
     def query_batch(self, texts: Any, *, threads: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The matches of many texts: ``(positions, ids, similarity)``
-        arrays (``int64``, ``uint64``, ``float32``), one row a match, by
-        position, then as ``query`` orders them."""
+        arrays (``int64``, ``uint64`` or object for string ids, ``float32``),
+        one row a match, by position, then as ``query`` orders them."""
         return self._core.query(_core_texts(texts), threads=threads)
 
     def add_unique(self, texts: Any, ids: Any = None, *, threads: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
@@ -128,10 +137,11 @@ class SimilarIndex:
         new, the smallest id of the stored texts alike it or, when none is,
         the id of the earliest new text of this call alike it; for a new
         one, its own id. Without ``ids=``, every text takes an id, stored or
-        not (as ``Index.add_unique``)."""
+        not (as ``Index.add_unique``). With string ids, ``matched`` is an
+        object array of them, and "smallest" means first added."""
         core = _core_texts(texts)
         if ids is not None:
-            ids = _ids.int_ids(ids, _count(core))
+            ids = _ids.user_ids(ids, _count(core))
         return self._core.add_unique(core, ids, threads=threads)
 
     def remove(self, ids: Any) -> int:
@@ -140,7 +150,7 @@ class SimilarIndex:
             ids = [ids]
         elif not hasattr(ids, "__len__"):
             ids = list(ids)
-        return self._core.remove(_ids.int_ids(ids, len(ids), unique=False))
+        return self._core.remove(_ids.user_ids(ids, len(ids), unique=False))
 
     def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
         """Writes the index to ``path`` atomically: an index file (see
@@ -156,6 +166,8 @@ class SimilarIndex:
         return cls._of(_rsimhash.SimilarIndex.load(os.fspath(path), mmap=mmap))
 
     def __contains__(self, id: Any) -> bool:
+        if isinstance(id, str):
+            return self._core.contains(id)
         if isinstance(id, (bool, np.bool_)) or not isinstance(id, (int, np.integer)) or not 0 <= int(id) < 1 << 64:
             return False
         return self._core.contains(int(id))

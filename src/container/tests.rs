@@ -204,7 +204,19 @@ fn versions_are_checked_with_specific_messages() {
         fix_crcs(&mut b);
         problem(open_bytes(dir.path(), &b, false))
     };
-    assert_eq!(patched(AT_VERSION, 2), "written by a newer rsimhash (format version 2; this version reads 1): upgrade rsimhash");
+    assert_eq!(patched(AT_VERSION, 3), "written by a newer rsimhash (format version 3; this version reads 2): upgrade rsimhash");
+    // Version 2 (an index keyed by strings) is read; its sections are the index's to check.
+    assert!(open_bytes(
+        dir.path(),
+        &{
+            let mut b = good.clone();
+            put_u32(&mut b, AT_VERSION, 2);
+            fix_crcs(&mut b);
+            b
+        },
+        false
+    )
+    .is_ok());
     assert_eq!(patched(AT_VERSION, 0), "format version 0 does not exist: the file is corrupt");
     assert_eq!(patched(AT_SPEC, 2), "its fingerprints follow SPEC v2; this rsimhash computes v1");
     assert_eq!(patched(AT_FLAGS, 4), "unknown flags 0x4 (written by a newer rsimhash? upgrade rsimhash)");

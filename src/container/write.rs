@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{
-    checksums, io_error, tag_name, valid_tag, Tag, ALIGN, AT_COUNT, AT_FILE_LEN, AT_HEADER_CRC, AT_SPEC, AT_TABLE_CRC, AT_VERSION, ENTRY_LEN, FORMAT_VERSION,
-    HEADER_LEN, MAGIC,
+    checksums, io_error, tag_name, valid_tag, Tag, ALIGN, AT_COUNT, AT_FILE_LEN, AT_HEADER_CRC, AT_SPEC, AT_TABLE_CRC, AT_VERSION, ENTRY_LEN,
+    FIRST_FORMAT_VERSION, HEADER_LEN, MAGIC,
 };
 use crate::{Error, Result};
 
@@ -36,21 +36,29 @@ const WRITE_BUFFER: usize = 1 << 20;
 /// Only when flushing the directory fails, after the rename, is the new file
 /// already in place (but possibly not yet durable).
 pub fn write_atomic(path: &Path, spec_version: u32, sections: &[(Tag, &[u8])]) -> Result<()> {
-    write_atomic_then(path, spec_version, sections, &|| Ok(()))
+    write_atomic_then(path, spec_version, FIRST_FORMAT_VERSION, sections, &|| Ok(()))
 }
 
 /// [`write_atomic`], with `before_commit` called once the new file is
 /// written and flushed, before it replaces `path`: an error from it drops
 /// the new file and leaves `path` as it was (an index checks there that
 /// the mapped file it copied its tables from did not change meanwhile).
-pub(crate) fn write_atomic_then(path: &Path, spec_version: u32, sections: &[(Tag, &[u8])], before_commit: &dyn Fn() -> Result<()>) -> Result<()> {
+/// `format_version`: the oldest version whose readers know every section
+/// written (see [`super::FORMAT_VERSION`]).
+pub(crate) fn write_atomic_then(
+    path: &Path,
+    spec_version: u32,
+    format_version: u32,
+    sections: &[(Tag, &[u8])],
+    before_commit: &dyn Fn() -> Result<()>,
+) -> Result<()> {
     if let Some((tag, _)) = sections.iter().find(|(tag, _)| !valid_tag(tag)) {
         return Err(Error::invalid("section tag", "1 to 8 printable ASCII bytes, zero padded", tag_name(tag)));
     }
     let count = u32::try_from(sections.len()).map_err(|_| Error::invalid("sections", "at most 2**32-1", sections.len()))?;
     let parts: Vec<&[u8]> = sections.iter().map(|(_, data)| *data).collect();
     let crcs = checksums(&parts);
-    let (head, offsets) = encode_head(spec_version, count, sections, &crcs);
+    let (head, offsets) = encode_head(spec_version, format_version, count, sections, &crcs);
 
     let mut tmp = TempFile::create(path, "save an index to")?;
     let write = |file: &File| -> io::Result<()> {
@@ -72,7 +80,7 @@ pub(crate) fn write_atomic_then(path: &Path, spec_version: u32, sections: &[(Tag
 }
 
 /// The header and section table, and the offset of each section.
-fn encode_head(spec_version: u32, count: u32, sections: &[(Tag, &[u8])], crcs: &[u32]) -> (Vec<u8>, Vec<u64>) {
+fn encode_head(spec_version: u32, format_version: u32, count: u32, sections: &[(Tag, &[u8])], crcs: &[u32]) -> (Vec<u8>, Vec<u64>) {
     let table_end = HEADER_LEN + sections.len() * ENTRY_LEN;
     let mut head = vec![0u8; table_end];
     let mut end = table_end as u64;
@@ -90,7 +98,7 @@ fn encode_head(spec_version: u32, count: u32, sections: &[(Tag, &[u8])], crcs: &
     let table_crc = crc32c::crc32c(&head[HEADER_LEN..]);
     let header = &mut head[..HEADER_LEN];
     header[..8].copy_from_slice(&MAGIC);
-    header[AT_VERSION..][..4].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    header[AT_VERSION..][..4].copy_from_slice(&format_version.to_le_bytes());
     header[AT_SPEC..][..4].copy_from_slice(&spec_version.to_le_bytes());
     header[AT_COUNT..][..4].copy_from_slice(&count.to_le_bytes());
     header[AT_FILE_LEN..][..8].copy_from_slice(&end.to_le_bytes());

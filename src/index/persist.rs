@@ -9,6 +9,10 @@
 //!   fingerprint has one id) and `DEAD` (removed-id bits); then per table of
 //!   the run `TABLE` (key count, block size, code lengths), `BLOCKS`,
 //!   `FIRST` (first key of every block) and `RANKS`.
+//! - for an index keyed by strings only, `NAMEIDS`, `NAMEOFFS` and `NAMES`:
+//!   its name table ([`super::names`]). Such a file is format version 2, so
+//!   that a reader of version 1 refuses it; every other file is version 1,
+//!   byte for byte as before.
 //!
 //! Tables are always saved compressed: a raw table is packed on the way out.
 //! Loaded tables stay packed, in place in the mapping when mapped, unless the
@@ -19,9 +23,9 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::Index;
+use super::{Index, Names};
 use crate::codec::SYMBOLS;
-use crate::container::{write_atomic_then, Container, Tag};
+use crate::container::{write_atomic_then, Container, Tag, FIRST_FORMAT_VERSION, FORMAT_VERSION};
 use crate::packed::PackedTable;
 use crate::plan::{self, Design};
 use crate::run::Run;
@@ -38,6 +42,9 @@ const TABLE: Tag = *b"TABLE\0\0\0";
 const BLOCKS: Tag = *b"BLOCKS\0\0";
 const FIRST: Tag = *b"FIRST\0\0\0";
 const RANKS: Tag = *b"RANKS\0\0\0";
+const NAME_IDS: Tag = *b"NAMEIDS\0";
+const NAME_OFFS: Tag = *b"NAMEOFFS";
+const NAMES: Tag = *b"NAMES\0\0\0";
 
 /// Block size of tables packed for saving from a raw index.
 const SAVE_BLOCK_BYTES: usize = 1024;
@@ -153,6 +160,10 @@ impl Index {
                 sections.push((RANKS, bytemuck::cast_slice(parts.ranks)));
             }
         }
+        let names = self.names.as_ref().map(Names::encode);
+        if let Some((ids, offsets, text)) = &names {
+            sections.extend([(NAME_IDS, words(ids)), (NAME_OFFS, words(offsets)), (NAMES, &text[..])]);
+        }
         sections.extend_from_slice(extra);
         // Tables copied from a mapped file are written as they are: the file
         // must not have changed before, nor while they were copied.
@@ -161,7 +172,17 @@ impl Index {
             Some(origin) if origin.mapped_in_use() => origin.verify(),
             _ => Ok(()),
         };
-        write_atomic_then(path, SPEC_VERSION, &sections, &unchanged)
+        write_atomic_then(path, SPEC_VERSION, self.format_version(), &sections, &unchanged)
+    }
+
+    /// The format version of the file [`Index::save`] writes: 2 for an
+    /// index keyed by strings (its name table), else 1.
+    pub fn format_version(&self) -> u32 {
+        if self.names.is_some() {
+            FORMAT_VERSION
+        } else {
+            FIRST_FORMAT_VERSION
+        }
     }
 
     /// `value`, unless the file the index was loaded from was found changed
@@ -329,6 +350,7 @@ impl Index {
             return Err(bad(format!("id {id} is stored twice")));
         }
         index.live = total;
+        index.names = load_names(&file, &index).map_err(bad)?;
         // Tables come packed from the file; an index that keeps raw tables
         // gets them back raw.
         index.set_layout(layout).map_err(|e| bad(format!("its layout: {e}")))?;
@@ -337,6 +359,33 @@ impl Index {
         index.intact(())?;
         Ok((index, file))
     }
+}
+
+/// The name table of a file with one (an index keyed by strings), checked
+/// to name exactly the live ids of `index`.
+fn load_names(file: &Container, index: &Index) -> std::result::Result<Option<Names>, String> {
+    let count = file.tags().filter(|t| [NAME_IDS, NAME_OFFS, NAMES].contains(t)).count();
+    if count == 0 {
+        return Ok(None);
+    }
+    if count != 3 {
+        return Err("an incomplete name table (NAMEIDS, NAMEOFFS and NAMES go together, once)".into());
+    }
+    let section = |tag| file.section(tag).map_err(|e| e.to_string());
+    let (ids, offsets, text) = (section(NAME_IDS)?, section(NAME_OFFS)?, section(NAMES)?);
+    let ids = ids.as_u64s().map_err(|e| e.to_string())?;
+    let offsets = offsets.as_u64s().map_err(|e| e.to_string())?;
+    let names = Names::decode(ids, offsets, text.as_slice())?;
+    // As many names as items, distinct ids, and every live id named: the
+    // same set.
+    if names.len() != index.live {
+        return Err(format!("{} string ids for {} items", names.len(), index.live));
+    }
+    let live = index.runs.iter().flat_map(|r| r.live_ids()).chain(index.buffer.iter().map(|&(_, id)| id));
+    if let Some(id) = live.into_iter().find(|&id| names.name(id).is_none()) {
+        return Err(format!("item {id} has no string id"));
+    }
+    Ok(Some(names))
 }
 
 /// A fingerprint's share of its table's digest: the splitmix64 finalizer, so

@@ -55,6 +55,7 @@ impl From<Error> for PyErr {
     fn from(err: Error) -> PyErr {
         match err {
             Error::InvalidParameter { .. } | Error::NonFiniteWeight { .. } | Error::InvalidUtf8 { .. } => PyValueError::new_err(err.to_string()),
+            Error::IdKind { .. } => pyo3::exceptions::PyTypeError::new_err(err.to_string()),
             Error::ThreadPool { .. } => PyRuntimeError::new_err(err.to_string()),
             // The OSError subclass Python's own `open` would raise.
             Error::Io { ref source, .. } => match source.kind() {

@@ -2,21 +2,45 @@
 //! the read lock, changes take the write lock, both with the GIL released
 //! (locks are only ever taken inside [`detach::run`], so a thread waiting for
 //! a lock never holds the GIL).
+//!
+//! Ids are ints or strings ([`super::keys`]): string ids go to the core's
+//! name table, and what comes back is turned into them under the lock.
 
 use std::sync::RwLock;
 
-use numpy::{PyArray1, PyArray2};
+use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 use std::path::PathBuf;
 
-use super::convert::{named_int, named_int_opt, pairs_array, to_u64, Int, U64s};
+use super::convert::{named_int, named_int_opt, to_u64, Int, U64s};
 use super::detach;
+use super::keys::{names_array, IdsArg, Keyed};
 use crate::batch::{Copies, COPIES_NOTICE};
-use crate::index::{ClusterMethod, Index};
+use crate::index::{ClusterMethod, Index, Keys};
 use crate::table::Layout;
 
-type NewAndMatched<'py> = (Bound<'py, PyArray1<bool>>, Bound<'py, PyArray1<u64>>);
+type NewAndMatched<'py> = (Bound<'py, PyArray1<bool>>, Bound<'py, PyAny>);
+
+/// `ids` as the user knows them (see [`Keyed`]).
+fn keyed(index: &Index, ids: Vec<u64>) -> crate::Result<Keyed> {
+    Keyed::of(index.keys(), ids, |ids| index.names_of(ids))
+}
+
+/// `(id, distance)` matches as the user knows the ids.
+enum Found {
+    Ints(Vec<(u64, u32)>),
+    Names(Vec<(std::sync::Arc<str>, u32)>),
+}
+
+fn found(index: &Index, fp: u64, k: Option<u32>) -> crate::Result<Found> {
+    let matches = index.query(fp, k)?;
+    if index.keys() != Keys::Strings {
+        return Ok(Found::Ints(matches));
+    }
+    let ids: Vec<u64> = matches.iter().map(|m| m.0).collect();
+    Ok(Found::Names(index.names_of(&ids)?.into_iter().zip(matches).map(|(n, (_, d))| (n, d)).collect()))
+}
 
 #[pyclass(frozen, name = "Index", module = "rsimhash._rsimhash")]
 pub(crate) struct PyIndex {
@@ -155,7 +179,16 @@ impl PyIndex {
         let per = if stored == 0.0 { 0.0 } else { table_bytes as f64 / (tables as f64 * stored) };
         d.set_item("table_bytes_per_item_per_table", per)?;
         d.set_item("spec_version", crate::SPEC_VERSION)?;
-        d.set_item("format_version", crate::container::FORMAT_VERSION)?;
+        // The version its file has (2 keyed by strings, else 1).
+        d.set_item("format_version", index.format_version())?;
+        d.set_item(
+            "keys",
+            match index.keys() {
+                Keys::Undecided => None,
+                Keys::Ints => Some("int"),
+                Keys::Strings => Some("str"),
+            },
+        )?;
         Ok(d)
     }
 
@@ -201,25 +234,37 @@ impl PyIndex {
 
     /// Adds fingerprints; returns their ids.
     #[pyo3(signature = (fps, ids = None))]
-    fn add<'py>(&self, py: Python<'py>, fps: &Bound<'py, PyAny>, ids: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    fn add<'py>(&self, py: Python<'py>, fps: &Bound<'py, PyAny>, ids: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
         let fps = U64s::extract(fps, "fps")?;
-        let ids = ids.map(|i| U64s::extract(i, "ids")).transpose()?;
-        let (fps, ids) = (fps.as_slice(), ids.as_ref().map(U64s::as_slice));
-        let out = detach::run(py, None, || write(&self.inner).add(fps, ids))?;
-        Ok(PyArray1::from_vec(py, out))
+        let fps = fps.as_slice();
+        match ids.map(|i| IdsArg::extract(i, "ids")).transpose()? {
+            Some(IdsArg::Names(names)) => {
+                detach::run(py, None, || write(&self.inner).add_named(fps, &names))?;
+                Ok(names_array(py, names.iter().map(String::as_str)).into_any())
+            }
+            Some(IdsArg::Ints(ids)) => {
+                let ids = ids.as_slice();
+                Ok(PyArray1::from_vec(py, detach::run(py, None, || write(&self.inner).add(fps, Some(ids)))?).into_any())
+            }
+            None => Ok(PyArray1::from_vec(py, detach::run(py, None, || write(&self.inner).add(fps, None))?).into_any()),
+        }
     }
 
     /// `(id, distance)` of every stored item within `k`, by distance then id.
     #[pyo3(signature = (fp, k = None))]
-    fn query(&self, py: Python<'_>, fp: &Bound<'_, PyAny>, #[pyo3(from_py_with = opt_k_arg)] k: Option<Int>) -> PyResult<Vec<(u64, u32)>> {
+    fn query<'py>(&self, py: Python<'py>, fp: &Bound<'py, PyAny>, #[pyo3(from_py_with = opt_k_arg)] k: Option<Int>) -> PyResult<Bound<'py, PyAny>> {
         let fp = to_u64(fp, || "fp".into())?;
         let k = op_k(k)?;
         // The common case, an uncontended lock, answers in well under a
         // microsecond: cheaper to keep the GIL than to hand it over.
-        if let Ok(index) = self.inner.try_read() {
-            return Ok(index.query(fp, k)?);
+        let matches = match self.inner.try_read() {
+            Ok(index) => found(&index, fp, k)?,
+            Err(_) => detach::run(py, None, || found(&read(&self.inner), fp, k))?,
+        };
+        match matches {
+            Found::Ints(m) => Ok(m.into_pyobject(py)?.into_any()),
+            Found::Names(m) => Ok(m.iter().map(|(n, d)| (&**n, *d)).collect::<Vec<_>>().into_pyobject(py)?.into_any()),
         }
-        detach::run(py, None, || read(&self.inner).query(fp, k))
     }
 
     /// Matches of many queries: `(qi, ids, dist)` arrays.
@@ -230,17 +275,22 @@ impl PyIndex {
         py: Python<'py>,
         fps: &Bound<'py, PyAny>,
         #[pyo3(from_py_with = opt_k_arg)] k: Option<Int>,
-    ) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u8>>)> {
+    ) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyAny>, Bound<'py, PyArray1<u8>>)> {
         let fps = U64s::extract(fps, "fps")?;
         let (fps, k) = (fps.as_slice(), op_k(k)?);
-        let m = detach::run(py, None, || read(&self.inner).query_batch(fps, k))?;
+        let (m, ids) = detach::run(py, None, || {
+            let index = read(&self.inner);
+            let mut m = index.query_batch(fps, k)?;
+            let ids = keyed(&index, std::mem::take(&mut m.ids))?;
+            Ok((m, ids))
+        })?;
         let qi: Vec<i64> = m.positions.iter().map(|&p| i64::from(p)).collect();
-        Ok((PyArray1::from_vec(py, qi), PyArray1::from_vec(py, m.ids), PyArray1::from_vec(py, m.distances)))
+        Ok((PyArray1::from_vec(py, qi), ids.array(py), PyArray1::from_vec(py, m.distances)))
     }
 
     /// Every pair of distinct stored ids within `k`: a `(P, 2)` uint64 array.
     #[pyo3(signature = (k = None, *, copies = None))]
-    fn find_all<'py>(&self, py: Python<'py>, #[pyo3(from_py_with = opt_k_arg)] k: Option<Int>, copies: Option<&str>) -> PyResult<Bound<'py, PyArray2<u64>>> {
+    fn find_all<'py>(&self, py: Python<'py>, #[pyo3(from_py_with = opt_k_arg)] k: Option<Int>, copies: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
         let k = op_k(k)?;
         let chosen = copies.map(str::parse::<Copies>).transpose()?;
         if chosen.is_none() {
@@ -255,8 +305,12 @@ impl PyIndex {
             }
         }
         let copies = chosen.unwrap_or_default();
-        let pairs = detach::run(py, None, || read(&self.inner).find_all(k, copies))?;
-        pairs_array(py, pairs)
+        let pairs = detach::run(py, None, || {
+            let index = read(&self.inner);
+            let pairs = index.find_all(k, copies)?;
+            keyed(&index, bytemuck::allocation::cast_vec(pairs))
+        })?;
+        pairs.pairs(py)
     }
 
     /// Clusters of ids, each a sorted uint64 array.
@@ -267,21 +321,33 @@ impl PyIndex {
         #[pyo3(from_py_with = opt_k_arg)] k: Option<Int>,
         #[pyo3(from_py_with = min_size_arg)] min_size: Int,
         method: &str,
-    ) -> PyResult<Vec<Bound<'py, PyArray1<u64>>>> {
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let k = op_k(k)?;
         let method: ClusterMethod = method.parse()?;
         let min_size = min_size.range("min_size", 1, i64::MAX)? as usize;
-        let groups = detach::run(py, None, || read(&self.inner).cluster(k, min_size, method))?;
-        Ok(groups.into_iter().map(|g| PyArray1::from_vec(py, g)).collect())
+        let groups = detach::run(py, None, || {
+            let index = read(&self.inner);
+            index.cluster(k, min_size, method)?.into_iter().map(|g| keyed(&index, g)).collect::<crate::Result<Vec<Keyed>>>()
+        })?;
+        Ok(groups.into_iter().map(|g| g.array(py)).collect())
     }
 
     /// Removes items by id; returns how many were stored.
     fn remove(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<usize> {
-        let ids = U64s::extract(ids, "ids")?;
-        let ids = ids.as_slice();
+        let ids = IdsArg::extract(ids, "ids")?;
+        let (ints, names) = match &ids {
+            IdsArg::Ints(ids) => (ids.as_slice(), None),
+            IdsArg::Names(names) => (&[][..], Some(names)),
+        };
         detach::run(py, None, || {
             let mut index = write(&self.inner);
-            let removed = index.remove(ids);
+            let removed = match names {
+                Some(names) => index.remove_named(names)?,
+                None => {
+                    index.check_ints(ints.len(), true)?;
+                    index.remove(ints)
+                }
+            };
             index.intact(removed)
         })
     }
@@ -302,9 +368,21 @@ impl PyIndex {
         #[pyo3(from_py_with = opt_k_arg)] k: Option<Int>,
     ) -> PyResult<NewAndMatched<'py>> {
         let fps = U64s::extract(fps, "fps")?;
-        let ids = ids.map(|i| U64s::extract(i, "ids")).transpose()?;
-        let (fps, ids, k) = (fps.as_slice(), ids.as_ref().map(U64s::as_slice), op_k(k)?);
+        let ids = ids.map(|i| IdsArg::extract(i, "ids")).transpose()?;
+        let (fps, k) = (fps.as_slice(), op_k(k)?);
+        if let Some(IdsArg::Names(names)) = &ids {
+            let (is_new, matched) = detach::run(py, None, || {
+                let mut index = write(&self.inner);
+                let (is_new, matched) = index.add_unique_named(fps, names, k)?;
+                Ok((is_new, keyed(&index, matched)?))
+            })?;
+            return Ok((PyArray1::from_vec(py, is_new), matched.array(py)));
+        }
+        let ids = match &ids {
+            Some(IdsArg::Ints(ids)) => Some(ids.as_slice()),
+            _ => None,
+        };
         let (is_new, matched) = detach::run(py, None, || write(&self.inner).add_unique(fps, ids, k))?;
-        Ok((PyArray1::from_vec(py, is_new), PyArray1::from_vec(py, matched)))
+        Ok((PyArray1::from_vec(py, is_new), PyArray1::from_vec(py, matched).into_any()))
     }
 }

@@ -11,6 +11,7 @@ mod distributed;
 mod error;
 mod fingerprint;
 mod index;
+mod keys;
 mod records;
 mod similar;
 mod similar_index;

@@ -2,6 +2,7 @@
 //! guarded as `Index` is (see `index.rs`): queries share the read lock,
 //! changes take the write lock, both taken only with the GIL released, and
 //! a change that unwound midway leaves the object refusing to answer.
+//! Ids are ints or strings, as `Index`'s are ([`super::keys`]).
 
 use std::path::PathBuf;
 use std::sync::RwLock;
@@ -10,9 +11,10 @@ use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
-use super::convert::{Int, U64s};
+use super::convert::Int;
 use super::detach;
 use super::fingerprint::threads;
+use super::keys::{names_array, IdsArg, Keyed};
 use super::similar::{settings, text_slices};
 use crate::similar::SimilarIndex;
 
@@ -33,8 +35,22 @@ fn peek(index: &RwLock<SimilarIndex>) -> std::sync::RwLockReadGuard<'_, SimilarI
     index.read().unwrap_or_else(|e| e.into_inner())
 }
 
-type Matches<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<f32>>);
-type NewAndMatched<'py> = (Bound<'py, PyArray1<bool>>, Bound<'py, PyArray1<u64>>);
+type Matches<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyAny>, Bound<'py, PyArray1<f32>>);
+type NewAndMatched<'py> = (Bound<'py, PyArray1<bool>>, Bound<'py, PyAny>);
+
+/// `ids` as the user knows them (see [`Keyed`]).
+fn keyed(index: &SimilarIndex, ids: Vec<u64>) -> crate::Result<Keyed> {
+    Keyed::of(index.keys(), ids, |ids| index.names_of(ids))
+}
+
+/// Ints (`None` for the default ids) or strings.
+fn split<'a>(ids: &'a Option<IdsArg<'_>>) -> (Option<&'a [u64]>, Option<&'a [String]>) {
+    match ids {
+        Some(IdsArg::Ints(ids)) => (Some(ids.as_slice()), None),
+        Some(IdsArg::Names(names)) => (None, Some(names)),
+        None => (None, None),
+    }
+}
 
 #[pymethods]
 impl PySimilarIndex {
@@ -47,20 +63,18 @@ impl PySimilarIndex {
     /// Stores texts (a sequence of str, or `(offsets, data)` of an Arrow
     /// column) under `ids`; returns their ids.
     #[pyo3(signature = (texts, ids = None, *, threads = None))]
-    fn add<'py>(
-        &self,
-        py: Python<'py>,
-        texts: &Bound<'py, PyAny>,
-        ids: Option<&Bound<'py, PyAny>>,
-        threads: Option<Int>,
-    ) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    fn add<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, ids: Option<&Bound<'py, PyAny>>, threads: Option<Int>) -> PyResult<Bound<'py, PyAny>> {
         let threads = self::threads(threads)?;
-        let ids = ids.map(|i| U64s::extract(i, "ids")).transpose()?;
-        let ids = ids.as_ref().map(U64s::as_slice);
+        let ids = ids.map(|i| IdsArg::extract(i, "ids")).transpose()?;
+        let (ints, names) = split(&ids);
         let (mut held, mut arrow) = (None, None);
         let slices = text_slices(texts, &mut held, &mut arrow)?;
-        let out = detach::run(py, threads, || write(&self.inner).add_utf8(&slices, ids))?;
-        Ok(PyArray1::from_vec(py, out))
+        if let Some(names) = names {
+            detach::run(py, threads, || write(&self.inner).add_utf8_named(&slices, names))?;
+            return Ok(names_array(py, names.iter().map(String::as_str)).into_any());
+        }
+        let out = detach::run(py, threads, || write(&self.inner).add_utf8(&slices, ints))?;
+        Ok(PyArray1::from_vec(py, out).into_any())
     }
 
     /// The stored texts alike each text: `(positions, ids, similarity)`.
@@ -69,9 +83,14 @@ impl PySimilarIndex {
         let threads = self::threads(threads)?;
         let (mut held, mut arrow) = (None, None);
         let slices = text_slices(texts, &mut held, &mut arrow)?;
-        let m = detach::run(py, threads, || read(&self.inner).query_utf8(&slices))?;
+        let (m, ids) = detach::run(py, threads, || {
+            let index = read(&self.inner);
+            let mut m = index.query_utf8(&slices)?;
+            let ids = keyed(&index, std::mem::take(&mut m.ids))?;
+            Ok((m, ids))
+        })?;
         let positions: Vec<i64> = m.positions.iter().map(|&p| i64::from(p)).collect();
-        Ok((PyArray1::from_vec(py, positions), PyArray1::from_vec(py, m.ids), PyArray1::from_vec(py, m.similarity)))
+        Ok((PyArray1::from_vec(py, positions), ids.array(py), PyArray1::from_vec(py, m.similarity)))
     }
 
     /// Stores the texts that nothing stored (nor an earlier one) is alike: `(is_new, matched)`.
@@ -84,19 +103,29 @@ impl PySimilarIndex {
         threads: Option<Int>,
     ) -> PyResult<NewAndMatched<'py>> {
         let threads = self::threads(threads)?;
-        let ids = ids.map(|i| U64s::extract(i, "ids")).transpose()?;
-        let ids = ids.as_ref().map(U64s::as_slice);
+        let ids = ids.map(|i| IdsArg::extract(i, "ids")).transpose()?;
+        let (ints, names) = split(&ids);
         let (mut held, mut arrow) = (None, None);
         let slices = text_slices(texts, &mut held, &mut arrow)?;
-        let (is_new, matched) = detach::run(py, threads, || write(&self.inner).add_unique_utf8(&slices, ids))?;
-        Ok((PyArray1::from_vec(py, is_new), PyArray1::from_vec(py, matched)))
+        let (is_new, matched) = detach::run(py, threads, || {
+            let mut index = write(&self.inner);
+            let (is_new, matched) = match names {
+                Some(names) => index.add_unique_utf8_named(&slices, names)?,
+                None => index.add_unique_utf8(&slices, ints)?,
+            };
+            Ok((is_new, keyed(&index, matched)?))
+        })?;
+        Ok((PyArray1::from_vec(py, is_new), matched.array(py)))
     }
 
     /// Removes texts by id; returns how many were stored.
     fn remove(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<usize> {
-        let ids = U64s::extract(ids, "ids")?;
-        let ids = ids.as_slice();
-        detach::run(py, None, || write(&self.inner).remove(ids))
+        let ids = Some(IdsArg::extract(ids, "ids")?);
+        let (ints, names) = split(&ids);
+        detach::run(py, None, || match names {
+            Some(names) => write(&self.inner).remove_named(names),
+            None => write(&self.inner).remove(ints.unwrap_or_default()),
+        })
     }
 
     /// Writes the index to `path` atomically.
@@ -112,9 +141,18 @@ impl PySimilarIndex {
         Ok(PySimilarIndex { inner: RwLock::new(index) })
     }
 
-    /// Whether a text is stored under `id`.
-    fn contains(&self, id: u64) -> bool {
-        peek(&self.inner).contains(id)
+    /// Whether a text is stored under `id` (an int or a str).
+    fn contains(&self, id: &Bound<'_, PyAny>) -> bool {
+        if let Ok(name) = id.extract::<String>() {
+            return peek(&self.inner).contains_name(&name);
+        }
+        match id.extract::<u64>() {
+            Ok(id) => {
+                let index = peek(&self.inner);
+                index.keys() != crate::index::Keys::Strings && index.contains(id)
+            }
+            Err(_) => false,
+        }
     }
 
     /// `(threshold, measure, shingles, width, (mode, width, k))`.

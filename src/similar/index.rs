@@ -26,6 +26,11 @@
 //!   id holds it;
 //! - ids given by default count up from one past the largest id ever given.
 //!
+//! Ids are ints or strings, as the [`Index`]'s are: keyed by strings, the
+//! index keeps each text's string id in its name table and every id here is
+//! the internal id it names (given as default ids are), so the maps, the
+//! sets' sections and every search work on internal ids alone.
+//!
 //! Saved as an index file ([`crate::container`]): the index's own sections,
 //! then `SIMILAR` (settings), `SIMIDS` (ids, ascending), `SIMOFFS` (set
 //! `i` is `SIMSETS[SIMOFFS[i]..SIMOFFS[i + 1]]`) and `SIMSETS`; one atomic
@@ -35,6 +40,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+
+use crate::index::Keys;
 
 use rayon::prelude::*;
 
@@ -126,6 +133,24 @@ impl SimilarIndex {
         self.sets.contains_key(&id)
     }
 
+    /// Whether a text is stored under string id `name`.
+    pub fn contains_name(&self, name: &str) -> bool {
+        self.index.id_of(name).is_some()
+    }
+
+    /// What the index is keyed by (see [`Index::keys`]).
+    pub fn keys(&self) -> Keys {
+        self.index.keys()
+    }
+
+    /// The string ids of internal ids (see [`Index::names_of`]).
+    ///
+    /// # Errors
+    /// As [`Index::names_of`].
+    pub fn names_of(&self, ids: &[u64]) -> Result<Vec<Arc<str>>> {
+        self.index.names_of(ids)
+    }
+
     /// Bytes held: the distinct sets and their buckets, the maps, and the
     /// index of fingerprints.
     pub fn bytes(&self) -> usize {
@@ -164,6 +189,18 @@ impl SimilarIndex {
     /// stored), or the next ones counted up. Nothing changes until
     /// [`SimilarIndex::store`].
     fn ids_for(&self, n: usize, ids: Option<&[u64]>) -> Result<Vec<u64>> {
+        self.index.check_ints(n, ids.is_some())?;
+        self.default_ids(n, ids)
+    }
+
+    /// [`SimilarIndex::ids_for`] for texts under string ids `names`: their
+    /// internal ids, counted up as default ids are.
+    fn ids_for_names<S: AsRef<str>>(&self, n: usize, names: &[S]) -> Result<Vec<u64>> {
+        self.index.check_new_names(names, n)?;
+        self.default_ids(n, None)
+    }
+
+    fn default_ids(&self, n: usize, ids: Option<&[u64]>) -> Result<Vec<u64>> {
         let Some(ids) = ids else {
             if self.next_id + n as u128 > u128::from(u64::MAX) + 1 {
                 return Err(Error::invalid("ids", "given explicitly: the default ids ran past 2**64-1", n));
@@ -185,9 +222,13 @@ impl SimilarIndex {
         Ok(ids.to_vec())
     }
 
-    /// Stores texts already made: fingerprints in the index, sets in the map.
-    fn store(&mut self, ids: &[u64], fps: &[u64], sets: Vec<Vec<u64>>) -> Result<()> {
-        self.index.add(fps, Some(ids))?;
+    /// Stores texts already made: fingerprints in the index (under their
+    /// string ids too, if named), sets in the map.
+    fn store(&mut self, ids: &[u64], fps: &[u64], sets: Vec<Vec<u64>>, names: Option<&[&str]>) -> Result<()> {
+        match names {
+            Some(names) => self.index.add_with_names(fps, ids, names)?,
+            None => self.index.add(fps, Some(ids))?,
+        };
         self.sets.reserve(ids.len());
         for (&id, set) in ids.iter().zip(sets) {
             let held = self.hold(set);
@@ -211,8 +252,24 @@ impl SimilarIndex {
     /// Nothing is stored then.
     pub fn add_utf8<T: AsRef<[u8]> + Sync>(&mut self, texts: &[T], ids: Option<&[u64]>) -> Result<Vec<u64>> {
         let ids = self.ids_for(texts.len(), ids)?;
+        self.add_as(texts, ids, None)
+    }
+
+    /// [`SimilarIndex::add_utf8`] under string ids `names` (one a text,
+    /// distinct, none stored; an index keyed by ints refuses them);
+    /// returns their internal ids.
+    ///
+    /// # Errors
+    /// As [`SimilarIndex::add_utf8`].
+    pub fn add_utf8_named<T: AsRef<[u8]> + Sync, S: AsRef<str>>(&mut self, texts: &[T], names: &[S]) -> Result<Vec<u64>> {
+        let ids = self.ids_for_names(texts.len(), names)?;
+        let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
+        self.add_as(texts, ids, Some(&names))
+    }
+
+    fn add_as<T: AsRef<[u8]> + Sync>(&mut self, texts: &[T], ids: Vec<u64>, names: Option<&[&str]>) -> Result<Vec<u64>> {
         let (fps, sets): (Vec<u64>, Vec<Vec<u64>>) = fingerprints_and_sets(texts, &self.opts, &Control::default())?.into_iter().unzip();
-        self.store(&ids, &fps, sets)?;
+        self.store(&ids, &fps, sets, names)?;
         self.passed(&ids);
         Ok(ids)
     }
@@ -294,11 +351,27 @@ impl SimilarIndex {
     /// # Errors
     /// As [`SimilarIndex::add_utf8`]; nothing is stored then.
     pub fn add_unique_utf8<T: AsRef<[u8]> + Sync>(&mut self, texts: &[T], ids: Option<&[u64]>) -> Result<(Vec<bool>, Vec<u64>)> {
+        let ids = self.ids_for(texts.len(), ids)?;
+        self.add_unique_as(texts, ids, None)
+    }
+
+    /// [`SimilarIndex::add_unique_utf8`] under string ids `names` (checked
+    /// as [`SimilarIndex::add_utf8_named`] checks them, every one): new
+    /// texts are stored under their names. `matched` holds internal ids.
+    ///
+    /// # Errors
+    /// As [`SimilarIndex::add_unique_utf8`].
+    pub fn add_unique_utf8_named<T: AsRef<[u8]> + Sync, S: AsRef<str>>(&mut self, texts: &[T], names: &[S]) -> Result<(Vec<bool>, Vec<u64>)> {
+        let ids = self.ids_for_names(texts.len(), names)?;
+        let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
+        self.add_unique_as(texts, ids, Some(&names))
+    }
+
+    fn add_unique_as<T: AsRef<[u8]> + Sync>(&mut self, texts: &[T], ids: Vec<u64>, names: Option<&[&str]>) -> Result<(Vec<bool>, Vec<u64>)> {
         let n = texts.len();
         if n > u32::MAX as usize {
             return Err(Error::invalid("texts", "at most 2**32-1 texts per call (split the batch)", n));
         }
-        let ids = self.ids_for(n, ids)?;
         let opts = self.opts;
         let (fps, made) = self.made(texts)?;
         let sets: Vec<&[u64]> = made.iter().map(|h| &h.set[..]).collect();
@@ -359,7 +432,8 @@ impl SimilarIndex {
         let new_fps: Vec<u64> = keep.iter().map(|&j| fps[j]).collect();
         let mut made: Vec<Option<Held>> = made.into_iter().map(Some).collect();
         let new_sets: Vec<Vec<u64>> = keep.iter().map(|&j| made[j].take().map(|h| h.set).unwrap_or_default()).collect();
-        self.store(&new_ids, &new_fps, new_sets)?;
+        let new_names: Option<Vec<&str>> = names.map(|names| keep.iter().map(|&j| names[j]).collect());
+        self.store(&new_ids, &new_fps, new_sets, new_names.as_deref())?;
         self.passed(&ids);
         Ok((is_new, matched))
     }
@@ -370,6 +444,22 @@ impl SimilarIndex {
     /// # Errors
     /// [`Error::Changed`] when the file a loaded index maps changed.
     pub fn remove(&mut self, ids: &[u64]) -> Result<usize> {
+        self.index.check_ints(ids.len(), true)?;
+        self.remove_ids(ids)
+    }
+
+    /// Removes the texts stored under string ids `names` (names not stored
+    /// are passed over); returns how many were stored.
+    ///
+    /// # Errors
+    /// As [`SimilarIndex::remove`]; an index keyed by ints refuses names.
+    pub fn remove_named<S: AsRef<str>>(&mut self, names: &[S]) -> Result<usize> {
+        self.index.check_strings(names.len())?;
+        let ids: Vec<u64> = names.iter().filter_map(|n| self.index.id_of(n.as_ref())).collect();
+        self.remove_ids(&ids)
+    }
+
+    fn remove_ids(&mut self, ids: &[u64]) -> Result<usize> {
         let removed = self.index.remove(ids);
         let mut gone = 0;
         for id in ids {
