@@ -200,6 +200,8 @@ def test_open_streams_still_work(corpus, tmp_path):
         (lambda: rsimhash.similar_pairs(["a b c"], 0.9, width="3"), "width"),
         (lambda: rsimhash.jaccard("a b", "a c", width="3"), "width"),
         (lambda: rsimhash.shingles("a b", width="3"), "width"),
+        (lambda: rsimhash.SimilarIndex(0.9, width="3"), "width"),
+        (lambda: rsimhash.SimilarIndex(0.9).add(["a b c"], threads="2"), "threads"),
     ],
 )
 def test_an_int_argument_of_another_type_is_named(call, name):

@@ -11,7 +11,7 @@ use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
-use super::convert::Int;
+use super::convert::{threads_int, width_arg, Int};
 use super::detach;
 use super::fingerprint::threads;
 use super::keys::{names_array, IdsArg, Keyed};
@@ -56,14 +56,26 @@ fn split<'a>(ids: &'a Option<IdsArg<'_>>) -> (Option<&'a [u64]>, Option<&'a [Str
 impl PySimilarIndex {
     #[new]
     #[pyo3(signature = (threshold, *, measure = "jaccard", shingles = "words", width = None, candidates = None))]
-    fn new(threshold: f64, measure: &str, shingles: &str, width: Option<Int>, candidates: Option<(String, Option<Int>, Int)>) -> PyResult<Self> {
+    fn new(
+        threshold: f64,
+        measure: &str,
+        shingles: &str,
+        #[pyo3(from_py_with = width_arg)] width: Option<Int>,
+        candidates: Option<(String, Option<Int>, Int)>,
+    ) -> PyResult<Self> {
         Ok(PySimilarIndex { inner: RwLock::new(SimilarIndex::new(settings(threshold, measure, shingles, width, candidates)?)?) })
     }
 
     /// Stores texts (a sequence of str, or `(offsets, data)` of an Arrow
     /// column) under `ids`; returns their ids.
     #[pyo3(signature = (texts, ids = None, *, threads = None))]
-    fn add<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, ids: Option<&Bound<'py, PyAny>>, threads: Option<Int>) -> PyResult<Bound<'py, PyAny>> {
+    fn add<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
+        ids: Option<&Bound<'py, PyAny>>,
+        #[pyo3(from_py_with = threads_int)] threads: Option<Int>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let threads = self::threads(threads)?;
         let ids = ids.map(|i| IdsArg::extract(i, "ids")).transpose()?;
         let (ints, names) = split(&ids);
@@ -79,7 +91,7 @@ impl PySimilarIndex {
 
     /// The stored texts alike each text: `(positions, ids, similarity)`.
     #[pyo3(signature = (texts, *, threads = None))]
-    fn query<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<Int>) -> PyResult<Matches<'py>> {
+    fn query<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, #[pyo3(from_py_with = threads_int)] threads: Option<Int>) -> PyResult<Matches<'py>> {
         let threads = self::threads(threads)?;
         let (mut held, mut arrow) = (None, None);
         let slices = text_slices(texts, &mut held, &mut arrow)?;
@@ -100,7 +112,7 @@ impl PySimilarIndex {
         py: Python<'py>,
         texts: &Bound<'py, PyAny>,
         ids: Option<&Bound<'py, PyAny>>,
-        threads: Option<Int>,
+        #[pyo3(from_py_with = threads_int)] threads: Option<Int>,
     ) -> PyResult<NewAndMatched<'py>> {
         let threads = self::threads(threads)?;
         let ids = ids.map(|i| IdsArg::extract(i, "ids")).transpose()?;
