@@ -58,7 +58,7 @@ pub use index::{BatchMatches, Index, Keys};
 pub use table::Layout;
 pub use vote::{compute, compute_weighted};
 
-/// The version of the fingerprint algorithm this crate computes (`SPEC.md`).
+/// The version of the fingerprint algorithm this crate computes (`docs/spec.md`).
 pub const SPEC_VERSION: u32 = 1;
 
 /// Number of differing bits between two fingerprints.

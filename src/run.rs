@@ -406,8 +406,6 @@ impl Run {
     }
 }
 
-/// Sorted items cut into distinct fingerprints, id-list starts (empty when
-/// no fingerprint repeats) and ids.
 /// The runs of two or more consecutive `keys` equal under `mask`. Such
 /// groups are rare: neighbours are compared in chunks, and looked at closer
 /// only where a group starts.
@@ -432,6 +430,8 @@ fn last_group(keys: &[u64], mask: u64) -> usize {
     keys.iter().rposition(|&x| (x ^ last) & mask != 0).map_or(0, |i| i + 1)
 }
 
+/// Sorted items cut into distinct fingerprints, id-list starts (empty when
+/// no fingerprint repeats) and ids.
 fn split_ids(items: &[(u64, u64)]) -> (Vec<u64>, Vec<u32>, Vec<u64>) {
     let mut fps: Vec<u64> = crate::mem::vec_with_capacity(items.len());
     let mut ids: Vec<u64> = crate::mem::vec_with_capacity(items.len());

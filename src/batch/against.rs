@@ -433,8 +433,8 @@ fn compare(design: &Design, table: &Table, key: u64, range: std::ops::Range<usiz
 /// sorted. The old items are never paired with each other, nor the new.
 ///
 /// # Errors
-/// [`Error::BadInput`] for a side of more than [`MAX_ITEMS`] items or ids
-/// of another length; [`Error::TooLarge`] when the answer would not fit in
+/// [`Error::BadInput`] for a side of more than [`MAX_ITEMS`] items;
+/// [`Error::InvalidParameter`] for ids of another length; [`Error::TooLarge`] when the answer would not fit in
 /// memory (found before it is made); [`Error::Io`] when a source cannot be
 /// read; [`Error::Interrupted`] when cancelled.
 pub fn find_all_against(

@@ -157,8 +157,9 @@ enum Sink<'s> {
 /// Copies of a fingerprint are listed as `opts.copies` says.
 ///
 /// # Errors
-/// [`Error::BadInput`] for more than [`MAX_ITEMS`] items, ids of another
-/// length or given twice; [`Error::TooLarge`] when the answer would not fit
+/// [`Error::BadInput`] for more than [`MAX_ITEMS`] items;
+/// [`Error::InvalidParameter`] for ids of another length or given twice;
+/// [`Error::TooLarge`] when the answer would not fit
 /// in memory (found before it is made); [`Error::Io`] when the source or
 /// the work directory cannot be read or written; [`Error::Interrupted`]
 /// when cancelled.

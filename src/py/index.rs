@@ -1,7 +1,10 @@
 //! The `Index` class: a frozen wrapper around `RwLock<Index>`. Queries share
 //! the read lock, changes take the write lock, both with the GIL released
-//! (locks are only ever taken inside [`detach::run`], so a thread waiting for
-//! a lock never holds the GIL).
+//! (inside [`detach::run`]). Two exceptions keep the GIL: `query` tries the
+//! read lock without waiting (and waits only detached), and `len`, `k` and
+//! `info` take it attached (`peek`): during a long `add` they wait for it
+//! holding the GIL, which stalls other Python threads but cannot deadlock
+//! (a change never needs the GIL).
 //!
 //! Ids are ints or strings ([`super::keys`]): string ids go to the core's
 //! name table, and what comes back is turned into them under the lock.
