@@ -9,11 +9,11 @@ pairs an id with itself."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
-__all__ = ["any_ids", "int_ids", "user_ids"]
+__all__ = ["any_ids", "int_ids", "ranked", "user_ids"]
 
 _U64_MAX = (1 << 64) - 1
 
@@ -103,3 +103,18 @@ def int_ids(ids: Any, n: int, name: str = "ids", *, unique: bool = True) -> np.n
     if out.dtype != np.uint64:
         raise TypeError(f"{name} must be non-negative ints here, got strings")
     return np.ascontiguousarray(out)
+
+
+def ranked(names: np.ndarray, name: str) -> Tuple[np.ndarray, np.ndarray]:
+    """``(ranks, by_rank)`` of distinct strings: ``by_rank[ranks] == names``.
+    A repeated string is a ``ValueError`` naming it and its positions."""
+    order = np.argsort(names, kind="stable")
+    by_rank = names[order]
+    if len(by_rank) > 1:
+        same = np.flatnonzero(by_rank[1:] == by_rank[:-1])
+        if len(same):
+            i, j = sorted((int(order[same[0]]), int(order[same[0] + 1])))
+            raise ValueError(f"{name} must be distinct: {names[i]!r} is given at positions {i} and {j}")
+    ranks = np.empty(len(names), dtype=np.uint64)
+    ranks[order] = np.arange(len(names), dtype=np.uint64)
+    return ranks, by_rank

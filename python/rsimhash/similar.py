@@ -91,8 +91,7 @@ def similar_pairs(
         raise ValueError(f'copies must be "all" or "first", got {copies!r}')
     from . import _ids, _nulls
 
-    if ids is None and _texts.kind(texts) == "pandas" and not _is_positions(texts.index):
-        ids = texts.index
+    ids = series_labels(texts) if ids is None else ids
     if ids is not None and not hasattr(texts, "__len__"):
         texts = list(texts)  # an iterable, counted against the ids
     present, missing = _nulls.split(texts, nulls)
@@ -105,6 +104,14 @@ def similar_pairs(
     if keys is not None:
         pairs, sims = _by_ids(pairs, sims, keys)
     return pairs, sims
+
+
+def series_labels(texts: Any) -> Any:
+    """A pandas Series' index labels, when they are not its positions: the
+    ids its pairs are named by (None otherwise)."""
+    if _texts.kind(texts) == "pandas" and not _is_positions(texts.index):
+        return texts.index
+    return None
 
 
 def _is_positions(index: Any) -> bool:

@@ -510,7 +510,9 @@ def similar_pairs(
     """
     if copies not in ("all", "first"):
         raise ValueError(f'copies must be "all" or "first", got {copies!r}')
-    ids = _labels_of(texts) if ids is None else ids
+    from ..similar import series_labels
+
+    ids = series_labels(texts) if ids is None else ids
     found: list = []
 
     def each(higher: np.ndarray, lower: np.ndarray, sims: np.ndarray, *_: Any) -> None:
@@ -655,16 +657,17 @@ def similar_clusters(
         max_record_mb=max_record_mb,
     )
     members, starts = sweeps[0].clusters(method=method, min_size=int(min_size))
-    ids = _labels_of(texts) if ids is None else ids
+    from ..similar import series_labels
+
+    ids = series_labels(texts) if ids is None else ids
     if ids is None:
         return _id_labels(members, starts, None)
-    from .._ids import user_ids
-    from ._sources import _ranked
+    from .._ids import ranked, user_ids
 
     id_arr = user_ids(ids, n)
     if id_arr.dtype != object:
         return _id_labels(*_in_id_order(members, starts, id_arr), id_arr)
-    ranks, by_rank = _ranked(id_arr, "ids")  # strings: ordered by their ranks
+    ranks, by_rank = ranked(id_arr, "ids")  # strings: ordered by their ranks
     member_ranks, labels = _id_labels(*_in_id_order(members, starts, ranks), ranks)
     return by_rank[member_ranks.astype(np.intp)], labels
 
@@ -735,17 +738,6 @@ def _verified(
                 )
             )
         return two.count
-
-
-def _labels_of(texts: Any) -> Any:
-    """A pandas Series' index labels, when they are not its positions: the
-    ids its pairs are named by."""
-    from .. import _texts
-    from ..similar import _is_positions
-
-    if _texts.kind(texts) == "pandas" and not _is_positions(texts.index):
-        return texts.index
-    return None
 
 
 def _in_id_order(members: np.ndarray, starts: np.ndarray, ids: Optional[np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:

@@ -178,21 +178,6 @@ class Resolved:
         return ids if self.by_rank is None else self.by_rank[ids.astype(np.intp)]
 
 
-def _ranked(names: np.ndarray, name: str) -> Tuple[np.ndarray, np.ndarray]:
-    """``(ranks, by_rank)`` of distinct strings: ``by_rank[ranks] == names``.
-    A repeated string is a ``ValueError`` naming it and its positions."""
-    order = np.argsort(names, kind="stable")
-    by_rank = names[order]
-    if len(by_rank) > 1:
-        same = np.flatnonzero(by_rank[1:] == by_rank[:-1])
-        if len(same):
-            i, j = sorted((int(order[same[0]]), int(order[same[0] + 1])))
-            raise ValueError(f"{name} must be distinct: {names[i]!r} is given at positions {i} and {j}")
-    ranks = np.empty(len(names), dtype=np.uint64)
-    ranks[order] = np.arange(len(names), dtype=np.uint64)
-    return ranks, by_rank
-
-
 def resolve(source: Any, *, column: Optional[str], ids: Any, spill_dir: Any, stack: ExitStack, name: str = "source") -> Resolved:
     """Checks ``source`` and ``ids`` and turns them into what the core reads.
     ``spill_dir()`` gives the directory for copies of Parquet columns;
@@ -229,7 +214,7 @@ def resolve(source: Any, *, column: Optional[str], ids: Any, spill_dir: Any, sta
         if len(id_array) != length:
             raise ValueError(f"{ids_name} must have one id per fingerprint: {len(id_array)} ids for {length} fingerprints")
     if id_array is not None and id_array.dtype == object:
-        ranks, by_rank = _ranked(id_array, ids_name)
+        ranks, by_rank = _ids.ranked(id_array, ids_name)
         r = Resolved(values, ranks, length)
         r.names, r.by_rank = id_array, by_rank
         return r
