@@ -88,7 +88,7 @@ impl ShuffleTables {
             *ids.entry(fp).or_insert(next)
         };
         let dense: Vec<(u32, u32)> = pairs.iter().map(|&[i, j]| (id(fps[i as usize]), id(fps[j as usize]))).collect();
-        let mut components = crate::batch::graph::Components::new(ids.len());
+        let mut components = crate::cluster::graph::Components::new(ids.len());
         pairs.iter().zip(dense).filter(|(_, (a, b))| components.join(*a, *b)).map(|(&p, _)| p).collect()
     }
 

@@ -27,8 +27,9 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::batch::{Control, Copies, Source};
+use crate::batch::Source;
 pub use crate::cluster::ClusterMethod;
+use crate::job::{Control, Copies};
 use crate::plan::{self, Design, MAX_K};
 use crate::run::{probe_batch, probe_each, Run};
 use crate::table::Layout;

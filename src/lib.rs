@@ -26,6 +26,7 @@ mod files;
 pub mod fingerprint;
 pub mod fnv;
 pub mod index;
+pub mod job;
 mod mem;
 mod packed;
 pub mod parallel;
@@ -45,9 +46,9 @@ mod vote;
 #[cfg(feature = "python")]
 mod py;
 
-pub use batch::Copies;
 pub use cluster::ClusterMethod;
 pub use error::{Error, FileProblem, Result};
+pub use job::Copies;
 
 /// The most items an index or a batch job holds: positions and id slots
 /// are `u32`, and one value is kept free. One limit for every layer.

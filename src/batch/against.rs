@@ -42,10 +42,10 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 
 use super::dense::DENSE_GROUP;
-use super::graph::Dedup;
 use super::kernel::Shared;
 use super::source::{Source, CHUNK};
 use super::{Control, Options, MAX_ITEMS};
+use crate::cluster::Dedup;
 use crate::plan::{self, Design};
 use crate::{Error, Result};
 

@@ -20,8 +20,8 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::graph::Dedup;
 use super::source::{Source, CHUNK};
+use crate::cluster::Dedup;
 use crate::plan::Design;
 use crate::Result;
 

@@ -21,6 +21,7 @@ use rayon::prelude::*;
 
 use super::source::{mix, Source};
 use super::Control;
+pub(crate) use crate::job::{pack, unpack, Pair};
 use crate::plan::{Design, Permutation};
 use crate::Result;
 
@@ -123,9 +124,6 @@ fn wide_popcount() -> Wide {
     Wide::Scalar
 }
 
-/// A pair of positions packed as `lower << 32 | higher`.
-pub(crate) type Pair = u64;
-
 /// What a task of the kernel hands on.
 #[derive(Default)]
 pub(crate) struct Found {
@@ -147,17 +145,6 @@ impl Found {
 }
 
 pub(crate) type Emit<'e> = &'e (dyn Fn(Found) -> Result<()> + Sync);
-
-#[inline]
-pub(crate) fn pack(a: u32, b: u32) -> Pair {
-    let (lo, hi) = if a < b { (a, b) } else { (b, a) };
-    u64::from(lo) << 32 | u64::from(hi)
-}
-
-#[inline]
-pub(crate) fn unpack(p: Pair) -> (u32, u32) {
-    ((p >> 32) as u32, p as u32)
-}
 
 /// The work arrays of a part: permuted keys and positions, reused from table
 /// to table so that their pages are touched once.

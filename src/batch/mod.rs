@@ -19,9 +19,7 @@
 
 mod against;
 mod budget;
-mod control;
 mod dense;
-pub(crate) mod graph;
 mod ids;
 mod kernel;
 pub mod npy;
@@ -35,13 +33,14 @@ use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
+pub use crate::cluster::Dedup;
+pub use crate::job::{Control, Copies, Progress};
 pub use against::{dedup_against, find_all_against, DedupAgainst};
 pub use budget::{choose_design, ITEM_BYTES};
-pub use control::{Control, Progress};
-pub use graph::Dedup;
 pub use ids::check_distinct;
 pub use source::{NpyFiles, Source};
 
+use crate::cluster::graph;
 use crate::plan::Design;
 use crate::{Error, Result};
 use kernel::{Arena, Found, Items, Pair, TableKernel};
@@ -83,31 +82,6 @@ pub struct Options {
 impl Options {
     pub fn new(k: u32) -> Options {
         Options { k, design: None, memory_limit: 8 << 30, workdir: None, temp_parent: None, spill: None, copies: None }
-    }
-}
-
-/// Which pairs of copies (items with the same fingerprint) [`find_all`] lists.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub enum Copies {
-    /// Every pair: `c` copies of a fingerprint make `c (c - 1) / 2` pairs
-    /// among themselves, and `c` times the pairs of their first copy.
-    #[default]
-    All,
-    /// Each copy paired with the first copy of its fingerprint only (a
-    /// star), and the first copies of close fingerprints with each other:
-    /// what clusters and a dedup need, one pair per copy.
-    First,
-}
-
-impl std::str::FromStr for Copies {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "all" => Ok(Copies::All),
-            "first" => Ok(Copies::First),
-            other => Err(Error::invalid("copies", "\"all\" or \"first\"", format!("{other:?}"))),
-        }
     }
 }
 

@@ -555,7 +555,7 @@ mod tests {
             let mut any = false;
             any |= refused(loaded.query(fps[3], None).map(drop));
             any |= refused(loaded.query_batch(&fps[..500], None).map(drop));
-            any |= refused(loaded.find_all(None, crate::batch::Copies::All).map(drop));
+            any |= refused(loaded.find_all(None, crate::Copies::All).map(drop));
             any |= refused(loaded.cluster(None, 2, ClusterMethod::Connected).map(drop));
             any |= refused(loaded.add_unique(&fps[..100], None, None).map(drop));
             any |= refused(loaded.save(&dir.path().join("copy.rsh")));

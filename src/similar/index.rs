@@ -48,9 +48,10 @@ use rayon::prelude::*;
 use super::overlap::{alike_within, Buckets};
 use super::verify::first_copy;
 use super::{fingerprints_and_sets, Candidates, Measure, Similar};
-use crate::batch::{self, Control, Source};
+use crate::batch::{self, Source};
 use crate::container::Tag;
 use crate::fingerprint::{Mode, Shingling};
+use crate::job::Control;
 use crate::{Error, Index, Result};
 
 const SIMILAR: Tag = *b"SIMILAR\0";

@@ -51,8 +51,8 @@ pub use verify::Verifier;
 
 use rayon::prelude::*;
 
-use crate::batch::Control;
 use crate::fingerprint::{Fingerprinter, Mode, Shingling};
+use crate::job::Control;
 use crate::{Error, Result};
 
 /// How two shingle sets are compared.
