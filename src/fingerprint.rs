@@ -140,7 +140,7 @@ impl Fingerprinter {
         // Feature hashes are uniform: one radix pass on the top bits (two
         // more than the count's, at most 11) leaves little for insertion.
         let bits = (usize::BITS - out.len().leading_zeros() + 2).min(11);
-        crate::radix::sort_by_top_bits(out, &mut self.scratch, bits, |&h| h, u64::cmp);
+        crate::tables::radix::sort_by_top_bits(out, &mut self.scratch, bits, |&h| h, u64::cmp);
         out.dedup();
         out
     }

@@ -1,6 +1,6 @@
 //! The index: every stored fingerprint within `k` bits of a query, exactly.
 //!
-//! Items live in *runs* (immutable permuted tables, see [`crate::run`]) and in
+//! Items live in *runs* (immutable permuted tables, see [`crate::tables::run`]) and in
 //! a small unsorted buffer that single adds go to and queries scan. A full
 //! buffer becomes a run; a run at least as large as the run before it is
 //! merged into it (a binary counter), so there are O(log n) runs and an item
@@ -30,9 +30,9 @@ use rayon::prelude::*;
 use crate::batch::Source;
 pub use crate::cluster::ClusterMethod;
 use crate::job::{Control, Copies};
-use crate::plan::{self, Design, MAX_K};
-use crate::run::{probe_batch, probe_each, Run};
-use crate::table::Layout;
+use crate::tables::plan::{self, Design, MAX_K};
+use crate::tables::run::{probe_batch, probe_each, Run};
+use crate::tables::table::Layout;
 use crate::{Error, Result};
 
 mod names;
@@ -197,7 +197,7 @@ impl Index {
     /// [`Error::InvalidParameter`] for a block size outside 16 bytes .. 1 MiB.
     pub fn set_layout(&mut self, layout: Layout) -> Result<()> {
         if let Layout::Packed(b) = layout {
-            if !(crate::codec::MIN_BLOCK_BYTES..=crate::codec::MAX_BLOCK_BYTES).contains(&b) {
+            if !(crate::tables::codec::MIN_BLOCK_BYTES..=crate::tables::codec::MAX_BLOCK_BYTES).contains(&b) {
                 return Err(Error::invalid("block_bytes", "from 16 to 1048576", b));
             }
         }

@@ -17,7 +17,6 @@
 
 pub mod batch;
 mod cluster;
-mod codec;
 pub mod container;
 pub mod cpu;
 pub mod distributed;
@@ -28,15 +27,11 @@ pub mod fnv;
 pub mod index;
 pub mod job;
 mod mem;
-mod packed;
 pub mod parallel;
-pub mod plan;
-mod radix;
 pub mod records;
-mod run;
 mod shingle;
 pub mod similar;
-mod table;
+mod tables;
 #[cfg(test)]
 pub(crate) mod testing;
 mod tokenize;
@@ -56,7 +51,8 @@ pub const MAX_ITEMS: u64 = u32::MAX as u64 - 1;
 pub use fingerprint::{fingerprint, fingerprints, Fingerprinter, Mode, Shingling};
 pub use fnv::fnv1a64;
 pub use index::{BatchMatches, Index, Keys};
-pub use table::Layout;
+pub use tables::plan;
+pub use tables::table::Layout;
 pub use vote::{compute, compute_weighted};
 
 /// The version of the fingerprint algorithm this crate computes (`docs/spec.md`).

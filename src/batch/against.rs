@@ -46,7 +46,7 @@ use super::kernel::Shared;
 use super::source::{Source, CHUNK};
 use super::{Control, Options, MAX_ITEMS};
 use crate::cluster::Dedup;
-use crate::plan::{self, Design};
+use crate::tables::plan::{self, Design};
 use crate::{Error, Result};
 
 /// No old item within `k`.

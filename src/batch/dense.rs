@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::source::{Source, CHUNK};
 use crate::cluster::Dedup;
-use crate::plan::Design;
+use crate::tables::plan::Design;
 use crate::Result;
 
 /// First copies a group may hold and still be compared pair by pair.

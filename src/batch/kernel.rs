@@ -22,7 +22,7 @@ use rayon::prelude::*;
 use super::source::{mix, Source};
 use super::Control;
 pub(crate) use crate::job::{pack, unpack, Pair};
-use crate::plan::{Design, Permutation};
+use crate::tables::plan::{Design, Permutation};
 use crate::Result;
 
 /// The most bits the scatter buckets on: 2048 buckets keep the writes of a
@@ -630,8 +630,7 @@ impl<'d> TableKernel<'d> {
                 b += 4;
             }
             for j in b..n {
-                let x = ka ^ keys[j];
-                if x.count_ones() <= self.k && self.design.reports(self.t, x) {
+                if self.design.reported(self.t, ka ^ keys[j], self.k).is_some() {
                     found.push(pack(pos[a], pos[j]));
                 }
             }
@@ -639,15 +638,7 @@ impl<'d> TableKernel<'d> {
     }
 
     fn group_pairs_scalar(&self, keys: &[u64], pos: &[u32], found: &mut Vec<Pair>) {
-        for a in 0..keys.len() {
-            let ka = keys[a];
-            for b in a + 1..keys.len() {
-                let x = ka ^ keys[b];
-                if x.count_ones() <= self.k && self.design.reports(self.t, x) {
-                    found.push(pack(pos[a], pos[b]));
-                }
-            }
-        }
+        self.design.group_pairs(self.t, keys, self.k, |a, b, _| found.push(pack(pos[a], pos[b])));
     }
 
     /// [`Self::group_pairs_scalar`], eight keys a step: real corpora put
@@ -694,8 +685,7 @@ impl<'d> TableKernel<'d> {
                 b += 8;
             }
             for j in b..n {
-                let x = ka ^ keys[j];
-                if x.count_ones() <= self.k && self.design.reports(self.t, x) {
+                if self.design.reported(self.t, ka ^ keys[j], self.k).is_some() {
                     found.push(pack(pos[a], pos[j]));
                 }
             }
@@ -706,7 +696,7 @@ impl<'d> TableKernel<'d> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan;
+    use crate::tables::plan;
     use proptest::prelude::*;
     use std::sync::Mutex;
 

@@ -41,7 +41,7 @@ pub use ids::check_distinct;
 pub use source::{NpyFiles, Source};
 
 use crate::cluster::graph;
-use crate::plan::Design;
+use crate::tables::plan::Design;
 use crate::{Error, Result};
 use kernel::{Arena, Found, Items, Pair, TableKernel};
 use runs::{ExternalSort, Run, RunFile};

@@ -192,7 +192,7 @@ fn files_out_and_resume() {
     std::fs::write(&path, bytes).unwrap();
     let source = Source::Files(NpyFiles::open(&[&path]).unwrap());
     let expected = brute(&fps, 3);
-    let design = Arc::new(crate::plan::with_blocks(3, 5).unwrap());
+    let design = Arc::new(crate::tables::plan::with_blocks(3, 5).unwrap());
     let work = dir.path().join("work");
     let opts = Options { design: Some(design), workdir: Some(work.clone()), ..small(3, None) };
 
@@ -230,7 +230,7 @@ fn dense_jobs_resume() {
     let mut fps = crate::testing::ball(0x0123_4567_89ab_cdef, 3, &bits, 3_000, 7);
     fps.extend((0..3_000u64).map(source::mix));
     fps.extend(std::iter::repeat_n(fps[10], 500));
-    let design = Arc::new(crate::plan::with_blocks(3, 5).unwrap());
+    let design = Arc::new(crate::tables::plan::with_blocks(3, 5).unwrap());
     let (keep, matched) = crate::testing::brute_dedup(&fps, 3);
     let expected_clusters = crate::testing::brute_clusters(&fps, 3, 2, ClusterMethod::Connected);
     for job in ["dedup", "clusters"] {

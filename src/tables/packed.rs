@@ -1,5 +1,5 @@
 //! A compressed table: the sorted permuted keys of one table in the blocks of
-//! [`crate::codec`], searched through the first key of every block.
+//! [`crate::tables::codec`], searched through the first key of every block.
 //!
 //! Invariants (checked by [`PackedTable::from_parts`] for bytes read from a
 //! file): blocks hold `ranks[b + 1] - ranks[b] >= 1` keys, ascending within
@@ -13,10 +13,10 @@ use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
-use crate::codec::rows::{self, RowTable, Rows};
-use crate::codec::{self, check_block, BlockReader, Code, Decoder, Header, SYMBOLS};
 use crate::container::Bytes;
 use crate::cpu::prefetch;
+use crate::tables::codec::rows::{self, RowTable, Rows};
+use crate::tables::codec::{self, check_block, BlockReader, Code, Decoder, Header, SYMBOLS};
 
 #[derive(Clone, Debug)]
 pub(crate) struct PackedTable {
@@ -216,7 +216,7 @@ impl PackedTable {
         j.saturating_sub(1)
     }
 
-    /// The first of the steps that [`Run::probe`](crate::run::Run::probe)
+    /// The first of the steps that [`Run::probe`](crate::tables::run::Run::probe)
     /// takes for many tables in turn, so that their cache misses overlap:
     /// requests the directory entry for `key`.
     #[inline]

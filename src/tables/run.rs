@@ -17,12 +17,11 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::codec::rows::each_pair;
-use crate::packed::search_all;
-use crate::packed::PackedTable;
-use crate::plan::Design;
-use crate::radix::{par_sort_by_top_bits, sort_bits, sort_by_top_bits};
-use crate::table::{Layout, RawTable, Table};
+use crate::tables::packed::search_all;
+use crate::tables::packed::PackedTable;
+use crate::tables::plan::Design;
+use crate::tables::radix::{par_sort_by_top_bits, sort_bits, sort_by_top_bits};
+use crate::tables::table::{Layout, RawTable, Table};
 
 /// Tables probed per batch of directory loads: all their loads are issued
 /// before any range is scanned, so their cache misses overlap.
@@ -199,9 +198,7 @@ impl Run {
             // ranks are fingerprint indices: no second lookup for its hits.
             let mut check = |t: usize, key: u64, rank: Option<usize>| {
                 let qp = ranges[t - first].2;
-                let x = key ^ qp;
-                let d = x.count_ones();
-                if d <= k && self.design.reports(t, x) {
+                if let Some(d) = self.design.reported(t, key ^ qp, k) {
                     let i = match rank {
                         Some(i) if t == 0 => self.first_id(i).map(|_| i),
                         _ => self.live_index(self.design.unpermute(t, key)),
@@ -256,17 +253,15 @@ impl Run {
             .into_par_iter()
             .map(|(t, blocks)| {
                 let mut found = Vec::new();
-                let mut compare = |x: u64, y: u64| {
-                    let d = (x ^ y).count_ones();
-                    if d <= k && self.design.reports(t, x ^ y) {
-                        found.push((x, y, d));
-                    }
-                };
                 match &self.tables[t] {
-                    Table::Raw(raw) => {
-                        groups(&raw.keys, spec[t].prefix_mask).for_each(|group| each_pair(group, &mut compare));
-                    }
-                    Table::Packed(packed) => packed.for_each_pair_sharing_prefix(blocks, 64 - spec[t].prefix, compare),
+                    Table::Raw(raw) => groups(&raw.keys, spec[t].prefix_mask)
+                        .for_each(|group| self.design.group_pairs(t, group, k, |i, j, d| found.push((group[i], group[j], d)))),
+                    // The rows' groups come as their pairs (see `codec::rows`).
+                    Table::Packed(packed) => packed.for_each_pair_sharing_prefix(blocks, 64 - spec[t].prefix, |x, y| {
+                        if let Some(d) = self.design.reported(t, x ^ y, k) {
+                            found.push((x, y, d));
+                        }
+                    }),
                 }
                 // Back to fingerprint indices.
                 found
@@ -518,9 +513,7 @@ fn probe_table(runs: &[&Run], design: &Design, t: usize, queries: &[u64], k: u32
     let mask = spec.prefix_mask;
     for (r, run) in runs.iter().enumerate() {
         let mut check = |qp: u64, pos: u32, key: u64| {
-            let x = key ^ qp;
-            let d = x.count_ones();
-            if d <= k && design.reports(t, x) {
+            if let Some(d) = design.reported(t, key ^ qp, k) {
                 found(r as u32, pos, design.unpermute(t, key), d);
             }
         };

@@ -467,7 +467,7 @@ pub fn encode_counted(keys: &[u64], code: &Code, counts: &[u64; SYMBOLS], block_
 /// at the bit position, a shift and one table lookup; the position is the
 /// only state carried from key to key, which keeps the chain of dependent
 /// instructions per key short (a bit buffer refilled as it drains carries
-/// more). Independent readers interleave well: see [`crate::packed`].
+/// more). Independent readers interleave well: see [`crate::tables::packed`].
 #[derive(Clone)]
 pub struct BlockReader<'a> {
     /// From the block's first byte to the end of the table's data: loads may
