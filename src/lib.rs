@@ -23,20 +23,15 @@ pub mod distributed;
 pub mod error;
 mod files;
 pub mod fingerprint;
-pub mod fnv;
 pub mod index;
 pub mod job;
 mod mem;
 pub mod parallel;
 pub mod records;
-mod shingle;
 pub mod similar;
 mod tables;
 #[cfg(test)]
 pub(crate) mod testing;
-mod tokenize;
-pub mod unicode;
-mod vote;
 
 #[cfg(feature = "python")]
 mod py;
@@ -48,12 +43,13 @@ pub use job::Copies;
 /// The most items an index or a batch job holds: positions and id slots
 /// are `u32`, and one value is kept free. One limit for every layer.
 pub const MAX_ITEMS: u64 = u32::MAX as u64 - 1;
+pub use fingerprint::fnv::fnv1a64;
+pub use fingerprint::vote::{compute, compute_weighted};
 pub use fingerprint::{fingerprint, fingerprints, Fingerprinter, Mode, Shingling};
-pub use fnv::fnv1a64;
+pub use fingerprint::{fnv, unicode};
 pub use index::{BatchMatches, Index, Keys};
 pub use tables::plan;
 pub use tables::table::Layout;
-pub use vote::{compute, compute_weighted};
 
 /// The version of the fingerprint algorithm this crate computes (`docs/spec.md`).
 pub const SPEC_VERSION: u32 = 1;
