@@ -14,6 +14,24 @@
 //!
 //! Fingerprints are stored in users' files, so what version 1 computes never
 //! changes: `tests/data/vectors_v1.json` pins it.
+//!
+//! The modules form layers, each importing only those below it:
+//! 1. `error`, `mem`, `cpu`, `files`, [`parallel`] and [`job`] (what every
+//!    job shares: its [`job::Control`], [`Copies`], pair packing), with
+//!    [`MAX_ITEMS`] at the root;
+//! 2. [`container`] (the checksummed file) and `cluster` (answers made of
+//!    pairs: dedup sweeps, leader clusters, the one union-find);
+//! 3. `tables` (the permuted tables: [`plan`], raw and packed tables, their
+//!    codec, the radix sort, an index segment), with the one rule for the
+//!    pairs a table reports;
+//! 4. [`fingerprint`] (the SPEC v1 pipeline: `unicode`, `tokenize`, `fnv`,
+//!    `shingle`, `vote`; it borrows the tables' radix sort);
+//! 5. [`batch`] (jobs one table at a time) and [`distributed`] (the keys and
+//!    group pairs of the Spark helpers);
+//! 6. [`index`] (which calls the batch kernel for its whole-corpus answers)
+//!    and [`records`] (JSON-lines inputs fingerprinted);
+//! 7. [`similar`] (verified near-duplicates, over the index and the batch
+//!    jobs), and the Python bindings in `py`.
 
 pub mod batch;
 mod cluster;

@@ -1,7 +1,8 @@
 //! What every job shares, below the index, the batch jobs, the verified
 //! jobs and the distributed helpers: the [`Control`] a caller holds to
 //! follow and cancel a job, which pairs of copies an answer lists
-//! ([`Copies`]), and how a pair of positions packs into one `u64`.
+//! ([`Copies`]), how a pair of positions packs into one `u64`, and the
+//! 64-bit mix that spreads positions and seeds test data.
 //!
 //! Nothing here imports another module of the crate but the error type:
 //! every layer above may use it, and it uses none of them.
@@ -52,4 +53,12 @@ pub(crate) fn pack(a: u32, b: u32) -> Pair {
 #[inline]
 pub(crate) fn unpack(p: Pair) -> (u32, u32) {
     ((p >> 32) as u32, p as u32)
+}
+
+/// splitmix64's finaliser: a cheap, well-spread 64-bit mix.
+#[inline]
+pub(crate) fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
 }
