@@ -1,4 +1,14 @@
-//! How items are grouped into clusters.
+//! How items are grouped into clusters, and the answers made of pairs: the
+//! keep mask of a dedup, leader clusters and the one union-find
+//! ([`graph`]), shared by the batch jobs, the verified jobs and the
+//! distributed helpers.
+//!
+//! This layer sits below all of them: it takes pairs of positions and
+//! imports none of the jobs that make them.
+
+pub(crate) mod graph;
+
+pub use graph::Dedup;
 
 use crate::{Error, Result};
 

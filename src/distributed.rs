@@ -10,7 +10,7 @@
 //! large for one task is cut into parts; every pair of parts (and each
 //! part with itself) then goes to a task, [`ShuffleTables::cross_pairs`].
 
-use crate::plan::Design;
+use crate::tables::plan::Design;
 use crate::Result;
 
 /// A single-level design of `blocks` blocks for `k`: `C(blocks, k)` tables.
@@ -53,11 +53,7 @@ impl ShuffleTables {
         let perm = &self.design.tables()[t].perm;
         let keys: Vec<u64> = fps.iter().map(|&f| perm.apply(f)).collect();
         let mut out = Vec::new();
-        for (i, &a) in keys.iter().enumerate() {
-            for (j, &b) in keys.iter().enumerate().skip(i + 1) {
-                self.push_if_reported(t, a ^ b, i as u32, j as u32, &mut out);
-            }
-        }
+        self.design.group_pairs(t, &keys, self.design.k(), |i, j, _| out.push([i as u32, j as u32]));
         out
     }
 
@@ -70,7 +66,9 @@ impl ShuffleTables {
         for (i, &x) in a.iter().enumerate() {
             let x = perm.apply(x);
             for (j, &y) in kb.iter().enumerate() {
-                self.push_if_reported(t, x ^ y, i as u32, j as u32, &mut out);
+                if self.design.reported(t, x ^ y, self.design.k()).is_some() {
+                    out.push([i as u32, j as u32]);
+                }
             }
         }
         out
@@ -88,7 +86,7 @@ impl ShuffleTables {
             *ids.entry(fp).or_insert(next)
         };
         let dense: Vec<(u32, u32)> = pairs.iter().map(|&[i, j]| (id(fps[i as usize]), id(fps[j as usize]))).collect();
-        let mut components = crate::batch::graph::Components::new(ids.len());
+        let mut components = crate::cluster::graph::Components::new(ids.len());
         pairs.iter().zip(dense).filter(|(_, (a, b))| components.join(*a, *b)).map(|(&p, _)| p).collect()
     }
 
@@ -144,13 +142,6 @@ impl ShuffleTables {
             start = end;
         }
         Ok(out)
-    }
-
-    #[inline]
-    fn push_if_reported(&self, t: usize, x: u64, i: u32, j: u32, out: &mut Vec<[u32; 2]>) {
-        if x.count_ones() <= self.design.k() && self.design.reports(t, x) {
-            out.push([i, j]);
-        }
     }
 }
 

@@ -14,49 +14,60 @@
 //!
 //! Fingerprints are stored in users' files, so what version 1 computes never
 //! changes: `tests/data/vectors_v1.json` pins it.
+//!
+//! The modules form layers, each importing only those below it:
+//! 1. `error`, `mem`, `cpu`, `files`, [`parallel`] and [`job`] (what every
+//!    job shares: its [`job::Control`], [`Copies`], pair packing), with
+//!    [`MAX_ITEMS`] at the root;
+//! 2. [`container`] (the checksummed file) and `cluster` (answers made of
+//!    pairs: dedup sweeps, leader clusters, the one union-find);
+//! 3. `tables` (the permuted tables: [`plan`], raw and packed tables, their
+//!    codec, the radix sort, an index segment), with the one rule for the
+//!    pairs a table reports;
+//! 4. [`fingerprint`] (the SPEC v1 pipeline: `unicode`, `tokenize`, `fnv`,
+//!    `shingle`, `vote`; it borrows the tables' radix sort);
+//! 5. [`batch`] (jobs one table at a time) and [`distributed`] (the keys and
+//!    group pairs of the Spark helpers);
+//! 6. [`index`] (which calls the batch kernel for its whole-corpus answers)
+//!    and [`records`] (JSON-lines inputs fingerprinted);
+//! 7. [`similar`] (verified near-duplicates, over the index and the batch
+//!    jobs), and the Python bindings in `py`.
 
 pub mod batch;
 mod cluster;
-mod codec;
 pub mod container;
 pub mod cpu;
 pub mod distributed;
 pub mod error;
 mod files;
 pub mod fingerprint;
-pub mod fnv;
 pub mod index;
+pub mod job;
 mod mem;
-mod packed;
 pub mod parallel;
-pub mod plan;
-mod radix;
 pub mod records;
-mod run;
-mod shingle;
 pub mod similar;
-mod table;
+mod tables;
 #[cfg(test)]
 pub(crate) mod testing;
-mod tokenize;
-pub mod unicode;
-mod vote;
 
 #[cfg(feature = "python")]
 mod py;
 
-pub use batch::Copies;
 pub use cluster::ClusterMethod;
 pub use error::{Error, FileProblem, Result};
+pub use job::Copies;
 
 /// The most items an index or a batch job holds: positions and id slots
 /// are `u32`, and one value is kept free. One limit for every layer.
 pub const MAX_ITEMS: u64 = u32::MAX as u64 - 1;
+pub use fingerprint::fnv::fnv1a64;
+pub use fingerprint::vote::{compute, compute_weighted};
 pub use fingerprint::{fingerprint, fingerprints, Fingerprinter, Mode, Shingling};
-pub use fnv::fnv1a64;
+pub use fingerprint::{fnv, unicode};
 pub use index::{BatchMatches, Index, Keys};
-pub use table::Layout;
-pub use vote::{compute, compute_weighted};
+pub use tables::plan;
+pub use tables::table::Layout;
 
 /// The version of the fingerprint algorithm this crate computes (`docs/spec.md`).
 pub const SPEC_VERSION: u32 = 1;

@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 
-use crate::batch::source::mix;
+use crate::job::mix;
 use crate::ClusterMethod;
 
 /// Fingerprints with planted near neighbours, duplicates and extremes:

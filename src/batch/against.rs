@@ -42,11 +42,11 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 
 use super::dense::DENSE_GROUP;
-use super::graph::Dedup;
 use super::kernel::Shared;
 use super::source::{Source, CHUNK};
 use super::{Control, Options, MAX_ITEMS};
-use crate::plan::{self, Design};
+use crate::cluster::Dedup;
+use crate::tables::plan::{self, Design};
 use crate::{Error, Result};
 
 /// No old item within `k`.
@@ -550,135 +550,4 @@ fn check_len(name: &'static str, source: &Source<'_>, ids: Option<&[u64]>) -> Re
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::testing::{brute_dedup, planted, skewed};
-    use proptest::prelude::*;
-
-    fn brute_pairs(new: &[u64], old: &[u64], k: u32) -> Vec<[u64; 2]> {
-        let mut out = Vec::new();
-        for (i, &a) in new.iter().enumerate() {
-            for (j, &b) in old.iter().enumerate() {
-                if (a ^ b).count_ones() <= k {
-                    out.push([i as u64, j as u64]);
-                }
-            }
-        }
-        out
-    }
-
-    /// Keep mask, and per item the match: `(position, in old)`.
-    fn brute_dedup_against(new: &[u64], old: &[u64], k: u32) -> (Vec<bool>, Vec<Option<(u32, bool)>>) {
-        let mut keep = vec![false; new.len()];
-        let mut matched = vec![None; new.len()];
-        let mut kept: Vec<usize> = Vec::new();
-        for (j, &fp) in new.iter().enumerate() {
-            if let Some(o) = old.iter().position(|&b| (b ^ fp).count_ones() <= k) {
-                matched[j] = Some((o as u32, true));
-            } else if let Some(&i) = kept.iter().find(|&&i| (new[i] ^ fp).count_ones() <= k) {
-                matched[j] = Some((i as u32, false));
-            } else {
-                keep[j] = true;
-                kept.push(j);
-            }
-        }
-        (keep, matched)
-    }
-
-    fn options(k: u32, tiny: bool) -> Options {
-        // A tiny limit: one table a pass (the store read once per table).
-        Options { memory_limit: if tiny { 1 } else { 1 << 30 }, ..Options::new(k) }
-    }
-
-    fn check(new: &[u64], old: &[u64], k: u32, tiny: bool) -> std::result::Result<(), TestCaseError> {
-        let opts = options(k, tiny);
-        let c = Control::default();
-        let got = find_all_against(&Source::Memory(new), &Source::Memory(old), None, None, &opts, &c).unwrap();
-        prop_assert_eq!(got, brute_pairs(new, old, k));
-        let d = dedup_against(&Source::Memory(new), &Source::Memory(old), &opts, &c).unwrap();
-        let (keep, matched) = brute_dedup_against(new, old, k);
-        prop_assert_eq!(&d.dedup.keep, &keep);
-        let got_matched: Vec<(u32, u32, bool)> = d.dedup.dropped.iter().zip(&d.dedup.matched).zip(&d.matched_old).map(|((&p, &m), &o)| (p, m, o)).collect();
-        let want: Vec<(u32, u32, bool)> = matched.iter().enumerate().filter_map(|(p, m)| m.map(|(m, o)| (p as u32, m, o))).collect();
-        prop_assert_eq!(got_matched, want);
-        Ok(())
-    }
-
-    fn split(all: Vec<u64>, at: usize) -> (Vec<u64>, Vec<u64>) {
-        let at = at.min(all.len());
-        (all[at..].to_vec(), all[..at].to_vec())
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(40))]
-
-        #[test]
-        fn against_equals_brute_force(all in planted(30, 300), at in 0usize..200, k in 0u32..=6, tiny in any::<bool>()) {
-            let (new, old) = split(all, at);
-            check(&new, &old, k, tiny)?;
-        }
-
-        /// Copies and dense balls on either side (or both: a day's crawl
-        /// of the same template pages as the day before).
-        #[test]
-        fn skewed_sides(new in skewed(1500, 1500), old in skewed(1500, 1500), k in 0u32..=4, tiny in any::<bool>()) {
-            check(&new, &old, k, tiny)?;
-        }
-
-        /// Against a store that is a dedup's kept items: the same keep mask
-        /// as the dedup of old + new, among the new items.
-        #[test]
-        fn equals_the_dedup_of_both(all in planted(30, 300), at in 0usize..200, k in 0u32..=5) {
-            let (kept_old, _) = brute_dedup(&all[..at.min(all.len())], k);
-            let old: Vec<u64> = all[..at.min(all.len())].iter().zip(&kept_old).filter(|(_, &kp)| kp).map(|(&f, _)| f).collect();
-            let new = all[at.min(all.len())..].to_vec();
-            let both: Vec<u64> = old.iter().chain(&new).copied().collect();
-            let (keep_both, _) = brute_dedup(&both, k);
-            let d = dedup_against(&Source::Memory(&new), &Source::Memory(&old), &options(k, false), &Control::default()).unwrap();
-            prop_assert_eq!(&d.dedup.keep[..], &keep_both[old.len()..]);
-        }
-    }
-
-    #[test]
-    fn empty_sides_and_extremes() {
-        let c = Control::default();
-        let some = [0u64, u64::MAX, 1, u64::MAX - 1, 0, 3];
-        for k in [0, 1, 3] {
-            for (new, old) in [(&[][..], &some[..]), (&some[..], &[][..]), (&[][..], &[][..]), (&some[..], &some[..])] {
-                check(new, old, k, false).unwrap();
-                check(new, old, k, true).unwrap();
-            }
-        }
-        let d = dedup_against(&Source::Memory(&[]), &Source::Memory(&some), &options(3, false), &c).unwrap();
-        assert!(d.dedup.keep.is_empty());
-    }
-
-    #[test]
-    fn copies_on_both_sides_cost_what_the_items_cost() {
-        // 10^5 copies of one value in each side, and a dense ball of 3,000
-        // values on each: a pair-by-pair job would compare 10^10 copies.
-        let mut new = vec![42u64; 100_000];
-        let bits: Vec<u32> = (0..12).collect();
-        new.extend(crate::testing::ball(7 << 40, 3, &bits, 3000, 1));
-        let mut old = vec![42u64; 100_000];
-        old.extend(crate::testing::ball(7 << 40, 3, &bits, 3000, 2));
-        let started = std::time::Instant::now();
-        let d = dedup_against(&Source::Memory(&new), &Source::Memory(&old), &options(3, false), &Control::default()).unwrap();
-        assert!(d.dedup.keep.iter().all(|&k| !k), "every new item is within 3 of a stored one");
-        assert!(d.dedup.matched[..100_000].iter().all(|&m| m == 0));
-        let ids: Vec<u64> = (0..old.len() as u64).collect();
-        let c = Control::default();
-        let pairs = find_all_against(&Source::Memory(&new[..10]), &Source::Memory(&old), None, Some(&ids), &options(3, false), &c).unwrap();
-        let near_42 = old.iter().filter(|&&b| (b ^ 42).count_ones() <= 3).count();
-        assert_eq!(pairs.len(), 10 * near_42);
-        assert!(near_42 >= 100_000);
-        assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
-    }
-
-    #[test]
-    fn ids_of_another_length() {
-        let c = Control::default();
-        let e = find_all_against(&Source::Memory(&[1, 2]), &Source::Memory(&[1]), Some(&[5]), None, &options(3, false), &c).unwrap_err();
-        assert!(e.to_string().contains("ids"), "{e}");
-    }
-}
+mod tests;

@@ -9,7 +9,7 @@
 
 use std::ops::Range;
 
-use crate::plan::{self, Design};
+use crate::tables::plan::{self, Design};
 use crate::Result;
 
 /// Bytes of a table's item in work: a permuted key and a position.

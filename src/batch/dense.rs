@@ -20,9 +20,9 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::graph::Dedup;
 use super::source::{Source, CHUNK};
-use crate::plan::Design;
+use crate::cluster::Dedup;
+use crate::tables::plan::Design;
 use crate::Result;
 
 /// First copies a group may hold and still be compared pair by pair.

@@ -154,13 +154,7 @@ impl Source<'_> {
     }
 }
 
-/// splitmix64's finaliser: a cheap, well-spread 64-bit mix.
-#[inline]
-pub(crate) fn mix(mut x: u64) -> u64 {
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
+pub(crate) use crate::job::mix;
 
 #[cfg(test)]
 mod tests {

@@ -192,7 +192,7 @@ fn files_out_and_resume() {
     std::fs::write(&path, bytes).unwrap();
     let source = Source::Files(NpyFiles::open(&[&path]).unwrap());
     let expected = brute(&fps, 3);
-    let design = Arc::new(crate::plan::with_blocks(3, 5).unwrap());
+    let design = Arc::new(crate::tables::plan::with_blocks(3, 5).unwrap());
     let work = dir.path().join("work");
     let opts = Options { design: Some(design), workdir: Some(work.clone()), ..small(3, None) };
 
@@ -230,7 +230,7 @@ fn dense_jobs_resume() {
     let mut fps = crate::testing::ball(0x0123_4567_89ab_cdef, 3, &bits, 3_000, 7);
     fps.extend((0..3_000u64).map(source::mix));
     fps.extend(std::iter::repeat_n(fps[10], 500));
-    let design = Arc::new(crate::plan::with_blocks(3, 5).unwrap());
+    let design = Arc::new(crate::tables::plan::with_blocks(3, 5).unwrap());
     let (keep, matched) = crate::testing::brute_dedup(&fps, 3);
     let expected_clusters = crate::testing::brute_clusters(&fps, 3, 2, ClusterMethod::Connected);
     for job in ["dedup", "clusters"] {
@@ -301,5 +301,47 @@ fn copies_collapse_onto_their_first() {
         let (members, starts) = clusters(&Source::Memory(&small), method, 2, &opts, &Control::default()).unwrap();
         let got: Vec<Vec<u64>> = starts.windows(2).map(|w| members[w[0] as usize..w[1] as usize].iter().map(|&m| u64::from(m)).collect()).collect();
         assert_eq!(got, index.cluster(None, 2, method).unwrap(), "{method:?}");
+    }
+}
+
+#[test]
+fn a_batch_job_keeps_one_total_through_parts_and_spills() {
+    use crate::job::check_readings as check;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let mut rng = 7u64;
+    let fps: Vec<u64> = (0..300_000)
+        .map(|_| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        })
+        .collect();
+    for spill in [Some(false), Some(true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options { memory_limit: 1 << 20, spill, workdir: Some(dir.path().join("w")), ..Options::new(3) };
+        let control = Control::default();
+        let seen = std::sync::Mutex::new(Vec::new());
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    seen.lock().unwrap().push(control.progress());
+                    std::thread::yield_now();
+                }
+            });
+            find_all(&Source::Memory(&fps), None, &opts, &control).unwrap();
+            stop.store(true, Ordering::Relaxed);
+        });
+        control.finish();
+        let mut seen = seen.into_inner().unwrap();
+        seen.retain(|p| p.total > 0);
+        seen.push(control.progress());
+        check(&seen);
+        let last = seen.last().unwrap();
+        assert_eq!(last.done, last.total);
+        assert_eq!(last.total % fps.len() as u64, 0, "fingerprints times passes");
+        assert!(spill != Some(true) || seen.iter().any(|p| p.step.contains("spilling")), "spilled");
+        assert!(seen.iter().any(|p| p.step.contains("part")), "worked in parts: {:?}", seen.iter().map(|p| &p.step).collect::<std::collections::BTreeSet<_>>());
     }
 }

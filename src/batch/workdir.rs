@@ -81,7 +81,7 @@ impl Workdir {
                 Some(parent.to_path_buf())
             }
         };
-        let base = format!("rsimhash-job-{:016x}", crate::fnv1a64(identity.as_bytes()));
+        let base = format!("rsimhash-job-{:016x}", crate::fingerprint::fnv::fnv1a64(identity.as_bytes()));
         for n in 0..NAMES {
             let path = parent.join(if n == 0 { base.clone() } else { format!("{base}-{n}") });
             let dir = |lock| Workdir { path: path.clone(), made_parent: made_parent.clone(), temporary: false, restartable: true, _lock: Some(lock) };

@@ -24,12 +24,12 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::{Index, Names};
-use crate::codec::SYMBOLS;
 use crate::container::{write_atomic_then, Container, Tag, FIRST_FORMAT_VERSION, FORMAT_VERSION};
-use crate::packed::PackedTable;
-use crate::plan::{self, Design};
-use crate::run::Run;
-use crate::table::{Layout, Table};
+use crate::tables::codec::SYMBOLS;
+use crate::tables::packed::PackedTable;
+use crate::tables::plan::{self, Design};
+use crate::tables::run::Run;
+use crate::tables::table::{Layout, Table};
 use crate::{Result, SPEC_VERSION};
 
 const INDEX: Tag = *b"INDEX\0\0\0";
@@ -555,7 +555,7 @@ mod tests {
             let mut any = false;
             any |= refused(loaded.query(fps[3], None).map(drop));
             any |= refused(loaded.query_batch(&fps[..500], None).map(drop));
-            any |= refused(loaded.find_all(None, crate::batch::Copies::All).map(drop));
+            any |= refused(loaded.find_all(None, crate::Copies::All).map(drop));
             any |= refused(loaded.cluster(None, 2, ClusterMethod::Connected).map(drop));
             any |= refused(loaded.add_unique(&fps[..100], None, None).map(drop));
             any |= refused(loaded.save(&dir.path().join("copy.rsh")));

@@ -21,7 +21,7 @@ use super::detach;
 use super::keys::{names_array, IdsArg, Keyed};
 use crate::batch::{Copies, COPIES_NOTICE};
 use crate::index::{ClusterMethod, Index, Keys};
-use crate::table::Layout;
+use crate::tables::table::Layout;
 
 type NewAndMatched<'py> = (Bound<'py, PyArray1<bool>>, Bound<'py, PyAny>);
 
@@ -109,7 +109,7 @@ fn min_size_arg(obj: &Bound<'_, PyAny>) -> PyResult<Int> {
 
 /// The largest `k` and block count of a design; table counts are checked
 /// further by the planner.
-const K_MAX: i64 = crate::plan::MAX_K as i64;
+const K_MAX: i64 = crate::tables::plan::MAX_K as i64;
 const BLOCKS_MAX: i64 = 64;
 const TABLES_MAX: i64 = 1 << 20;
 
@@ -127,7 +127,8 @@ impl PyIndex {
         let k = small("k", Some(k), K_MAX)?.unwrap_or(3);
         let blocks = small("blocks", blocks, BLOCKS_MAX)?;
         let tables = small("tables", tables, TABLES_MAX)?.map(|t| t as usize);
-        let block_bytes = block_bytes.range("block_bytes", crate::codec::MIN_BLOCK_BYTES as i64, crate::codec::MAX_BLOCK_BYTES as i64)? as usize;
+        let block_bytes =
+            block_bytes.range("block_bytes", crate::tables::codec::MIN_BLOCK_BYTES as i64, crate::tables::codec::MAX_BLOCK_BYTES as i64)? as usize;
         let mut index = Index::new(k, blocks, tables)?;
         index.set_layout(if compress { Layout::Packed(block_bytes) } else { Layout::Raw })?;
         Ok(PyIndex { inner: RwLock::new(index) })

@@ -7,7 +7,9 @@ use rayon::prelude::*;
 
 use super::verify::first_copy;
 use super::{Similar, Verified, Verifier};
-use crate::batch::{self, ClusterMethod, Control, Copies, Dedup, Source};
+use crate::batch::{self, Source};
+use crate::cluster::{graph, ClusterMethod, Dedup};
+use crate::job::{Control, Copies};
 use crate::{Error, Result};
 
 /// Documents for verified near-duplicates: each one's candidate fingerprint
@@ -138,9 +140,9 @@ impl Corpus {
             return Err(Error::invalid("min_size", "at least 1", min_size));
         }
         let roots = match method {
-            ClusterMethod::Leader => batch::graph::leader_roots(&self.dedup(control)?.0),
+            ClusterMethod::Leader => graph::leader_roots(&self.dedup(control)?.0),
             ClusterMethod::Connected => {
-                let mut components = batch::graph::Components::new(self.len());
+                let mut components = graph::Components::new(self.len());
                 let first = first_copy(&self.fps, &self.sets);
                 let packed: Vec<u64> = self.first_pairs(&first, control)?.into_iter().map(|(p, _)| p).collect();
                 components.feed(&packed)?;
@@ -150,7 +152,7 @@ impl Corpus {
                 components.roots()
             }
         };
-        Ok(batch::graph::clusters(roots, min_size))
+        Ok(graph::clusters(roots, min_size))
     }
 }
 
@@ -311,7 +313,7 @@ fn follow_first(d: Dedup, sims: Vec<f32>, first: &[u32]) -> (Dedup, Vec<f32>) {
 pub fn dedup_of(n: usize, found: &Verified) -> (Dedup, Vec<f32>) {
     let mut by_higher: Vec<u64> = found.pairs.iter().map(|&[a, b]| b << 32 | a).collect();
     by_higher.sort_unstable();
-    let mut sweep = batch::graph::DedupSweep::new(n);
+    let mut sweep = graph::DedupSweep::new(n);
     sweep.feed(&by_higher).expect("a sweep in memory does not fail");
     let d = sweep.finish();
     let sims = d

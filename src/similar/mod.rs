@@ -51,8 +51,8 @@ pub use verify::Verifier;
 
 use rayon::prelude::*;
 
-use crate::batch::Control;
 use crate::fingerprint::{Fingerprinter, Mode, Shingling};
+use crate::job::Control;
 use crate::{Error, Result};
 
 /// How two shingle sets are compared.
@@ -122,7 +122,7 @@ impl Candidates {
     /// [`Error::InvalidParameter`] for a threshold outside `(0, 1]`.
     pub fn auto(threshold: f64) -> Result<Candidates> {
         check_threshold(threshold)?;
-        let k = AUTO.iter().find(|&&(t, _)| threshold >= t).map_or(crate::plan::MAX_K, |&(_, k)| k);
+        let k = AUTO.iter().find(|&&(t, _)| threshold >= t).map_or(crate::tables::plan::MAX_K, |&(_, k)| k);
         Ok(Candidates { shingling: Shingling::new(Mode::Words, Some(1))?, k })
     }
 }
@@ -158,7 +158,7 @@ impl Similar {
     /// candidate `k` above 16.
     pub fn new(threshold: f64, measure: Measure, sets: Shingling, candidates: Candidates) -> Result<Similar> {
         check_threshold(threshold)?;
-        if candidates.k > crate::plan::MAX_K {
+        if candidates.k > crate::tables::plan::MAX_K {
             return Err(Error::invalid("k", "at most 16 for candidates", candidates.k));
         }
         Ok(Similar { threshold, measure, sets, candidates })
@@ -226,7 +226,7 @@ mod tests {
         assert!(ks.windows(2).all(|w| w[0] <= w[1]), "{ks:?}");
         assert_eq!(Candidates::auto(0.9).unwrap().k, 7);
         assert_eq!(Candidates::auto(0.89).unwrap().k, 8);
-        assert_eq!(Candidates::auto(0.01).unwrap().k, crate::plan::MAX_K);
+        assert_eq!(Candidates::auto(0.01).unwrap().k, crate::tables::plan::MAX_K);
         assert_eq!(Candidates::auto(1.0).unwrap().shingling, Shingling::new(Mode::Words, Some(1)).unwrap());
     }
 }

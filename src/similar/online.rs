@@ -12,7 +12,8 @@ use rayon::prelude::*;
 use super::overlap::{alike_within, Buckets};
 use super::verify::first_copy;
 use super::Similar;
-use crate::batch::{self, Control, Source};
+use crate::batch::{self, Source};
+use crate::job::Control;
 use crate::{Index, Result};
 
 /// A kept document's set and buckets.

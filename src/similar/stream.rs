@@ -11,8 +11,8 @@ use rayon::prelude::*;
 
 use super::overlap::{alike_within, Buckets};
 use super::Similar;
-use crate::batch::Control;
 use crate::fingerprint::Fingerprinter;
+use crate::job::Control;
 use crate::{Error, Result};
 
 /// A set made for the pass: the set, its buckets, and the last document

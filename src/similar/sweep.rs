@@ -3,8 +3,8 @@
 //! kept match and their similarity, and connected components through the
 //! batch engine's union-find (4 bytes a document).
 
-use crate::batch::graph::{self, Components, Dedup};
-use crate::batch::ClusterMethod;
+use crate::cluster::graph::{self, Components, Dedup};
+use crate::cluster::ClusterMethod;
 use crate::{Error, Result};
 
 /// Alike pairs of `n` documents folded into a dedup and components.

@@ -18,7 +18,7 @@ Checks, for every code point U+0000..U+10FFFF:
    those versions added no case pairs), and so are 14.0-unassigned code points whose
    ``str.lower()`` differs from the table (there should be none either).
 
-It also prints FNV-1a 64 digests of the reference data that src/unicode/mod.rs's tests
+It also prints FNV-1a 64 digests of the reference data that src/fingerprint/unicode/mod.rs's tests
 compare against. Exit status 1 on any mismatch.
 """
 import sys

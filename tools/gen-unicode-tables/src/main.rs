@@ -1,9 +1,9 @@
-//! Generates `src/unicode/tables.rs` of rsimhash: for every code point, the class
+//! Generates `src/fingerprint/unicode/tables.rs` of rsimhash: for every code point, the class
 //! (Separator / Token / Solo, SPEC v1 steps 2-3) of its full lowercase mapping and
 //! that mapping, from the Unicode 15.1.0 data baked into ICU4X 1.5.
 //!
 //! Usage: `cargo run -- [OUT_PATH] [--dump DUMP_PATH]`
-//! (OUT_PATH defaults to ../../src/unicode/tables.rs). `--dump` also writes one line
+//! (OUT_PATH defaults to ../../src/fingerprint/unicode/tables.rs). `--dump` also writes one line
 //! per code point, decoded back from the emitted tables, for check_categories.py.
 
 use icu_casemap::CaseMapper;
@@ -129,7 +129,7 @@ impl Tables {
         let leaf = self.index[(cp >> self.shift) as usize] as usize;
         self.leaves[leaf][(cp & ((1 << self.shift) - 1)) as usize]
     }
-    /// Decodes (class, lowercase) back from the tables, as src/unicode/mod.rs does.
+    /// Decodes (class, lowercase) back from the tables, as src/fingerprint/unicode/mod.rs does.
     fn decode(&self, cp: u32) -> (u8, String) {
         let v = self.codes[self.entry(cp) as usize];
         let s = match char::from_u32(cp.wrapping_add((v >> 2) as u32)) {
@@ -172,7 +172,7 @@ fn split(entries: &[u8], shift: u32) -> (Vec<u16>, Vec<Vec<u8>>) {
 }
 
 fn main() {
-    let mut out_path = String::from("../../src/unicode/tables.rs");
+    let mut out_path = String::from("../../src/fingerprint/unicode/tables.rs");
     let mut dump_path: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {

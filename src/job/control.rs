@@ -258,12 +258,12 @@ impl Control {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Every reading of a job: the total never changes once begun, done
     /// only grows and stays within it.
-    fn check(readings: &[Progress]) {
+    pub(crate) fn check(readings: &[Progress]) {
         for w in readings.windows(2) {
             assert_eq!(w[0].total, w[1].total, "{readings:?}");
             assert!(w[0].done <= w[1].done, "{readings:?}");
@@ -341,50 +341,5 @@ mod tests {
         }
         c.finish();
         assert_eq!((c.progress().done, c.progress().total), (10, 10));
-    }
-
-    #[test]
-    fn a_batch_job_keeps_one_total_through_parts_and_spills() {
-        use crate::batch::{find_all, Options, Source};
-        let mut rng = 7u64;
-        let fps: Vec<u64> = (0..300_000)
-            .map(|_| {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                rng
-            })
-            .collect();
-        for spill in [Some(false), Some(true)] {
-            let dir = tempfile::tempdir().unwrap();
-            let opts = Options { memory_limit: 1 << 20, spill, workdir: Some(dir.path().join("w")), ..Options::new(3) };
-            let control = Control::default();
-            let seen = std::sync::Mutex::new(Vec::new());
-            let stop = AtomicBool::new(false);
-            std::thread::scope(|s| {
-                s.spawn(|| {
-                    while !stop.load(Ordering::Relaxed) {
-                        seen.lock().unwrap().push(control.progress());
-                        std::thread::yield_now();
-                    }
-                });
-                find_all(&Source::Memory(&fps), None, &opts, &control).unwrap();
-                stop.store(true, Ordering::Relaxed);
-            });
-            control.finish();
-            let mut seen = seen.into_inner().unwrap();
-            seen.retain(|p| p.total > 0);
-            seen.push(control.progress());
-            check(&seen);
-            let last = seen.last().unwrap();
-            assert_eq!(last.done, last.total);
-            assert_eq!(last.total % fps.len() as u64, 0, "fingerprints times passes");
-            assert!(spill != Some(true) || seen.iter().any(|p| p.step.contains("spilling")), "spilled");
-            assert!(
-                seen.iter().any(|p| p.step.contains("part")),
-                "worked in parts: {:?}",
-                seen.iter().map(|p| &p.step).collect::<std::collections::BTreeSet<_>>()
-            );
-        }
     }
 }

@@ -34,7 +34,7 @@
 
 use std::arch::x86_64::*;
 
-use crate::fnv::BASIS;
+use crate::fingerprint::fnv::BASIS;
 
 /// Unweighted votes counted here: per bit, the hashes that have it set, and
 /// the number of hashes.
@@ -292,7 +292,7 @@ pub(super) fn lanes<const W: usize, const CHARS: bool>(parts: [&[u8]; 4], steps:
                 }
                 taken += 1;
             }
-            h = crate::fnv::step(h, b);
+            h = crate::fingerprint::fnv::step(h, b);
         }
         votes.n += *seen - junk as u64;
     }

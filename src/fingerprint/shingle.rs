@@ -26,8 +26,8 @@
 //! side one part per 64-bit element of a vector ([`avx2`]), and what the
 //! vectors leave of each part (less than 32 bytes) is finished here.
 
-use crate::fnv::{fnv1a64, step, BASIS};
-use crate::vote::Tally;
+use crate::fingerprint::fnv::{fnv1a64, step, BASIS};
+use crate::fingerprint::vote::Tally;
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
@@ -490,11 +490,11 @@ mod tests {
             chars(text.as_bytes(), width, &mut tally);
             let owned: Vec<String> = text.chars().map(String::from).collect();
             let points: Vec<&str> = owned.iter().map(String::as_str).collect();
-            return (tally.finish(), crate::vote::compute(&naive(&points, width, "")));
+            return (tally.finish(), crate::fingerprint::vote::compute(&naive(&points, width, "")));
         }
         let stream: String = units.iter().map(|t| format!("{t} ")).collect();
         words(stream.as_bytes(), units.len(), width, &mut tally);
-        (tally.finish(), crate::vote::compute(&naive(units, width, sep)))
+        (tally.finish(), crate::fingerprint::vote::compute(&naive(units, width, sep)))
     }
 
     #[test]

@@ -9,9 +9,9 @@
 //! space; a separator is kept only right after a token, so runs collapse), since
 //! a branch per token boundary mispredicts about once a word; with AVX2 or
 //! SSSE3 (checked at run time) 32 or 16 of them at a time. Other chars go
-//! through the UCD 15.1 tables of [`crate::unicode`].
+//! through the UCD 15.1 tables of [`crate::fingerprint::unicode`].
 
-use crate::unicode::{self, Class, Lower};
+use crate::fingerprint::unicode::{self, Class, Lower};
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;

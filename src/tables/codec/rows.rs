@@ -318,7 +318,7 @@ pub fn close_limit(below: u32) -> u64 {
 
 /// Calls `f(x, y)` for every two keys of `group`, `x` before `y`.
 #[inline]
-pub fn each_pair(group: &[u64], f: &mut impl FnMut(u64, u64)) {
+fn each_pair(group: &[u64], f: &mut impl FnMut(u64, u64)) {
     for (a, &x) in group.iter().enumerate() {
         group[a + 1..].iter().for_each(|&y| f(x, y));
     }

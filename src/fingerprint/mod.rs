@@ -1,15 +1,27 @@
 //! Text fingerprints of SPEC v1: modes `words` (word shingles) and `chars`
 //! (character n-grams of the normalized text).
+//!
+//! The pipeline, one module a stage, each importing only the stages before
+//! it: [`unicode`] (the UCD tables: classes and lowercase) -> `tokenize`
+//! (tokens of a text) -> [`fnv`] (FNV-1a 64 of a feature) -> `shingle`
+//! (the features of a mode and width, hashed) -> `vote` (the bitwise vote
+//! into 64 bits) -> this module ([`Fingerprinter`], [`fingerprints`]).
+//! Nothing here imports the tables or the jobs that search fingerprints.
 
 use std::fmt;
 use std::str::FromStr;
 
 use rayon::prelude::*;
 
-use crate::shingle;
-use crate::tokenize::Tokens;
-use crate::vote::Tally;
+pub mod fnv;
+mod shingle;
+mod tokenize;
+pub mod unicode;
+pub(crate) mod vote;
+
 use crate::{Error, Result};
+use tokenize::Tokens;
+use vote::Tally;
 
 /// Which features of a text vote (SPEC v1 "Text features").
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
@@ -140,7 +152,7 @@ impl Fingerprinter {
         // Feature hashes are uniform: one radix pass on the top bits (two
         // more than the count's, at most 11) leaves little for insertion.
         let bits = (usize::BITS - out.len().leading_zeros() + 2).min(11);
-        crate::radix::sort_by_top_bits(out, &mut self.scratch, bits, |&h| h, u64::cmp);
+        crate::tables::radix::sort_by_top_bits(out, &mut self.scratch, bits, |&h| h, u64::cmp);
         out.dedup();
         out
     }

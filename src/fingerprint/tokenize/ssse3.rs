@@ -27,7 +27,7 @@ pub(super) static PACK: [[u8; 8]; 256] = {
 };
 
 /// The tokenizer's state between blocks.
-pub(in crate::tokenize) struct State {
+pub(in crate::fingerprint::tokenize) struct State {
     pub i: usize,
     pub n: usize,
     pub count: usize,

@@ -175,6 +175,36 @@ impl Design {
         x & self.tables[t].prefix_mask == 0 && !self.earlier[t].iter().any(|&m| x & m == 0)
     }
 
+    /// The distance of a pair whose permuted XOR in table `t` is `x`, if
+    /// table `t` reports it: within `k` (the search's, at most the
+    /// design's), and [`Self::reports`]. Every search
+    /// of a table (the index's queries and pairs, the batch kernel, the
+    /// distributed keys) asks this, so a pair is found once, by one table.
+    #[inline(always)]
+    pub fn reported(&self, t: usize, x: u64, k: u32) -> Option<u32> {
+        let d = x.count_ones();
+        if d <= k && self.reports(t, x) {
+            Some(d)
+        } else {
+            None
+        }
+    }
+
+    /// Calls `f(i, j, d)`, in order, for every pair `i < j` of `keys` (keys
+    /// of table `t` in one group, sharing its prefix) that table `t`
+    /// reports within `k` ([`Self::reported`]), `d` its distance: the pairs
+    /// of a group that this table reports.
+    #[inline(always)]
+    pub fn group_pairs(&self, t: usize, keys: &[u64], k: u32, mut f: impl FnMut(usize, usize, u32)) {
+        for (i, &a) in keys.iter().enumerate() {
+            for (j, &b) in keys.iter().enumerate().skip(i + 1) {
+                if let Some(d) = self.reported(t, a ^ b, k) {
+                    f(i, j, d);
+                }
+            }
+        }
+    }
+
     /// The fingerprint behind key `key` of table `t`.
     #[inline]
     pub fn unpermute(&self, t: usize, key: u64) -> u64 {

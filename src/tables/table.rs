@@ -10,9 +10,9 @@
 use std::borrow::Cow;
 
 use crate::cpu::prefetch;
-use crate::packed::PackedTable;
-use crate::plan::Permutation;
-use crate::radix::sort_bits;
+use crate::tables::packed::PackedTable;
+use crate::tables::plan::Permutation;
+use crate::tables::radix::sort_bits;
 
 /// How a run stores its tables.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -161,7 +161,7 @@ impl RawTable {
         if keys.capacity() < fps.len() {
             keys = crate::mem::vec_with_capacity(fps.len());
         }
-        crate::radix::sort_into(fps, |f| perm.apply(f), &mut keys, scratch, sort_bits(fps.len(), prefix));
+        crate::tables::radix::sort_into(fps, |f| perm.apply(f), &mut keys, scratch, sort_bits(fps.len(), prefix));
         keys
     }
 

@@ -297,7 +297,7 @@ mod tests {
     fn halves_that_take_other_passes() {
         for bits in [11, 20, 23, 40, 64] {
             let mut v: Vec<(u64, u64)> = (0..1000u64).map(|i| (0xabcd_ef01_2345_6789, i)).collect();
-            v.extend((0..1000u64).map(|i| (crate::batch::source::mix(i), i)));
+            v.extend((0..1000u64).map(|i| (crate::job::mix(i), i)));
             let mut expected = v.clone();
             expected.sort_unstable();
             par_sort_from(1000, &mut v, bits, |p| p.0, |a, b| a.cmp(b));
