@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import _files, _ids
 from .._optional import module
+from .._records import parquet
 
 PathLike = Union[str, "os.PathLike[str]"]
 MAX_BYTES = (1 << 63) - 1
@@ -244,10 +245,10 @@ def _npy_length(path: str) -> int:
 
 def _parquet_files(paths: Sequence[str]) -> Any:
     try:
-        pq = module("pyarrow.parquet")
+        pa, _ = parquet.modules()
     except ImportError:
         raise ImportError("reading Parquet needs pyarrow: pip install 'rsimhash[parquet]'") from None
-    return pq, [pq.ParquetFile(p) for p in paths]
+    return pa, [parquet.open_file(p, pre_buffer=True) for p in paths]  # whole row groups are read here
 
 
 def _column_name(files: Any, paths: Sequence[str], column: Optional[str], what: str) -> str:
@@ -265,8 +266,7 @@ def _column_name(files: Any, paths: Sequence[str], column: Optional[str], what: 
 
 def _batches(paths: Sequence[str], column: Optional[str], what: str) -> Any:
     """uint64 arrays of the column, a row group at a time."""
-    pa = module("pyarrow")
-    _, files = _parquet_files(paths)
+    pa, files = _parquet_files(paths)
     name = _column_name(files, paths, column, what)
     for path, f in zip(paths, files):
         field = f.schema_arrow.field(name)
@@ -278,7 +278,7 @@ def _batches(paths: Sequence[str], column: Optional[str], what: str) -> Any:
         for g in range(f.num_row_groups):
             col = f.read_row_group(g, columns=[name]).column(0)
             if col.null_count:
-                first = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+                first = int(parquet.null_rows(col)[0])
                 raise ValueError(f"{path}: row {row + first + 1}: column {name!r} is null; every row needs its {what}")
             arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
             yield arr.to_numpy(zero_copy_only=False).view(np.uint64)
@@ -322,7 +322,7 @@ def _parquet_column(paths: Sequence[str], column: str, what: str, strings: bool 
             for path, f in zip(paths, files):
                 col = f.read(columns=[name]).column(0)
                 if col.null_count:
-                    first = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+                    first = int(parquet.null_rows(col)[0])
                     raise ValueError(f"{path}: row {first + 1}: column {name!r} is null; every row needs its {what}")
                 out.extend(col.to_pylist())
             arr = np.empty(len(out), dtype=object)

@@ -39,10 +39,10 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
+from .._records import Chunk, Source
 from . import verified
 from .dedup_writer import Kept, bits, kept_writer, removed_header, shard_names, shards_done, summary, write_removed
 from .errors import UsageError
-from .inputs import Chunk, Source
 from .options import add_distance, add_input, add_memory, add_run, add_text, make_index, memory_limit, open_source
 from .outputs import Output, Outputs, _is_special
 from .pipeline import fingerprints_of, prefetch

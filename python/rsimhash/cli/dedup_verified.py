@@ -21,9 +21,9 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
+from .._records import Chunk, Source
 from . import verified
 from .dedup_writer import Kept, kept_writer, removed_header, shard_names, shards_done, summary, write_removed
-from .inputs import Chunk, Source
 from .outputs import Output
 from .progress import Progress
 from .spill import Ids, Workspace, engine_part

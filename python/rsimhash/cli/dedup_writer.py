@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _arrow
 from .._optional import module
-from .inputs import Chunk, Source
+from .._records import Chunk, Source
 from .outputs import Behind, Output
 from .progress import Progress, count
 

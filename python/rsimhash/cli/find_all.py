@@ -39,9 +39,8 @@ from typing import Any, Dict, Tuple
 
 import numpy as np
 
+from .._records import FORMATS, RecordError, RecordRequestError, guess_format
 from . import verified
-from .errors import InputError, UsageError
-from .inputs import FORMATS, guess_format
 from .options import (
     add_distance,
     add_input,
@@ -112,7 +111,7 @@ def _format(args: argparse.Namespace) -> str:
         return "lines"
     try:
         return guess_format(args.input, "auto")
-    except UsageError:
+    except RecordRequestError:
         return "lines"
 
 
@@ -126,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
         return _run_records(args)
     try:
         return _run_lines(args)
-    except InputError as e:
+    except RecordError as e:
         if "--format" not in e.message:
             e.message += " (read as fingerprint lines; --format names another format: json, hash, parquet)"
         raise

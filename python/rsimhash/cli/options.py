@@ -6,8 +6,8 @@ import argparse
 import os
 from typing import Any, Callable, Optional
 
+from .._records import FORMATS, Source, guess_format
 from .errors import BadLines, UsageError
-from .inputs import FORMATS, Source, guess_format
 
 MAX_K = 16
 

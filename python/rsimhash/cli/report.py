@@ -32,9 +32,9 @@ from typing import Any, Iterator, List, Optional
 
 import numpy as np
 
+from .._records import Chunk
 from . import verified
 from .errors import CliError, InputError, UsageError
-from .inputs import Chunk
 from .options import add_distance, add_input, add_run, add_text, open_source, positive_int
 from .outputs import Outputs
 from .pipeline import fingerprints_of, prefetch
@@ -177,7 +177,7 @@ def write(
 
 
 def _format(args: argparse.Namespace) -> str:
-    from .inputs import guess_format
+    from .._records import guess_format
 
     return guess_format(args.input, getattr(args, "format", "auto"))
 

@@ -26,8 +26,8 @@ from typing import Any, Iterator, List, Optional, Tuple
 
 import numpy as np
 
+from .._records import Chunk, Source
 from .errors import UsageError
-from .inputs import Chunk, Source
 from .options import open_source
 from .pipeline import prefetch
 from .progress import Progress
