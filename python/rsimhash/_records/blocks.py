@@ -14,16 +14,14 @@ import gzip
 from typing import Any, Iterator, List, Optional, Tuple
 
 from .._optional import module
+from .base import Reading
 from .chunk import Chunk
-from .errors import RecordError
 
 
-class LineBlocks:
+class LineBlocks(Reading):
     """The reference reader's half of ``Source``: the stream and its blocks of lines."""
 
     # Set by ``Source``.
-    chunk_bytes: int
-    max_record_bytes: int
     _raw: Any
     _stream: Any
     _compression: str
@@ -55,13 +53,6 @@ class LineBlocks:
             self._stream = _ZstdFrames(zstandard, raw)
         else:
             self._stream = raw
-
-    def _too_long(self, lineno: int) -> RecordError:
-        limit = self.max_record_bytes
-        size = f"{limit / (1 << 20):g} MiB" if limit >= 1 << 20 else f"{limit:,} bytes"
-        return self._error(
-            lineno, f"is longer than {size}, the most a record may take (raise it with --max-record-mb, or max_record_mb=)"
-        )
 
     def _blocks(self) -> Iterator[Tuple[Optional[bytes], bool]]:
         """Blocks of whole lines (each ending in b"\\n"), then the last line if

@@ -13,22 +13,14 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from .base import Reading
 from .chunk import Chunk, Id
 
 U64_MAX = (1 << 64) - 1
 
 
-class FingerprintRecords:
+class FingerprintRecords(Reading):
     """The hash TSV and decimal lines half of ``Source``."""
-
-    # Set by ``Source``.
-    format: str
-    id_column: str
-    need_ids: bool
-    header: Optional[bytes]
-    _ncols: int
-    _id_col: int
-    _hash_col: int
 
     def _from_core_hashes(self, rc: Any) -> Chunk:
         """A chunk of a fingerprint file read by the core: the header line

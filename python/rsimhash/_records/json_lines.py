@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from .base import Reading
 from .chunk import Chunk, Id
 
 _MISSING = object()
@@ -47,17 +48,8 @@ def _check_id(value: Any, column: str) -> Optional[str]:
     return f'"{column}" must be an integer or a string, got {json_type(value)}'
 
 
-class JsonRecords:
+class JsonRecords(Reading):
     """The JSON-lines half of ``Source``."""
-
-    # Set by ``Source``.
-    text_column: str
-    id_column: str
-    id_given: bool
-    need_ids: bool
-    line_ids: bool
-    records: int
-    shingling: Any
 
     def _from_core_json(self, rc: Any) -> Chunk:
         """A chunk of the core's records, its rare lines read by the reference reader."""

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import _arrow
 from .._optional import module
+from .base import Reading
 from .chunk import Chunk
 from .errors import RecordRequestError
 from .json_lines import _check_id
@@ -46,21 +47,8 @@ def null_rows(column: Any) -> np.ndarray:
     return np.flatnonzero(np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool))
 
 
-class ParquetRecords:
+class ParquetRecords(Reading):
     """The Parquet half of ``Source``."""
-
-    # Set by ``Source``.
-    path: str
-    text_column: str
-    id_column: str
-    id_given: bool
-    need_ids: bool
-    full_rows: bool
-    chunk_bytes: int
-    line_ids: bool
-    nbytes: int
-    total: Optional[int]
-    _parquet: Any
 
     def _open_parquet(self) -> None:
         try:

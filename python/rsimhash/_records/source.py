@@ -12,7 +12,7 @@ memory is bounded by the chunk size, never by the input.
 from __future__ import annotations
 
 import os
-from typing import Any, BinaryIO, Callable, Iterator, Optional, Tuple, Union
+from typing import Any, BinaryIO, Callable, Iterator, Optional, Tuple
 
 from .blocks import LineBlocks, _stopped
 from .chunk import Chunk
@@ -114,9 +114,6 @@ class Source(JsonRecords, FingerprintRecords, ParquetRecords, LineBlocks):
         self._open()
 
     # -- opening -------------------------------------------------------------
-    def _error(self, line: Union[int, str, None], message: str) -> RecordError:
-        return RecordError(self.path, line, message)
-
     def _open(self) -> None:
         if self.format == "parquet":
             self._open_parquet()
