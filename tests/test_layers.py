@@ -91,3 +91,14 @@ def test_the_library_never_imports_the_command_line():
         if _in(target, "rsimhash.cli") and not (_in(name, "rsimhash.cli") or name == "rsimhash.__main__")
     ]
     assert not bad, "\n".join(bad)
+
+
+def test_no_package_reaches_into_another_packages_private_modules():
+    bad = []
+    for name, line, target in edges():
+        parts = target.split(".")
+        if len(parts) < 3 or parts[1] not in PACKAGES or _in(name, f"rsimhash.{parts[1]}"):
+            continue
+        if any(p.startswith("_") for p in parts[2:]):
+            bad.append(f"{name}:{line} imports {target}")
+    assert not bad, "\n".join(bad)
