@@ -145,6 +145,43 @@ impl ShuffleTables {
     }
 }
 
+/// Relative costs in the choice of a shuffle's design: one shuffled row
+/// against one comparison of two values in a task (about 1 us against 2 ns
+/// in `rsimhash.spark`).
+const ROW_COST: f64 = 1.0;
+const PAIR_COST: f64 = 0.002;
+
+/// The blocks of the single-level design a shuffle of `n` distinct values
+/// uses. With `tables`, the fewest blocks whose design has that many tables
+/// (`C(blocks, k)`), or `None` when no design has; else, of `k + 1` to
+/// `k + 9` blocks (at most 64), the one with the least shuffled rows
+/// (`n` a table) plus expected comparisons (`n^2 / 2` a table over
+/// `2^prefix`, `prefix` its longest one, [`crate::plan`]'s block rule),
+/// the fewer blocks on a tie.
+///
+/// # Errors
+/// [`crate::Error::InvalidParameter`] for a `k` above 16.
+pub fn shuffle_blocks(n: u64, k: u32, tables: Option<u64>) -> Result<Option<u32>> {
+    if k > crate::plan::MAX_K {
+        return Err(crate::Error::invalid("k", "from 0 to 16", k));
+    }
+    if let Some(tables) = tables {
+        return Ok((k + 1..=64).find(|&b| crate::plan::binomial(b, k) as u64 == tables));
+    }
+    let n = n as f64;
+    let mut best: Option<(f64, u32)> = None;
+    for b in k + 1..=64.min(k + 9) {
+        let t = crate::plan::binomial(b, k) as f64;
+        let prefix = crate::plan::leading_bits_max(64, b, k) as i32;
+        // The sum in this order, as the Python planner it replaces summed it.
+        let cost = n * t * ROW_COST + t * (n * n / 2f64.powi(prefix + 1)) * PAIR_COST;
+        if best.is_none_or(|(c, _)| cost < c) {
+            best = Some((cost, b));
+        }
+    }
+    Ok(best.map(|(_, b)| b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,5 +280,26 @@ mod tests {
         }
         assert!(ShuffleTables::new(3, 3).is_err());
         assert!(ShuffleTables::new(17, 20).is_err());
+    }
+
+    #[test]
+    fn shuffle_blocks_by_cost_and_by_tables() {
+        // One value: the fewest tables win (the rows dominate); many: more blocks, longer prefixes.
+        assert_eq!(shuffle_blocks(1, 3, None).unwrap(), Some(4));
+        let (small, large) = (shuffle_blocks(1, 3, None).unwrap().unwrap(), shuffle_blocks(1 << 40, 3, None).unwrap().unwrap());
+        assert!(small < large && large <= 12, "{small} {large}");
+        for b in 4..=64 {
+            let tables = crate::plan::binomial(b, 3) as u64;
+            assert_eq!(shuffle_blocks(5, 3, Some(tables)).unwrap(), Some(b));
+            if tables <= 4096 {
+                // The count the shuffle's design then has (designs stop at 4096 tables).
+                assert_eq!(ShuffleTables::new(3, b).unwrap().tables() as u64, tables);
+            }
+        }
+        assert_eq!(shuffle_blocks(5, 3, Some(5)).unwrap(), None);
+        assert_eq!(shuffle_blocks(5, 0, Some(1)).unwrap(), Some(1));
+        assert_eq!(shuffle_blocks(5, 0, Some(64)).unwrap(), None);
+        assert_eq!(shuffle_blocks(u64::MAX, 16, None).unwrap(), Some(25));
+        assert!(shuffle_blocks(5, 17, None).is_err());
     }
 }

@@ -1,7 +1,7 @@
 """Fingerprint files (``lines``: one decimal u64 a line; ``hash``: a TSV with
 an ``id`` and a ``hash`` column) read by the core against the reference reader.
 
-Both are ``rsimhash.cli.inputs.Source``: ``engine="core"`` (the default,
+Both are ``rsimhash._records.Source``: ``engine="core"`` (the default,
 ``_rsimhash.JsonLines(format=...)``) and ``engine="python"``. On generated
 files mixing good lines with every kind of bad one (not a number, a sign,
 above 2**64 - 1, a missing tab, an id that is not UTF-8, blank lines, CRLF),
@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 
 from budget import examples  # noqa: E402
 from cli_helpers import assert_one_error, ok, run_cli, stderr_lines  # noqa: E402
-from rsimhash.cli.errors import BadLines, InputError  # noqa: E402
-from rsimhash.cli.inputs import Source  # noqa: E402
+from rsimhash._records import RecordError, Source  # noqa: E402
+from rsimhash.cli.errors import BadLines  # noqa: E402
 
 U64_MAX = (1 << 64) - 1
 
@@ -38,7 +38,7 @@ class Collect(BadLines):
         super().__init__(True, quiet=True)
         self.messages: list = []
 
-    def __call__(self, error: InputError) -> None:
+    def __call__(self, error: RecordError) -> None:
         super().__call__(error)
         self.messages.append(str(error))
 
@@ -57,7 +57,7 @@ def read(path, fmt, engine, *, skip=True, chunk_bytes=1 << 20, need_ids=True):
 def first_error(path, fmt, engine):
     try:
         read(path, fmt, engine, skip=False)
-    except InputError as e:
+    except RecordError as e:
         return str(e)
     return None
 
@@ -66,7 +66,7 @@ def read_or_fatal(path, fmt, engine, chunk_bytes):
     """``read`` skipping bad lines, or the error that stops even that (a bad header)."""
     try:
         return read(path, fmt, engine, chunk_bytes=chunk_bytes)
-    except InputError as e:
+    except RecordError as e:
         return str(e)
 
 

@@ -1,6 +1,6 @@
 """The core's JSON-lines reader against the reference reader (``json.loads``).
 
-Both are ``rsimhash.cli.inputs.Source``: ``engine="core"`` (the default,
+Both are ``rsimhash._records.Source``: ``engine="core"`` (the default,
 ``_rsimhash.JsonLines``) and ``engine="python"``. On generated corpora with
 every JSON feature a text or id field can carry, both must give the same
 records (line, id, text, fingerprint), write back the same bytes, report the
@@ -26,8 +26,8 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st
 
-from rsimhash.cli.errors import BadLines, InputError  # noqa: E402
-from rsimhash.cli.inputs import Source  # noqa: E402
+from rsimhash._records import RecordError, Source  # noqa: E402
+from rsimhash.cli.errors import BadLines  # noqa: E402
 from rsimhash.cli.pipeline import fingerprints_of  # noqa: E402
 
 SHINGLING = ("words", None)
@@ -40,7 +40,7 @@ class Collect(BadLines):
         super().__init__(True, quiet=True)
         self.messages: list = []
 
-    def __call__(self, error: InputError) -> None:
+    def __call__(self, error: RecordError) -> None:
         super().__call__(error)
         self.messages.append(str(error))
 
@@ -67,7 +67,7 @@ def read(path, engine, *, skip=True, chunk_bytes=1 << 20, **options):
 def first_error(path, engine, **options):
     try:
         read(path, engine, skip=False, **options)
-    except InputError as e:
+    except RecordError as e:
         return str(e)
     return None
 

@@ -786,6 +786,10 @@ class ShuffleTables:
     ) -> npt.NDArray[np.uint32]: ...
     @staticmethod
     def spanning(pairs: npt.NDArray[np.uint32], fps: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint32]: ...
+    @staticmethod
+    def choose_blocks(n: int, k: int, tables: Union[int, None] = None) -> Union[int, None]:
+        """Blocks of the single-level design for a shuffle of ``n`` distinct values (the core's cost
+        model), or with ``tables`` the fewest blocks whose design has that many; None when none has."""
 
 def portable_paths() -> bool:
     """Whether only the portable code paths run (``RSIMHASH_PORTABLE=1``), not the CPU's SIMD extensions."""

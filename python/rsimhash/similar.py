@@ -244,7 +244,7 @@ def _threshold(threshold: Any) -> float:
 
 
 def _with_bars(progress: Any, desc: str, job: Any) -> Any:
-    from .batch._outputs import Bars
+    from ._progress import Bars
 
     bars = Bars(progress, desc)
     try:

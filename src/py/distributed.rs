@@ -122,6 +122,15 @@ impl PyShuffleTables {
         pairs_array(py, forest)
     }
 
+    /// The blocks of the single-level design for a shuffle of `n` distinct
+    /// values (the core's cost model), or with `tables` the fewest blocks
+    /// whose design has that many; `None` when none has.
+    #[staticmethod]
+    #[pyo3(signature = (n, k, tables = None))]
+    fn choose_blocks(n: u64, k: u32, tables: Option<u64>) -> PyResult<Option<u32>> {
+        Ok(crate::distributed::shuffle_blocks(n, k, tables)?)
+    }
+
     fn __repr__(&self) -> String {
         format!("ShuffleTables(k={}, tables={})", self.inner.k(), self.inner.tables())
     }

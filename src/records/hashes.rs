@@ -5,7 +5,7 @@
 //! A block of whole lines becomes a [`RecordChunk`] like a JSON-lines block:
 //! one entry per non-blank line, each record's fingerprint the parsed hash
 //! and, for a TSV, its id as written. The core parses only what it reads
-//! exactly as the reference reader (`python/rsimhash/cli/inputs.py`) does;
+//! exactly as the reference reader (`python/rsimhash/_records/fingerprints.py`) does;
 //! any other line (not a number, above 2^64 - 1, the wrong number of fields,
 //! an id that is not UTF-8) is a [`Status::Defer`] entry, which the
 //! reference reader reads again to word the error with the file and the

@@ -350,7 +350,7 @@ fn table_count(k: u32, levels: &[u32]) -> usize {
     levels.iter().fold(1usize, |acc, &m| if m <= k { 0 } else { acc.saturating_mul(binomial(m, k)) })
 }
 
-fn binomial(n: u32, k: u32) -> usize {
+pub(crate) fn binomial(n: u32, k: u32) -> usize {
     let k = k.min(n - k) as usize;
     let n = n as usize;
     (0..k).fold(1usize, |acc, i| acc.saturating_mul(n - i) / (i + 1))
@@ -363,7 +363,7 @@ fn block_sizes(bits: u32, m: u32) -> Vec<u32> {
 
 /// The most leading bits a level can take (its `m - k` largest blocks), so
 /// the fewest it can leave to the next level.
-fn leading_bits_max(bits: u32, m: u32, k: u32) -> u32 {
+pub(crate) fn leading_bits_max(bits: u32, m: u32, k: u32) -> u32 {
     block_sizes(bits, m)[..(m - k) as usize].iter().sum()
 }
 

@@ -72,9 +72,11 @@ import numpy as np
 
 from .. import _files
 from .. import _rsimhash as _core
-from ._outputs import Atomic, Bars, cluster_rows, pairs_npy_to_parquet, write_clusters
-from ._sources import check_writable, parent_of, parse_memory, resolve
-from ._sources import memory_limit as _memory_limit
+from .._memory import memory_limit as _memory_limit
+from .._memory import parse_memory
+from .._progress import Bars
+from ._outputs import Atomic, cluster_rows, pairs_npy_to_parquet, write_clusters
+from ._sources import check_writable, parent_of, resolve
 
 __all__ = ["clusters", "dedup", "find_all", "parse_memory", "similar_clusters", "similar_dedup", "similar_pairs"]
 
@@ -695,7 +697,7 @@ def _verified(
     ``TwoPass.verify`` answer, and ``on_pairs`` a function that makes the
     job's pairs whole (``TwoPass.all_pairs``, its links copied out). Returns
     the number of texts."""
-    from ._similar import Settings, TwoPass
+    from .._similar_passes import Settings, TwoPass
     from ._texts_in import reader
 
     settings = Settings(threshold, measure=measure, shingles=shingles, width=width, candidates=candidates)

@@ -10,96 +10,17 @@ directory (8 bytes a fingerprint), so that every table reads it back fast.
 from __future__ import annotations
 
 import os
-import re
 from contextlib import ExitStack
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from .. import _files, _ids
-from .._optional import module
+from .._records import parquet
 
 PathLike = Union[str, "os.PathLike[str]"]
-MAX_BYTES = (1 << 63) - 1
 NPY_MAGIC = b"\x93NUMPY"
 PARQUET_MAGIC = b"PAR1"
-
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 1 << 10,
-    "kib": 1 << 10,
-    "kb": 10**3,
-    "m": 1 << 20,
-    "mib": 1 << 20,
-    "mb": 10**6,
-    "g": 1 << 30,
-    "gib": 1 << 30,
-    "gb": 10**9,
-    "t": 1 << 40,
-    "tib": 1 << 40,
-    "tb": 10**12,
-}
-
-
-def parse_memory(value: Union[int, float, str]) -> int:
-    """Bytes from ``8589934592``, ``"8GiB"``, ``"8g"`` (binary), ``"8GB"`` (decimal) or ``"1.5G"``.
-
-    What ``memory_limit=`` takes. Raises ``ValueError`` for another string or
-    less than 1 KiB, ``TypeError`` for another type.
-
-    >>> rsimhash.batch.parse_memory("8GiB"), rsimhash.batch.parse_memory("8g")
-    (8589934592, 8589934592)
-    >>> rsimhash.batch.parse_memory("8GB"), rsimhash.batch.parse_memory("1.5G")
-    (8000000000, 1610612736)
-    """
-    if isinstance(value, bool):
-        raise TypeError(f"memory_limit must be a number of bytes or a string like '8GiB', got {value!r}")
-    if isinstance(value, (int, float)):
-        number, unit = (value if isinstance(value, int) else float(value)), ""
-    elif isinstance(value, str):
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([A-Za-z]*)\s*", value)
-        if m is None or m.group(2).lower() not in _UNITS:
-            raise ValueError(f"memory_limit must be a number of bytes or a string like '8GiB', '500MB' or '2g', got {value!r}")
-        number, unit = float(m.group(1)), m.group(2).lower()
-    else:
-        raise TypeError(f"memory_limit must be a number of bytes or a string like '8GiB', got {type(value).__name__}")
-    if isinstance(number, float) and (number != number or number in (float("inf"), float("-inf"))):
-        raise ValueError(f"memory_limit must be a finite number of bytes, got {value!r}")
-    size = int(number * _UNITS[unit])
-    # Limits under a few MiB only make jobs slow (every table in many
-    # parts); tests use them to force parts and spills on small inputs.
-    if size < 1 << 10:
-        raise ValueError(f"memory_limit must be at least 1 KiB, got {value!r} ({size} bytes)")
-    if size > MAX_BYTES:
-        raise ValueError(f"memory_limit must be at most 2**63-1 bytes (8 EiB), got {value!r}")
-    return size
-
-
-def available_memory() -> int:
-    """Bytes of memory available to new work (Linux MemAvailable; else all of it)."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return int(module("psutil").virtual_memory().available)
-    except ImportError:
-        pass
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return 8 << 30
-
-
-def memory_limit(value: Union[None, int, float, str]) -> int:
-    """The job's limit in bytes: as given, or 60 % of the memory available now."""
-    if value is None:
-        return max(int(available_memory() * 0.6), 64 << 20)
-    return parse_memory(value)
 
 
 def _kind(path: str) -> str:
@@ -244,10 +165,10 @@ def _npy_length(path: str) -> int:
 
 def _parquet_files(paths: Sequence[str]) -> Any:
     try:
-        pq = module("pyarrow.parquet")
+        pa, _ = parquet.modules()
     except ImportError:
         raise ImportError("reading Parquet needs pyarrow: pip install 'rsimhash[parquet]'") from None
-    return pq, [pq.ParquetFile(p) for p in paths]
+    return pa, [parquet.open_file(p, pre_buffer=True) for p in paths]  # whole row groups are read here
 
 
 def _column_name(files: Any, paths: Sequence[str], column: Optional[str], what: str) -> str:
@@ -265,8 +186,7 @@ def _column_name(files: Any, paths: Sequence[str], column: Optional[str], what: 
 
 def _batches(paths: Sequence[str], column: Optional[str], what: str) -> Any:
     """uint64 arrays of the column, a row group at a time."""
-    pa = module("pyarrow")
-    _, files = _parquet_files(paths)
+    pa, files = _parquet_files(paths)
     name = _column_name(files, paths, column, what)
     for path, f in zip(paths, files):
         field = f.schema_arrow.field(name)
@@ -278,7 +198,7 @@ def _batches(paths: Sequence[str], column: Optional[str], what: str) -> Any:
         for g in range(f.num_row_groups):
             col = f.read_row_group(g, columns=[name]).column(0)
             if col.null_count:
-                first = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+                first = int(parquet.null_rows(col)[0])
                 raise ValueError(f"{path}: row {row + first + 1}: column {name!r} is null; every row needs its {what}")
             arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
             yield arr.to_numpy(zero_copy_only=False).view(np.uint64)
@@ -322,7 +242,7 @@ def _parquet_column(paths: Sequence[str], column: str, what: str, strings: bool 
             for path, f in zip(paths, files):
                 col = f.read(columns=[name]).column(0)
                 if col.null_count:
-                    first = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+                    first = int(parquet.null_rows(col)[0])
                     raise ValueError(f"{path}: row {first + 1}: column {name!r} is null; every row needs its {what}")
                 out.extend(col.to_pylist())
             arr = np.empty(len(out), dtype=object)

@@ -56,8 +56,7 @@ def _files_reader(paths: List[str], column: str, max_record_bytes: int) -> Reade
             raise FileNotFoundError(f"texts: no such file: {path!r}")
 
     def read() -> Iterator[Any]:
-        from ..cli.errors import CliError
-        from ..cli.inputs import Source, guess_format
+        from .._records import RecordError, RecordRequestError, Source, guess_format
 
         for path in paths:
             fmt = guess_format(path, "auto")
@@ -67,8 +66,8 @@ def _files_reader(paths: List[str], column: str, max_record_bytes: int) -> Reade
                 with Source(path, fmt, text_column=column, need_ids=False, max_record_bytes=max_record_bytes) as source:
                     for chunk in source.chunks():
                         yield from _texts.pieces(chunk.texts)
-            except CliError as e:
-                # The reader speaks to the command line; here the option is an argument.
+            except (RecordError, RecordRequestError) as e:
+                # The reader's messages name the command line's flags; here the option is an argument.
                 raise ValueError(str(e).replace("with --text-column", "with column=")) from None
 
     return read

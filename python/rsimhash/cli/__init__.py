@@ -16,8 +16,9 @@ import sys
 import time
 from typing import List, NoReturn, Optional, Sequence
 
+from .._records import RecordError, RecordRequestError
 from . import cluster, dedup, find_all, fingerprint, index, progress, report, tune
-from .errors import EXIT_BROKEN_PIPE, EXIT_INTERRUPT, EXIT_USAGE, PROG, CliError, UsageError
+from .errors import EXIT_BROKEN_PIPE, EXIT_DATA, EXIT_INTERRUPT, EXIT_USAGE, PROG, CliError, UsageError
 
 __all__ = ["main"]
 
@@ -94,6 +95,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except CliError as e:
         print(e.line(), file=sys.stderr, flush=True)
         return e.code
+    except (RecordError, RecordRequestError) as e:  # the record readers': the data is wrong, or the request
+        print(f"{PROG}: error: {e}", file=sys.stderr, flush=True)
+        return EXIT_USAGE if isinstance(e, RecordRequestError) else EXIT_DATA
     except SystemExit as e:  # --help and --version
         return e.code if isinstance(e.code, int) else 0
     except KeyboardInterrupt:

@@ -24,7 +24,7 @@ are read and the clusters found one table at a time; the output is the same.
 
 ``--jaccard T`` links two records when their shingle sets are at least T
 alike, checked exactly for each candidate pair of fingerprints
-(``verified.py``), and writes the TSV ``id<TAB>cluster`` in the same order;
+(``similar_pairs.py``), and writes the TSV ``id<TAB>cluster`` in the same order;
 ``leader`` is then the verified dedup's grouping (each removed record with
 the earliest kept record it is alike).
 """
@@ -36,7 +36,7 @@ from typing import Any, Iterator, List, Tuple
 
 import numpy as np
 
-from . import verified
+from . import similar_pairs
 from .options import (
     add_distance,
     add_input,
@@ -103,7 +103,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="connected: components of the within-K graph; leader: in input order each "
         "record joins the first leader within K or becomes one. Default: %(default)s",
     )
-    verified.add_arguments(p, "link records")
+    similar_pairs.add_arguments(p, "link records")
     add_memory(p)
     add_run(p)
 
@@ -194,16 +194,16 @@ def _clusters_batch(
 
 def _run_verified(args: argparse.Namespace) -> int:
     """``--jaccard``: clusters of records linked by verified pairs, as the TSV ``id<TAB>cluster``."""
-    opts = verified.settings(args)
+    opts = similar_pairs.settings(args)
     limit = memory_limit(args)
     min_size = 1 if args.all else 2
     with Workspace(args.workdir, args.output) as workspace, Outputs() as outs:
-        path = verified.input_path(args, workspace)
+        path = similar_pairs.input_path(args, workspace)
         with open_source(args, path=path, limit=args.sample, formats=("json", "hash", "parquet"), shingling=None) as source:
-            verified.check_format(source)
+            similar_pairs.check_format(source)
             out = outs.open(args.output)
             clusters = members = 0
-            with verified.gathered(args, opts, source, path, limit, workspace, "cluster", limit // IN_MEMORY_BYTES) as (
+            with similar_pairs.gathered(args, opts, source, path, limit, workspace, "cluster", limit // IN_MEMORY_BYTES) as (
                 records,
                 ids,
                 progress,
@@ -230,12 +230,14 @@ def _run_verified(args: argparse.Namespace) -> int:
     return 0
 
 
-def _verified_clusters(gathered: "verified.Gathered", args: argparse.Namespace, min_size: int) -> Tuple[np.ndarray, np.ndarray]:
+def _verified_clusters(
+    gathered: "similar_pairs.Gathered", args: argparse.Namespace, min_size: int
+) -> Tuple[np.ndarray, np.ndarray]:
     """``(member positions, cluster starts)``: clusters in the order of their
     first record, members in input order."""
     if gathered.corpus is not None:
         corpus = gathered.corpus
-        return verified.with_bars(
+        return similar_pairs.with_bars(
             args,
             "cluster",
             lambda bars: corpus.clusters(method=args.method, min_size=min_size, threads=args.threads, progress=bars),

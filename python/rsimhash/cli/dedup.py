@@ -26,7 +26,7 @@ whole, resumable after a kill), and ``--removed`` adds the columns
 
 ``--jaccard T`` removes instead each record whose shingle set is at least T
 alike the set of a record kept before it, checked exactly for each
-candidate pair of fingerprints (``dedup_verified.py``); ``--removed`` then
+candidate pair of fingerprints (``dedup_similar.py``); ``--removed`` then
 names the similarity, not the distance.
 """
 
@@ -39,10 +39,10 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
-from . import verified
+from .._records import Chunk, Source
+from . import similar_pairs
 from .dedup_writer import Kept, bits, kept_writer, removed_header, shard_names, shards_done, summary, write_removed
 from .errors import UsageError
-from .inputs import Chunk, Source
 from .options import add_distance, add_input, add_memory, add_run, add_text, make_index, memory_limit, open_source
 from .outputs import Output, Outputs, _is_special
 from .pipeline import fingerprints_of, prefetch
@@ -110,7 +110,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_text(p)
     add_distance(p)
-    verified.add_arguments(p, "remove records alike an earlier kept one")
+    similar_pairs.add_arguments(p, "remove records alike an earlier kept one")
     add_memory(p)
     add_run(p)
 
@@ -118,7 +118,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     resolve_args(args)
     if args.jaccard is not None:
-        verified.settings(args)  # a bad combination of flags fails before any file is touched
+        similar_pairs.settings(args)  # a bad combination of flags fails before any file is touched
     incremental = bool(args.against) or args.save_fingerprints is not None
     if incremental:
         if args.jaccard is not None:
@@ -167,9 +167,9 @@ def run(args: argparse.Namespace) -> int:
             first = next(chunks, None)
             rest = chain([first], chunks) if first is not None else chunks
             if args.jaccard is not None:
-                from . import dedup_verified
+                from . import dedup_similar
 
-                return dedup_verified.run(args, source, rest, first, out, removed, limit, workspace, path)
+                return dedup_similar.run(args, source, rest, first, out, removed, limit, workspace, path)
             if removed is not None:
                 removed.write(removed_header("distance", sharded))
             per_record = IN_MEMORY_BYTES + (ID_BYTES if need_ids else 0)

@@ -27,9 +27,9 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import numpy as np
 
+from .._records import Chunk, Source
 from .dedup_writer import KeptWriter, bits, shard_names, shards_done, summary, write_removed
 from .errors import InputError
-from .inputs import Chunk, Source
 from .options import open_source
 from .outputs import Output
 from .pipeline import fingerprints_of, prefetch

@@ -1,7 +1,7 @@
 """What every way of ``rsimhash dedup`` writes: the kept records as read,
 the ``--removed`` rows, and the summary line. ``dedup.py`` (in memory),
 ``dedup_batch.py`` (two passes through the batch engine) and
-``dedup_verified.py`` (``--jaccard``) all write through here.
+``dedup_similar.py`` (``--jaccard``) all write through here.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _arrow
 from .._optional import module
-from .inputs import Chunk, Source
+from .._records import Chunk, Source
 from .outputs import Behind, Output
 from .progress import Progress, count
 

@@ -10,7 +10,8 @@ process killed by SIGPIPE.
 from __future__ import annotations
 
 import sys
-from typing import Optional, Union
+
+from .._records.errors import RecordError
 
 EXIT_OK = 0
 EXIT_DATA = 1
@@ -36,31 +37,20 @@ class UsageError(CliError):
     code = EXIT_USAGE
 
 
-class InputError(CliError):
-    """A problem in an input (or index) file, at a line when there is one.
+class InputError(CliError, RecordError):
+    """A problem in an input (or index) file, at a line when there is one:
+    the record readers' ``RecordError`` (same fields, same text), raised by
+    the command line's own readers (index, ids and store files, shards).
 
     ``line`` is 1-based and counts every physical line, a header included; a
     Parquet row is named as ``row N``.
     """
 
-    def __init__(self, path: str, line: Optional[Union[int, str]], message: str):
-        super().__init__(message)
-        self.path = path
-        self.lineno = line
-        self.message = message
-
-    def where(self) -> str:
-        path = "<stdin>" if self.path == "-" else self.path
-        return path if self.lineno is None else f"{path}:{self.lineno}"
-
-    def __str__(self) -> str:
-        return f"{self.where()}: {self.message}"
-
 
 class BadLines:
     """Counts (and, with ``--skip-bad-lines``, reports and forgives) bad lines.
 
-    Without ``skip`` the first bad line is raised as an ``InputError``. With
+    Without ``skip`` the first bad line is raised (a ``RecordError``). With
     it, each is reported as one warning line, at most ``limit`` of them, then
     one line saying that further ones are counted but not shown.
     """
@@ -71,7 +61,7 @@ class BadLines:
         self.quiet = quiet  # a second reading: the first has reported them
         self.count = 0
 
-    def __call__(self, error: InputError) -> None:
+    def __call__(self, error: RecordError) -> None:
         if not self.skip:
             raise error
         self.count += 1

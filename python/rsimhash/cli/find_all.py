@@ -20,7 +20,7 @@ Parquet) and the output a TSV ``id_a<TAB>id_b<TAB>jaccard`` (or
 ``containment``): every pair of records whose shingle sets are at least T
 alike among the candidates, by input position of ``id_a`` then ``id_b``
 (``id_a`` the earlier record), the similarity to 6 decimals (see
-``verified.py``).
+``similar_pairs.py``).
 
 Several input shards (``--input`` repeated, a directory, a glob; see
 ``shards.py``) are one input, read in their order; ids that are line
@@ -39,9 +39,8 @@ from typing import Any, Dict, Tuple
 
 import numpy as np
 
-from . import verified
-from .errors import InputError, UsageError
-from .inputs import FORMATS, guess_format
+from .._records import FORMATS, RecordError, RecordRequestError, guess_format
+from . import similar_pairs
 from .options import (
     add_distance,
     add_input,
@@ -90,7 +89,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_distance(p, what="fingerprints of a pair")
     add_text(p)
-    verified.add_arguments(p, "pairs of records")
+    similar_pairs.add_arguments(p, "pairs of records")
     p.add_argument(
         "--copies",
         choices=("all", "first"),
@@ -112,7 +111,7 @@ def _format(args: argparse.Namespace) -> str:
         return "lines"
     try:
         return guess_format(args.input, "auto")
-    except UsageError:
+    except RecordRequestError:
         return "lines"
 
 
@@ -126,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
         return _run_records(args)
     try:
         return _run_lines(args)
-    except InputError as e:
+    except RecordError as e:
         if "--format" not in e.message:
             e.message += " (read as fingerprint lines; --format names another format: json, hash, parquet)"
         raise
@@ -294,24 +293,24 @@ def _pairs_batch(path: str, args: argparse.Namespace, limit: int, workspace: Wor
 
 def _run_verified(args: argparse.Namespace) -> int:
     """``--jaccard``: the verified pairs of records, as a TSV."""
-    opts = verified.settings(args)
+    opts = similar_pairs.settings(args)
     limit = memory_limit(args)
     with Workspace(args.workdir, args.output) as workspace, Outputs() as outs:
-        path = verified.input_path(args, workspace)
+        path = similar_pairs.input_path(args, workspace)
         with open_source(args, path=path, shingling=None) as source:
-            verified.check_format(source)
+            similar_pairs.check_format(source)
             out = outs.open(args.output)
-            with verified.gathered(args, opts, source, path, limit, workspace, "find-all", limit // 256) as (
+            with similar_pairs.gathered(args, opts, source, path, limit, workspace, "find-all", limit // 256) as (
                 records,
                 ids,
                 progress,
             ):
                 lower, higher, sims = _verified_pairs(records, args)
-                out.write(f"id_a\tid_b\t{verified.similarity_column(args)}\n".encode("ascii"))
+                out.write(f"id_a\tid_b\t{similar_pairs.similarity_column(args)}\n".encode("ascii"))
                 step = 1 << 16
                 for lo in range(0, len(lower), step):
                     a, b = ids.text(lower[lo : lo + step].tolist()), ids.text(higher[lo : lo + step].tolist())
-                    s = verified.fmt(sims[lo : lo + step])
+                    s = similar_pairs.fmt(sims[lo : lo + step])
                     out.write("".join(f"{x}\t{y}\t{z}\n" for x, y, z in zip(a, b, s)).encode("utf-8"))
             progress.summary(
                 "find-all",
@@ -326,12 +325,12 @@ def _run_verified(args: argparse.Namespace) -> int:
     return 0
 
 
-def _verified_pairs(gathered: "verified.Gathered", args: argparse.Namespace) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
+def _verified_pairs(gathered: "similar_pairs.Gathered", args: argparse.Namespace) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
     """``(lower, higher, similarity)`` positions of the verified pairs, sorted."""
     copies = args.copies or "all"
     if gathered.corpus is not None:
         corpus = gathered.corpus
-        pairs, sims = verified.with_bars(
+        pairs, sims = similar_pairs.with_bars(
             args, "find-all", lambda bars: corpus.pairs(threads=args.threads, progress=bars, copies=copies)
         )
         _warn_copies(args, pairs, copies)

@@ -34,8 +34,8 @@ from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
+from .._records import guess_format
 from .errors import CliError, InputError, UsageError
-from .inputs import guess_format
 from .options import (
     add_distance,
     add_input,

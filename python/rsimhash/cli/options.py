@@ -6,8 +6,8 @@ import argparse
 import os
 from typing import Any, Callable, Optional
 
+from .._records import FORMATS, Source, guess_format
 from .errors import BadLines, UsageError
-from .inputs import FORMATS, Source, guess_format
 
 MAX_K = 16
 
@@ -213,7 +213,7 @@ def add_run(p: argparse.ArgumentParser, skip: bool = True) -> None:
 
 
 def memory_size(text: str) -> int:
-    from ..batch import parse_memory
+    from .._memory import parse_memory
 
     try:
         return parse_memory(text)
@@ -246,7 +246,7 @@ def add_memory(p: argparse.ArgumentParser) -> None:
 
 def memory_limit(args: argparse.Namespace) -> int:
     """``--memory-limit`` in bytes, or 60 % of the memory available now."""
-    from ..batch._sources import memory_limit as default
+    from .._memory import memory_limit as default
 
     return default(args.memory_limit)
 

@@ -15,7 +15,7 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
-from .inputs import Chunk
+from .._records import Chunk
 
 
 def fingerprints_of(chunk: Chunk, mode: str, width: Optional[int], threads: Optional[int]) -> np.ndarray:

@@ -32,9 +32,9 @@ from typing import Any, Iterator, List, Optional
 
 import numpy as np
 
-from . import verified
+from .._records import Chunk
+from . import similar_pairs
 from .errors import CliError, InputError, UsageError
-from .inputs import Chunk
 from .options import add_distance, add_input, add_run, add_text, open_source, positive_int
 from .outputs import Outputs
 from .pipeline import fingerprints_of, prefetch
@@ -73,7 +73,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", "-o", metavar="FILE", required=True, help="the HTML page; - writes stdout")
     add_text(p)
     add_distance(p, what="near-duplicates (the run's)")
-    verified.add_arguments(p, "the run was verified")
+    similar_pairs.add_arguments(p, "the run was verified")
     p.add_argument(
         "--sample",
         type=positive_int,
@@ -146,7 +146,7 @@ def write(
     from .._report import found as outputs
 
     if args.jaccard is not None:
-        verified.settings(args)
+        similar_pairs.settings(args)
     try:
         found = outputs.read(found_path, kind)
     except OutputFormatError as e:
@@ -177,7 +177,7 @@ def write(
 
 
 def _format(args: argparse.Namespace) -> str:
-    from .inputs import guess_format
+    from .._records import guess_format
 
     return guess_format(args.input, getattr(args, "format", "auto"))
 

@@ -39,8 +39,8 @@ from typing import Any, Callable, Dict, List, Optional, Set
 import numpy as np
 
 from .._files import create_fresh
+from .._records import Chunk
 from .errors import InputError, UsageError
-from .inputs import Chunk
 from .outputs import Output, sync_files
 from .shards import Shards
 

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional,
 
 import numpy as np
 
+from .._records import Chunk, RecordRequestError, Source, guess_format
 from .errors import BadLines, InputError, UsageError
-from .inputs import Chunk, Source, guess_format
 
 if TYPE_CHECKING:  # Python 3.10 has it in typing
     from typing_extensions import TypeGuard
@@ -85,7 +85,7 @@ def _format_of(name: str, fmt: str, lenient: bool) -> Optional[str]:
         return fmt
     try:
         return guess_format(name, "auto")
-    except UsageError:
+    except RecordRequestError:
         if lenient:
             return None
         raise

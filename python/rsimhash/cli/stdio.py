@@ -10,43 +10,21 @@ traceback, and never reads or writes whatever file took the descriptor.
 
 from __future__ import annotations
 
-import io
-import os
 import sys
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
+from .._records import stdin as _stdin
+from .._records.errors import RecordRequestError
+from .._records.stdin import is_open as _is_open
 from .errors import UsageError
-
-
-def _is_open(stream: Any) -> bool:
-    """Whether ``stream`` is there to use: Python sets a stream closed at
-    start to ``None``; a stream the caller put in its place (a test's
-    ``io.StringIO``, which has no descriptor) is used as it is."""
-    if stream is None or getattr(stream, "closed", False):
-        return False
-    try:
-        os.fstat(stream.fileno())
-    except io.UnsupportedOperation:
-        return True  # an in-memory stream
-    except (AttributeError, ValueError, OSError):
-        return False
-    return True
 
 
 def stdin_fd(flag: str = "--input") -> int:
     """Standard input's descriptor, checked to be open; else a ``UsageError``."""
-    if not _is_open(sys.stdin):
-        raise UsageError(f"{flag} - reads standard input, which is closed; give a file instead")
     try:
-        return sys.stdin.fileno()
-    except io.UnsupportedOperation:  # replaced by an in-memory stream
-        raise UsageError(f"{flag} - reads standard input's descriptor, which sys.stdin lacks; give a file instead") from None
-
-
-def stdin_binary(flag: str = "--input") -> BinaryIO:
-    """Standard input's binary stream, checked to be open."""
-    stdin_fd(flag)
-    return sys.stdin.buffer
+        return _stdin.stdin_fd(flag)
+    except RecordRequestError as e:
+        raise UsageError(str(e)) from None
 
 
 def stdout_binary(flag: str = "--output", what: str = "") -> BinaryIO:

@@ -38,10 +38,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from .._records import guess_format
+from . import similar_pairs
 from . import tune_stats as st
-from . import verified
 from .errors import UsageError
-from .inputs import guess_format
 from .options import MAX_K, add_run, bad_lines_part, distance, open_source, positive_int, thread_count, width_count
 from .outputs import Outputs
 from .progress import Progress, count
@@ -110,7 +110,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--jaccard",
-        type=verified.threshold,
+        type=similar_pairs.threshold,
         metavar="T",
         default=0.9,
         help="least Jaccard similarity of the shingle sets of a true pair, in (0, 1]. Default: %(default)s",

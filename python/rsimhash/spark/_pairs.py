@@ -27,35 +27,22 @@ import numpy as np
 
 # Values one task compares pair by pair at most (a part of a large group).
 MAX_GROUP = 4096
-# Relative costs in the design's choice: a shuffled row against one
-# comparison of two values in the core (about 1 us against 2 ns).
-ROW_COST, PAIR_COST = 1.0, 0.002
-
-
-def block_sizes(blocks: int) -> List[int]:
-    """The sizes of the blocks 64 bits are cut into (the core's rule)."""
-    return [64 // blocks + (i < 64 % blocks) for i in range(blocks)]
 
 
 def choose_blocks(n: int, k: int, tables: Optional[int] = None) -> int:
-    """Blocks of the single-level design for ``n`` distinct values: with
-    ``tables`` the design with that many tables, else the one with the least
-    shuffled rows plus expected comparisons."""
-    if tables is not None:
-        fits = [b for b in range(k + 1, 65) if math.comb(b, k) == tables]
-        if not fits:
-            options = ", ".join(str(math.comb(b, k)) for b in range(k + 1, min(64, k + 7) + 1))
-            raise ValueError(f"no design for k={k} has {tables} tables; choose one of {options}, ...")
-        return fits[0]
-    best: Optional[Tuple[float, int]] = None
-    for b in range(k + 1, min(64, k + 9) + 1):
-        t = math.comb(b, k)
-        prefix = sum(sorted(block_sizes(b), reverse=True)[: b - k])
-        cost = n * t * ROW_COST + t * (n * n / 2.0 ** (prefix + 1)) * PAIR_COST
-        if best is None or cost < best[0]:
-            best = (cost, b)
-    assert best is not None
-    return best[1]
+    """Blocks of the single-level design for ``n`` distinct values (``k``
+    from 0 to 16), as the core chooses them (``distributed::shuffle_blocks``):
+    with ``tables`` the design with that many tables, else the one with the
+    least shuffled rows plus expected comparisons."""
+    from .._rsimhash import ShuffleTables
+
+    # A count no u64 holds is no design's (every design has at least one table).
+    asked = None if tables is None else (tables if 0 <= tables < 1 << 64 else 0)
+    blocks = ShuffleTables.choose_blocks(min(max(n, 0), (1 << 64) - 1), k, asked)
+    if blocks is None:
+        options = ", ".join(str(math.comb(b, k)) for b in range(k + 1, min(64, k + 7) + 1))
+        raise ValueError(f"no design for k={k} has {tables} tables; choose one of {options}, ...")
+    return int(blocks)
 
 
 def fingerprint_pairs(values: Any, k: int, blocks: int, max_group: int, *, forest: bool = False) -> Any:

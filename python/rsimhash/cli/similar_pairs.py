@@ -10,7 +10,7 @@ recommends.
 In memory, one pass: ``find-all`` and ``cluster`` gather every record's
 fingerprint and set (about 8 bytes a distinct shingle, 1.5 times the text
 or so), ``dedup`` only the kept records' sets. When that would not fit
-``--memory-limit``, two passes (``rsimhash.batch._similar``): candidate
+``--memory-limit``, two passes (``rsimhash._similar_passes``): candidate
 fingerprints to a spill file and candidate pairs by the batch engine, then
 the records again, each candidate checked when its later record comes.
 Both give the same output.
@@ -26,8 +26,8 @@ from typing import Any, Iterator, List, Optional, Tuple
 
 import numpy as np
 
+from .._records import Chunk, Source
 from .errors import UsageError
-from .inputs import Chunk, Source
 from .options import open_source
 from .pipeline import prefetch
 from .progress import Progress
@@ -98,7 +98,7 @@ def add_arguments(p: argparse.ArgumentParser, what: str) -> None:
 
 def settings(args: argparse.Namespace) -> Any:
     """The checked settings of ``--jaccard``, or a ``UsageError``."""
-    from ..batch._similar import Settings
+    from .._similar_passes import Settings
 
     if args.distance != 3 or getattr(args, "blocks", None) is not None:
         raise UsageError(
@@ -126,7 +126,7 @@ def text_bytes(source: Source) -> int:
 def pieces(chunk: Chunk) -> Any:
     """A chunk's texts as the core takes them."""
     from .. import _texts
-    from ..batch._similar import core_piece
+    from .._similar_passes import core_piece
 
     return [core_piece(p) for p in _texts.pieces(chunk.texts)]
 
@@ -138,7 +138,7 @@ class SecondPass:
     matched, dropped_similarity)``."""
 
     def __init__(self, args: argparse.Namespace, opts: Any, workspace: Workspace, path: str, limit: int, full_rows: bool):
-        from ..batch._similar import TwoPass
+        from .._similar_passes import TwoPass
 
         self.args, self.workspace, self.path, self.limit, self.full_rows = args, workspace, path, limit, full_rows
         self.two = TwoPass(opts, workspace.path, threads=args.threads)
@@ -198,7 +198,7 @@ def fmt(values: np.ndarray) -> List[str]:
 
 def with_bars(args: argparse.Namespace, desc: str, job: Any) -> Any:
     """``job(bars)`` with a progress bar of the core's (none with --quiet)."""
-    from ..batch._outputs import Bars
+    from .._progress import Bars
 
     bars = Bars(False if args.quiet else None, desc)
     try:

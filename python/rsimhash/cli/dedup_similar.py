@@ -1,6 +1,6 @@
 """``rsimhash dedup --jaccard T``: the input minus every record whose shingle
 set is at least T alike (``--measure``) the set of a record kept before it,
-checked exactly for each candidate pair of fingerprints (``verified.py``).
+checked exactly for each candidate pair of fingerprints (``similar_pairs.py``).
 
 In memory, one pass: the records go through ``OnlineDedup`` a chunk at a
 time, which holds the kept records' sets only. When those could outgrow
@@ -21,9 +21,9 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
-from . import verified
+from .._records import Chunk, Source
+from . import similar_pairs
 from .dedup_writer import Kept, kept_writer, removed_header, shard_names, shards_done, summary, write_removed
-from .inputs import Chunk, Source
 from .outputs import Output
 from .progress import Progress
 from .spill import Ids, Workspace, engine_part
@@ -40,11 +40,11 @@ def run(
     workspace: Workspace,
     path: str,
 ) -> int:
-    opts = verified.settings(args)
-    verified.check_format(source)
+    opts = similar_pairs.settings(args)
+    similar_pairs.check_format(source)
     if removed is not None:
-        removed.write(removed_header(verified.similarity_column(args), hasattr(source, "shard_of")))
-    fits = path == "-" or first is None or verified.text_bytes(source) * verified.SET_BYTES_PER_TEXT_BYTE <= limit
+        removed.write(removed_header(similar_pairs.similarity_column(args), hasattr(source, "shard_of")))
+    fits = path == "-" or first is None or similar_pairs.text_bytes(source) * similar_pairs.SET_BYTES_PER_TEXT_BYTE <= limit
     if fits and path == args.input:
         return _in_memory(args, opts, source, chunks, out, removed)
     return _two_pass(args, opts, source, chunks, out, removed, limit, workspace, path)
@@ -55,7 +55,7 @@ def _in_memory(
 ) -> int:
     from .. import _rsimhash
 
-    online = _rsimhash.OnlineDedup(opts.threshold, **verified.core_settings(opts))
+    online = _rsimhash.OnlineDedup(opts.threshold, **similar_pairs.core_settings(opts))
     writer = kept_writer(out, lambda: source)
     kept = Kept(fingerprints=False) if removed is not None else None
     progress = Progress("dedup", source.total, args.quiet)
@@ -81,7 +81,7 @@ def _in_memory_chunks(
 ) -> int:
     position = n_removed = 0
     for chunk in chunks:
-        answers = [online.add(piece, threads=args.threads) for piece in verified.pieces(chunk)]
+        answers = [online.add(piece, threads=args.threads) for piece in similar_pairs.pieces(chunk)]
         keep = np.concatenate([a[0] for a in answers]) if answers else np.zeros(0, bool)
         writer.write(chunk, keep)
         if kept is not None and removed is not None:
@@ -90,7 +90,7 @@ def _in_memory_chunks(
             gone = np.flatnonzero(~keep)
             if len(gone):
                 matched = np.concatenate([a[1] for a in answers])[gone]
-                sims = verified.fmt(np.concatenate([a[2] for a in answers])[gone])
+                sims = similar_pairs.fmt(np.concatenate([a[2] for a in answers])[gone])
                 shards = shard_names(source, np.full(len(gone), chunk.shard), matched)
                 write_removed(removed, [chunk.ids[j] for j in gone.tolist()], kept.ids_at(kept.find(matched)), sims, shards)
         n_removed += len(keep) - int(np.count_nonzero(keep))
@@ -111,7 +111,7 @@ def _two_pass(
     path: str,
 ) -> int:
     progress = Progress("dedup", source.total, args.quiet)
-    second = verified.SecondPass(args, opts, workspace, path, limit, full_rows=True)
+    second = similar_pairs.SecondPass(args, opts, workspace, path, limit, full_rows=True)
     ids = Ids(0, workspace) if removed is not None else None
     writer: Any = None
     try:
@@ -132,7 +132,7 @@ def _two_pass(
             writer.write(chunk, keep)
             if ids is not None and removed is not None and len(dropped):
                 shards = shard_names(second.source, np.full(len(dropped), chunk.shard), matched)
-                write_removed(removed, ids.text(dropped.tolist()), ids.text(matched.tolist()), verified.fmt(sims), shards)
+                write_removed(removed, ids.text(dropped.tolist()), ids.text(matched.tolist()), similar_pairs.fmt(sims), shards)
             n_removed += len(dropped)
             position += len(chunk)
             if second.source is not None:

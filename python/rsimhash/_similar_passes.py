@@ -29,9 +29,9 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from .. import _files
-from .. import _rsimhash as _core
-from .._texts import ArrowBuffers
+from . import _files
+from . import _rsimhash as _core
+from ._texts import ArrowBuffers
 
 Candidates = Tuple[str, Optional[int], int]
 
@@ -45,7 +45,7 @@ class Settings:
     """Checked settings of verified near-duplicates."""
 
     def __init__(self, threshold: Any, *, measure: str, shingles: str, width: Optional[int], candidates: Any):
-        from ..similar import _threshold, candidates_arg, check_shingles
+        from .similar import _threshold, candidates_arg, check_shingles
 
         check_shingles(shingles)
         self.threshold = _threshold(threshold)
