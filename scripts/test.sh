@@ -54,7 +54,7 @@ step "portable paths: RSIMHASH_PORTABLE=1 runs the code non-x86 builds run (Rust
 RSIMHASH_PORTABLE=1 cargo test --locked --profile test-opt --lib
 # Half the examples, and not the two long state machines (index bookkeeping:
 # merges, rebuilds, removals, the same code on both paths; the full pass runs them).
-RSIMHASH_PORTABLE=1 RSIMHASH_TEST_EXAMPLES=0.5 "$py" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile tests/test_portable.py tests/test_spec_vectors.py \
+RSIMHASH_PORTABLE=1 RSIMHASH_TEST_EXAMPLES=0.5 "$py" -m pytest -q -p no:cacheprovider -n 2 --dist load tests/test_portable.py tests/test_spec_vectors.py \
     tests/test_fingerprint_properties.py tests/test_index_properties.py -k "not state_machine_long"
 
 step "stubs match the compiled module"

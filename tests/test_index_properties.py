@@ -991,28 +991,6 @@ IndexRunsMachine.TestCase.settings = settings(
 test_index_runs_state_machine = IndexRunsMachine.TestCase
 
 
-class IndexRunsMachineLong(IndexRunsMachine):
-    pass
-
-
-IndexRunsMachineLong.TestCase.settings = settings(
-    max_examples=examples(25), stateful_step_count=40, deadline=None, suppress_health_check=_HC
-)
-test_index_runs_state_machine_long = pytest.mark.slow(IndexRunsMachineLong.TestCase)
-
-
-class IndexMachineLong(IndexMachine):
-    pass
-
-
-# 120 sequences of 50 steps: about 6,000 operations, each checked against
-# the model (300 x 60 took over six minutes of CI time on two cores).
-IndexMachineLong.TestCase.settings = settings(
-    max_examples=examples(120), stateful_step_count=50, deadline=None, suppress_health_check=_HC
-)
-test_index_state_machine_long = pytest.mark.slow(IndexMachineLong.TestCase)
-
-
 # ---------------------------------------------------------------------------
 # Bulk: many small batches (crosses any online-buffer / merge threshold)
 # ---------------------------------------------------------------------------
