@@ -133,6 +133,23 @@ def test_decimal_lines_read_like_the_reference(tmp_path_factory, lines, final_ne
 
 
 @settings(max_examples=examples(60), deadline=None)
+@given(lines=decimal_lines(), final_newline=st.booleans(), chunk_bytes=st.sampled_from([1, 7, 64, 1 << 20]))
+def test_decimal_values_alone_read_like_chunks(tmp_path_factory, lines, final_newline, chunk_bytes):
+    """``Source(values_only=True).values()`` (plain blocks as arrays, any
+    other block as chunks) gives the records' hashes, the bad lines' errors
+    and the counts that ``chunks()`` gives."""
+    path = tmp_path_factory.mktemp("h") / "h.txt"
+    path.write_bytes(b"\n".join(lines) + (b"\n" if final_newline and lines else b""))
+    want = read(path, "lines", "core", chunk_bytes=chunk_bytes)
+    bad = Collect()
+    with Source(str(path), "lines", bad=bad, chunk_bytes=chunk_bytes, need_ids=False, values_only=True) as source:
+        got = [v for fps in source.values() for v in np.asarray(fps, dtype=np.uint64).tolist()]
+        assert source.records == len(want["records"]) and source.nbytes == path.stat().st_size
+    assert got == [r[2] for r in want["records"]]
+    assert bad.messages == want["bad"]
+
+
+@settings(max_examples=examples(60), deadline=None)
 @given(lines=tsv_lines(), final_newline=st.booleans(), chunk_bytes=st.sampled_from([1, 9, 64, 1 << 20]))
 def test_hash_tsv_read_like_the_reference(tmp_path_factory, lines, final_newline, chunk_bytes):
     path = tmp_path_factory.mktemp("h") / "h.tsv"
@@ -190,6 +207,27 @@ def test_find_all_pairs_are_batch_find_all_s(tmp_path):
     assert got == sorted(want)
 
 
+def test_find_all_bad_line_between_plain_blocks(tmp_path):
+    """A bad line deep in a large decimal file (blocks before and after it
+    read for their values alone): an error naming its line, or with
+    --skip-bad-lines the pairs of the file without it."""
+    rng = np.random.default_rng(3)
+    fps = rng.integers(0, U64_MAX, size=30_000, dtype=np.uint64, endpoint=True)
+    fps[1::2] = fps[::2] ^ np.uint64(5)  # a pair at distance 2 each
+    lines = [str(v) for v in fps.tolist()]
+    good = tmp_path / "good.txt"
+    good.write_text("\n".join(lines) + "\n")
+    bad = tmp_path / "bad.txt"
+    bad.write_text("\n".join(lines[:20_000] + ["12x"] + lines[20_000:]) + "\n")
+    args = ("-k", "3", "--chunk-mb", "0.05")
+    assert_one_error(run_cli("find-all", "--input", bad, *args), 1, f"{bad}:20001:", "is not a decimal integer")
+    ok(run_cli("find-all", "--input", good, "--output", tmp_path / "a", *args))
+    proc = ok(run_cli("find-all", "--input", bad, "--output", tmp_path / "b", "--skip-bad-lines", *args))
+    assert (tmp_path / "a").read_bytes() == (tmp_path / "b").read_bytes()
+    assert len((tmp_path / "a").read_text().splitlines()) == 15_000
+    assert "30,000 fingerprints read" in stderr_lines(proc)[-1] and "1 bad line skipped" in stderr_lines(proc)[-1]
+
+
 def test_header_in_a_lines_file_on_the_command_line(tmp_path):
     path = tmp_path / "h.txt"
     path.write_bytes(b"hash\n12\n")
@@ -199,11 +237,33 @@ def test_header_in_a_lines_file_on_the_command_line(tmp_path):
 
 
 @settings(deadline=None)
-@given(st.lists(st.integers(0, 40), max_size=200))
-def test_find_all_distinct_values_and_copies_are_numpys(xs):
-    from rsimhash.cli.find_all import _distinct
+@given(
+    st.lists(st.one_of(st.integers(0, 40), st.sampled_from([0, 2**63, 2**64 - 2, 2**64 - 1])), max_size=200),
+    st.integers(0, 200),
+)
+def test_find_all_distinct_values_and_copies_are_numpys(xs, cut):
+    """The core's distinct values of the parts find-all read, as np.unique says."""
+    from rsimhash import _rsimhash
 
     fps = np.array(xs, dtype=np.uint64)
     values, counts = np.unique(fps, return_counts=True)
-    got, twice = _distinct(fps.copy())
+    got, twice = _rsimhash.distinct_values([fps[:cut], fps[cut:]])
+    assert got.dtype == twice.dtype == np.uint64
     assert got.tolist() == values.tolist() and twice.tolist() == values[counts > 1].tolist()
+
+
+def test_distinct_values_on_copies_and_bad_parts():
+    """10^5 copies of one value among 2 x 10^6 (the core's parallel sort),
+    and parts that are not uint64 arrays as clear errors."""
+    from rsimhash import _rsimhash
+
+    rng = np.random.default_rng(5)
+    fps = rng.integers(0, 2**64 - 1, size=2_000_000, dtype=np.uint64, endpoint=True)
+    fps[rng.choice(len(fps), size=100_000, replace=False)] = 12345
+    values, counts = np.unique(fps, return_counts=True)
+    got, twice = _rsimhash.distinct_values([fps[:7], fps[7:]])
+    assert np.array_equal(got, values) and np.array_equal(twice, values[counts > 1])
+    with pytest.raises((TypeError, ValueError)):
+        _rsimhash.distinct_values([np.arange(4, dtype=np.uint64)[::2]])
+    with pytest.raises((TypeError, ValueError)):
+        _rsimhash.distinct_values(["not an array"])

@@ -17,6 +17,7 @@ __all__ = [
     "Index",
     "JsonLines",
     "RecordChunk",
+    "RecordValues",
     "SPEC_VERSION",
     "ShuffleTables",
     "UNICODE_VERSION",
@@ -37,6 +38,7 @@ __all__ = [
     "batch_design",
     "batch_check_ids",
     "batch_candidates",
+    "distinct_values",
     "SimilarCorpus",
     "StreamVerifier",
     "OnlineDedup",
@@ -216,6 +218,12 @@ def batch_candidates(
     """Every pair within ``k`` as candidates of a pass in order: ``pairs_out`` gets
     ``higher << 32 | lower`` ascending (``uint64`` npy), ``last_out`` each item's last
     later partner (``uint32`` npy); returns the count."""
+
+def distinct_values(
+    parts: Sequence[npt.NDArray[np.uint64]], *, threads: Union[int, None] = None
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+    """``(values, repeated)``: the distinct values of ``parts`` (as one array), ascending, and
+    those given more than once; sorted in the core without the GIL."""
 
 # Texts: a sequence of str, or ``(offsets, data)`` of an Arrow string column.
 _Texts = Any
@@ -802,6 +810,8 @@ class JsonLines:
     ``id``, and ``hash``) reads a fingerprint file instead: each chunk's ``fingerprints`` are the hashes read.
 
     Iterating gives ``RecordChunk`` objects and, when the input stops early, one last ``(line, compression, error)`` tuple.
+    With ``values_only`` (``format="lines"``), a block whose every line is a number or blank comes as a
+    ``RecordValues`` instead, without per-line entries.
     """
 
     def __new__(
@@ -816,12 +826,31 @@ class JsonLines:
         chunk_bytes: Union[int, None] = None,
         format: str = "json",
         max_record_bytes: Union[int, None] = None,
+        values_only: bool = False,
     ) -> "JsonLines": ...
     @property
     def compression(self) -> str: ...
     def close(self) -> None: ...
     def __iter__(self) -> "JsonLines": ...
-    def __next__(self) -> Union["RecordChunk", tuple[int, str, str]]: ...
+    def __next__(self) -> Union["RecordChunk", "RecordValues", tuple[int, str, str]]: ...
+
+@final
+class RecordValues:
+    """A block of a ``lines`` file read for its values alone (``JsonLines(values_only=True)``)."""
+
+    def __len__(self) -> int: ...
+    @property
+    def fingerprints(self) -> npt.NDArray[np.uint64]:
+        """The block's values, in input order."""
+    @property
+    def nbytes(self) -> int:
+        """Bytes of (decompressed) input the block covers."""
+    @property
+    def consumed(self) -> int:
+        """The file's bytes read when the block was cut (compressed, when it is)."""
+    @property
+    def line_count(self) -> int:
+        """Lines the block covers, blank ones included."""
 
 @final
 class RecordChunk:

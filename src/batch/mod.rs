@@ -21,6 +21,7 @@ mod against;
 mod answer;
 mod budget;
 mod dense;
+pub mod distinct;
 mod ids;
 mod kernel;
 pub mod npy;
@@ -39,6 +40,7 @@ pub use crate::cluster::Dedup;
 pub use crate::job::{Control, Copies, Progress};
 pub use against::{dedup_against, find_all_against, DedupAgainst};
 pub use budget::{choose_design, ITEM_BYTES};
+pub use distinct::{distinct, Distinct};
 pub use ids::check_distinct;
 pub use source::{NpyFiles, Source};
 

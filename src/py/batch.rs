@@ -29,6 +29,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(batch_clusters, m)?)?;
     m.add_function(wrap_pyfunction!(batch_design, m)?)?;
     m.add_function(wrap_pyfunction!(batch_candidates, m)?)?;
+    m.add_function(wrap_pyfunction!(distinct_values, m)?)?;
     Ok(())
 }
 
@@ -344,6 +345,21 @@ fn batch_clusters<'py>(py: Python<'py>, source: &Bound<'py, PyAny>, method: &str
     let opts = &s.opts;
     let (members, starts) = run(py, s.threads, s.progress, |c| batch::clusters(&open(&values)?, method, min_size as usize, opts, c))?;
     Ok((PyArray1::from_vec(py, members), PyArray1::from_vec(py, starts)))
+}
+
+type TwoArrays<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>);
+
+/// `(values, repeated)`: the distinct values of the uint64 arrays `parts`
+/// (as one), ascending, and those given more than once (see
+/// [`batch::distinct`]); the arrays are read in place, without the GIL.
+#[pyfunction]
+#[pyo3(signature = (parts, *, threads = None))]
+fn distinct_values<'py>(py: Python<'py>, parts: Vec<Bound<'py, PyAny>>, threads: Option<Int>) -> PyResult<TwoArrays<'py>> {
+    let threads = threads_arg(threads.as_ref())?;
+    let held = parts.iter().map(|p| Ok(u64_array(p, "parts")?.readonly())).collect::<PyResult<Vec<_>>>()?;
+    let slices = held.iter().map(|a| a.as_slice().map_err(|_| PyValueError::new_err("parts must be contiguous arrays"))).collect::<PyResult<Vec<&[u64]>>>()?;
+    let found = super::detach::run(py, threads, || Ok(batch::distinct(&slices)))?;
+    Ok((PyArray1::from_vec(py, found.values), PyArray1::from_vec(py, found.repeated)))
 }
 
 /// The design a job would use for `n` items: `(tables, description)`.

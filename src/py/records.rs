@@ -19,6 +19,7 @@ use crate::records::{Fields, HashFormat, Id, Item, JsonLinesReader, ReaderOption
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyJsonLines>()?;
     m.add_class::<PyRecordChunk>()?;
+    m.add_class::<PyRecordValues>()?;
     Ok(())
 }
 
@@ -47,8 +48,10 @@ impl PyJsonLines {
     /// it is parsed; `id_field=None` skips ids. `format="lines"` or `"hash"`
     /// reads a fingerprint file instead (`RecordChunk.fingerprints` are the
     /// hashes read; a TSV's ids are its `id_field` column, default `id`).
+    /// With `values_only` (format `"lines"`), a block whose every line is a
+    /// number or blank comes as a `RecordValues`, without per-line entries.
     #[new]
-    #[pyo3(signature = (source, *, text_field, id_field=None, mode=None, width=None, threads=None, chunk_bytes=None, format="json", max_record_bytes=None))]
+    #[pyo3(signature = (source, *, text_field, id_field=None, mode=None, width=None, threads=None, chunk_bytes=None, format="json", max_record_bytes=None, values_only=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         source: &Bound<'_, PyAny>,
@@ -60,6 +63,7 @@ impl PyJsonLines {
         chunk_bytes: Option<Int>,
         format: &str,
         max_record_bytes: Option<Int>,
+        values_only: bool,
     ) -> PyResult<Self> {
         let shingling = mode.map(|m| shingling(m, width)).transpose()?;
         let fields = Fields { text: text_field, id: id_field };
@@ -76,7 +80,7 @@ impl PyJsonLines {
             other => return Err(PyValueError::new_err(format!("format must be \"json\", \"hash\" or \"lines\", got {other:?}"))),
         };
         let texts = hashes.is_none();
-        let options = ReaderOptions { fields: fields.clone(), shingling, threads, block_bytes: chunk_bytes, hashes, max_line_bytes };
+        let options = ReaderOptions { fields: fields.clone(), shingling, threads, block_bytes: chunk_bytes, hashes, max_line_bytes, values_only };
         let reader = JsonLinesReader::new(file, &name, options)?;
         Ok(PyJsonLines {
             compression: reader.compression.name(),
@@ -121,7 +125,7 @@ impl PyJsonLines {
                 Err(()) => py.check_signals()?,
             }
         };
-        let done = !matches!(item, Some(Ok(Item::Chunk(_))));
+        let done = !matches!(item, Some(Ok(Item::Chunk(_) | Item::Values { .. })));
         if done {
             *slot = None;
         }
@@ -131,6 +135,11 @@ impl PyJsonLines {
             Some(Ok(Item::Chunk(chunk))) => {
                 let chunk = PyRecordChunk { chunk, fields: Arc::clone(&self.fields), texts: self.texts };
                 Ok(Some(Py::new(py, chunk)?.into_any()))
+            }
+            Some(Ok(Item::Values { fingerprints, lines, nbytes, consumed })) => {
+                let count = fingerprints.len();
+                let fingerprints = PyArray1::from_vec(py, fingerprints).unbind(); // the vector itself, no copy
+                Ok(Some(Py::new(py, PyRecordValues { fingerprints, count, lines, nbytes, consumed })?.into_any()))
             }
             Some(Ok(Item::Failed { failure, line })) => {
                 let failed = (line, failure.compression.name(), failure.error.to_string());
@@ -161,6 +170,47 @@ fn open(source: &Bound<'_, PyAny>) -> PyResult<(File, String)> {
         return Ok((from_fd(fd), format!("file descriptor {fd}")));
     }
     Err(PyValueError::new_err("source must be a path (or, on Unix, a file descriptor)"))
+}
+
+/// A block of a `lines` file read for its values alone (`values_only`).
+#[pyclass(name = "RecordValues", module = "rsimhash._rsimhash", frozen)]
+pub(crate) struct PyRecordValues {
+    fingerprints: Py<PyArray1<u64>>,
+    count: usize,
+    lines: u64,
+    nbytes: usize,
+    consumed: u64,
+}
+
+#[pymethods]
+impl PyRecordValues {
+    fn __len__(&self) -> usize {
+        self.count
+    }
+
+    /// The block's values (uint64), in input order.
+    #[getter]
+    fn fingerprints(&self, py: Python<'_>) -> Py<PyArray1<u64>> {
+        self.fingerprints.clone_ref(py)
+    }
+
+    /// Bytes of (decompressed) input the block covers.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.nbytes
+    }
+
+    /// The file's bytes read when the block was cut (compressed, when it is).
+    #[getter]
+    fn consumed(&self) -> u64 {
+        self.consumed
+    }
+
+    /// Lines the block covers, blank ones included.
+    #[getter]
+    fn line_count(&self) -> u64 {
+        self.lines
+    }
 }
 
 /// An Arrow large-string column's buffers: offsets and bytes.

@@ -45,7 +45,21 @@ pub fn parse_u64(field: &[u8]) -> Option<u64> {
     if digits.is_empty() {
         return None;
     }
-    digits.iter().try_fold(0u64, |v, &b| {
+    // Nineteen digits never overflow (10^19 - 1 < 2^64): they are summed
+    // unchecked, and only the digits past them (a 20-digit value, or
+    // leading zeros) pay for overflow checks.
+    let (head, tail) = digits.split_at(digits.len().min(19));
+    let mut v = 0u64;
+    let mut bad = false;
+    for &b in head {
+        let d = b.wrapping_sub(b'0');
+        bad |= d > 9;
+        v = v * 10 + u64::from(d);
+    }
+    if bad {
+        return None;
+    }
+    tail.iter().try_fold(v, |v, &b| {
         let d = b.wrapping_sub(b'0');
         if d > 9 {
             return None;
@@ -195,6 +209,51 @@ fn lines_block(data: Vec<u8>, final_newline: bool, spans: &[(usize, usize)], fir
     RecordChunk::from_parts(data, final_newline, entries, Some(fingerprints), None, spans.len() as u64, consumed, spare)
 }
 
+/// A `lines` block's values alone, for a consumer that never names a line
+/// (`find-all` on a fingerprint file): `(values, lines)`, the lines counted
+/// as [`parse_block`] counts them. None when any line is neither a number
+/// nor blank: [`parse_block`] then reads the block, so that the reference
+/// reader words the error. Pieces of the block, cut at line ends, are read
+/// side by side, with no per-line bookkeeping.
+pub fn lines_values(data: &[u8]) -> Option<(Vec<u64>, u64)> {
+    const PIECE: usize = 256 << 10;
+    let mut pieces = Vec::with_capacity(data.len() / PIECE + 1);
+    let mut start = 0;
+    while start < data.len() {
+        let cut = (start + PIECE).min(data.len());
+        let end = match memchr::memchr(b'\n', &data[cut..]) {
+            Some(i) if cut < data.len() => cut + i + 1,
+            _ => data.len(),
+        };
+        pieces.push(&data[start..end]);
+        start = end;
+    }
+    let parts: Vec<Option<(Vec<u64>, u64)>> = pieces
+        .par_iter()
+        .map(|piece| {
+            let mut values = Vec::with_capacity(piece.len() / 16 + 1);
+            let mut lines = 0;
+            for line in piece.split_inclusive(|&b| b == b'\n') {
+                lines += 1;
+                match parse_u64(line) {
+                    Some(v) => values.push(v),
+                    None if blank(line) => {}
+                    None => return None,
+                }
+            }
+            Some((values, lines))
+        })
+        .collect();
+    let mut values = Vec::with_capacity(parts.iter().map(|p| p.as_ref().map_or(0, |(v, _)| v.len())).sum());
+    let mut lines = 0;
+    for part in parts {
+        let (v, n) = part?;
+        values.extend_from_slice(&v);
+        lines += n;
+    }
+    Some((values, lines))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,6 +268,47 @@ mod tests {
         for bad in [&b""[..], b" ", b"+1", b"-1", b"1 2", b"0x10", b"1.0", b"\xd9\xa1", b"abc"] {
             assert_eq!(parse_u64(bad), None, "{bad:?}");
         }
+    }
+
+    /// The fast head and the checked tail meet at 19 digits.
+    #[test]
+    fn u64_at_every_length() {
+        let mut v = 0u64;
+        for n in 1..=20 {
+            v = v.wrapping_mul(10) + (n % 10);
+            let text = format!("{v}");
+            assert_eq!(parse_u64(text.as_bytes()), Some(v), "{text}");
+            assert_eq!(parse_u64(format!("000{text}").as_bytes()), Some(v));
+            assert_eq!(parse_u64(format!("{text}x").as_bytes()), None);
+            assert_eq!(parse_u64(format!("x{text}").as_bytes()), None);
+        }
+        assert_eq!(parse_u64(b"000000000000000000000000018446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_u64(b"00000000000000000000000018446744073709551616"), None);
+        assert_eq!(parse_u64(b"1844674407370955161:"), None); // ':' is '9' + 1
+    }
+
+    /// The lean reader gives what `parse_block` gives, or steps aside.
+    #[test]
+    fn lines_values_as_parse_block() {
+        let cases: [&[u8]; 7] = [b"", b"\n", b"1\n2\n\n 3 \r\n", b"5", b"1\n2", b"1\nx\n3\n", b"\x0b\n7\n"];
+        for data in cases {
+            let block = Block { data: data.to_vec(), final_newline: data.ends_with(b"\n"), consumed: 0, too_long: false };
+            let chunk = parse_block(block, 1, &mut HashFormat::Lines, None);
+            let all_records = chunk.entries.iter().all(|e| e.status == Status::Record);
+            match lines_values(data) {
+                Some((values, lines)) => {
+                    assert!(all_records, "{data:?}");
+                    assert_eq!(Some(values), chunk.fingerprints, "{data:?}");
+                    assert_eq!(lines, chunk.lines, "{data:?}");
+                }
+                None => assert!(!all_records, "{data:?}"),
+            }
+        }
+        // Many pieces: values in order, lines counted across the cuts.
+        let text: String = (0..200_000u64).map(|i| if i % 7 == 0 { "\n".to_string() } else { format!("{}\n", crate::job::mix(i)) }).collect();
+        let (values, lines) = lines_values(text.as_bytes()).unwrap();
+        let want: Vec<u64> = (0..200_000u64).filter(|i| i % 7 != 0).map(crate::job::mix).collect();
+        assert_eq!((values, lines), (want, 200_000));
     }
 
     #[test]

@@ -33,7 +33,18 @@ use crate::fingerprint::Shingling;
 #[derive(Debug)]
 pub enum Item {
     Chunk(RecordChunk),
-    Failed { failure: ReadFailure, line: u64 },
+    /// A `lines` block whose every line is a number or blank, read for its
+    /// values alone ([`ReaderOptions::values_only`]).
+    Values {
+        fingerprints: Vec<u64>,
+        lines: u64,
+        nbytes: usize,
+        consumed: u64,
+    },
+    Failed {
+        failure: ReadFailure,
+        line: u64,
+    },
 }
 
 /// How a [`JsonLinesReader`] reads.
@@ -52,6 +63,9 @@ pub struct ReaderOptions {
     /// Lines longer than this are bad lines ([`Status::TooLong`]), never
     /// held (default [`input::MAX_LINE_BYTES`], 256 MiB).
     pub max_line_bytes: usize,
+    /// A `lines` file's consumer wants the values alone: blocks of plain
+    /// numbers come as [`Item::Values`], any other as a chunk.
+    pub values_only: bool,
 }
 
 /// The chunks of one JSON-lines input, read and parsed ahead on threads of
@@ -106,22 +120,29 @@ impl JsonLinesReader {
                 let mut hashes = options.hashes.clone();
                 for block in block_rx {
                     let item = match block {
-                        Ok(block) => pool
-                            .install(|| match hashes.as_mut() {
+                        Ok(block) => pool.install(|| {
+                            if options.values_only && !block.too_long && hashes == Some(HashFormat::Lines) {
+                                if let Some((fingerprints, lines)) = hashes::lines_values(&block.data) {
+                                    next_line += lines;
+                                    let (nbytes, consumed) = (block.data.len(), block.consumed);
+                                    spare.put(block.data);
+                                    return Item::Values { fingerprints, lines, nbytes, consumed };
+                                }
+                            }
+                            let chunk = match hashes.as_mut() {
                                 Some(format) => hashes::parse_block(block, next_line, format, Some(spare.clone())),
                                 None => RecordChunk::parse(block, next_line, &options.fields, options.shingling, Some(spare.clone())),
-                            })
-                            .map(|chunk| {
-                                next_line += chunk.lines;
-                                Item::Chunk(chunk)
-                            }),
+                            };
+                            next_line += chunk.lines;
+                            Item::Chunk(chunk)
+                        }),
                         // Out of memory is not a property of the input: an error.
                         Err(failure) if failure.error.kind() == std::io::ErrorKind::OutOfMemory => {
                             Err(crate::Error::OutOfMemory { bytes: options.block_bytes as u64, what: "a block of input lines" })
                         }
                         Err(failure) => Ok(Item::Failed { failure, line: next_line }),
                     };
-                    let stop = !matches!(item, Ok(Item::Chunk(_)));
+                    let stop = !matches!(item, Ok(Item::Chunk(_) | Item::Values { .. }));
                     if chunk_tx.send(item).is_err() || stop {
                         return;
                     }

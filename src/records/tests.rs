@@ -13,6 +13,7 @@ fn options(block_bytes: usize) -> ReaderOptions {
         block_bytes,
         hashes: None,
         max_line_bytes: input::MAX_LINE_BYTES,
+        values_only: false,
     }
 }
 
@@ -54,6 +55,7 @@ fn read_all(bytes: &[u8], block_bytes: usize) -> Seen {
                     seen.push((e.line, e.status, c.fingerprints.as_ref().unwrap()[i], id, out));
                 }
             }
+            Item::Values { .. } => panic!("values without values_only"),
             Item::Failed { line, .. } => failed = Some(line),
         }
     }
@@ -223,5 +225,42 @@ proptest! {
         let got: Vec<u64> = seen.iter().map(|s| s.2).collect();
         prop_assert_eq!(got, values.clone());
         prop_assert!(seen.iter().enumerate().all(|(i, s)| s.0 == i as u64 + 1 && s.1 == Status::Record));
+    }
+
+    /// Read with `values_only`, a lines file gives the values `read_hashes`
+    /// gives its records, in order: plain blocks as values, a block with a
+    /// bad line as a chunk holding it (at its line), the lines counted across both.
+    #[test]
+    fn values_only_as_chunks(lines in prop::collection::vec(prop_oneof![
+            8 => any::<u64>().prop_map(|v| v.to_string()),
+            1 => Just(String::new()),
+            1 => Just(" 7 \r".to_string()),
+            1 => Just("x".to_string())], 0..300), block in 1usize..400) {
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let want: Vec<(u64, Status, u64)> = read_hashes(text.as_bytes(), HashFormat::Lines, block).iter().map(|s| (s.0, s.1, s.2)).collect();
+        let options = ReaderOptions { hashes: Some(HashFormat::Lines), values_only: true, ..options(block) };
+        let reader = JsonLinesReader::new(file_of(text.as_bytes()), "test", options).unwrap();
+        let (mut values, mut deferred, mut line) = (Vec::new(), Vec::new(), 1u64);
+        for item in reader {
+            match item.unwrap() {
+                Item::Values { fingerprints, lines, .. } => {
+                    values.extend(fingerprints);
+                    line += lines;
+                }
+                Item::Chunk(c) => {
+                    for (e, &f) in c.entries.iter().zip(c.fingerprints.as_ref().unwrap()) {
+                        match e.status {
+                            Status::Record => values.push(f),
+                            _ => deferred.push(e.line),
+                        }
+                    }
+                    line += c.lines;
+                }
+                Item::Failed { .. } => panic!("failed"),
+            }
+        }
+        prop_assert_eq!(values, want.iter().filter(|w| w.1 == Status::Record).map(|w| w.2).collect::<Vec<_>>());
+        prop_assert_eq!(deferred, want.iter().filter(|w| w.1 != Status::Record).map(|w| w.0).collect::<Vec<_>>());
+        prop_assert_eq!(line, lines.len() as u64 + 1);
     }
 }

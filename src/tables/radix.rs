@@ -192,45 +192,96 @@ pub(crate) fn sort_into(src: &[u64], map: impl Fn(u64) -> u64, out: &mut Vec<u64
     // partition 0..src.len(), and each value was written to the next free
     // slot of its bucket: every slot below src.len() is initialised.
     unsafe { out.set_len(src.len()) };
-    let rest = bits.min(64).saturating_sub(first);
     let mut counts = [0u32; 1 << MAX_DIGIT];
     for w in starts.windows(2) {
-        let bucket = &mut out[w[0]..w[1]];
-        let len = bucket.len();
-        let mut sorted_bits = first;
-        if rest > 0 && len >= 32 {
-            // The bucket's values share their top bits: one counting pass
-            // on the next ones, as many as leave about one value to each
-            // count (more would cost more counts than values), then the
-            // insertion pass below completes the order.
-            let digit = rest.min(usize::BITS - len.leading_zeros()).min(MAX_DIGIT);
-            let shift = 64 - first - digit;
-            let mask = (1u64 << digit) - 1;
-            if scratch.len() < len {
-                scratch.resize(len, 0);
-            }
-            let tmp = &mut scratch[..len];
-            tmp.copy_from_slice(bucket);
-            let counts = &mut counts[..1 << digit];
-            counts.fill(0);
-            for &v in tmp.iter() {
-                counts[((v >> shift) & mask) as usize] += 1;
-            }
-            let mut at = 0u32;
-            for c in counts.iter_mut() {
-                let here = *c;
-                *c = at;
-                at += here;
-            }
-            for &v in tmp.iter() {
-                let d = ((v >> shift) & mask) as usize;
-                bucket[counts[d] as usize] = v;
-                counts[d] += 1;
-            }
-            sorted_bits += digit;
-        }
-        finish_runs(bucket, sorted_bits, &|&v: &u64| v, &|a: &u64, b: &u64| a.cmp(b));
+        sort_bucket(&mut out[w[0]..w[1]], first, bits, scratch, &mut counts);
     }
+}
+
+/// Sorts `bucket`, whose values share their top `first` bits, by the next
+/// `bits - first` bits and then by insertion (see [`sort_into`]).
+#[inline]
+fn sort_bucket(bucket: &mut [u64], first: u32, bits: u32, scratch: &mut Vec<u64>, counts: &mut [u32; 1 << MAX_DIGIT]) {
+    let rest = bits.min(64).saturating_sub(first);
+    let len = bucket.len();
+    let mut sorted_bits = first;
+    if rest > 0 && len >= 32 {
+        // The bucket's values share their top bits: one counting pass
+        // on the next ones, as many as leave about one value to each
+        // count (more would cost more counts than values), then the
+        // insertion pass below completes the order.
+        let digit = rest.min(usize::BITS - len.leading_zeros()).min(MAX_DIGIT);
+        let shift = 64 - first - digit;
+        let mask = (1u64 << digit) - 1;
+        if scratch.len() < len {
+            scratch.resize(len, 0);
+        }
+        let tmp = &mut scratch[..len];
+        tmp.copy_from_slice(bucket);
+        let counts = &mut counts[..1 << digit];
+        counts.fill(0);
+        for &v in tmp.iter() {
+            counts[((v >> shift) & mask) as usize] += 1;
+        }
+        let mut at = 0u32;
+        for c in counts.iter_mut() {
+            let here = *c;
+            *c = at;
+            at += here;
+        }
+        for &v in tmp.iter() {
+            let d = ((v >> shift) & mask) as usize;
+            bucket[counts[d] as usize] = v;
+            counts[d] += 1;
+        }
+        sorted_bits += digit;
+    }
+    finish_runs(bucket, sorted_bits, &|&v: &u64| v, &|a: &u64, b: &u64| a.cmp(b));
+}
+
+/// The values of `parts`, as one array, sorted: as [`sort_into`] (one
+/// scatter by the top 11 bits straight from the parts, no concatenation
+/// first), then the buckets sorted side by side on the rayon pool.
+pub(crate) fn par_sort_parts(parts: &[&[u64]]) -> Vec<u64> {
+    use rayon::prelude::*;
+    let n: usize = parts.iter().map(|p| p.len()).sum();
+    let bits = sort_bits(n, 0);
+    let first = FIRST_BITS.min(bits);
+    let shift = 64 - first;
+    let mut starts = vec![0usize; (1 << first) + 1];
+    for part in parts {
+        for &v in part.iter() {
+            starts[(v >> shift) as usize + 1] += 1;
+        }
+    }
+    for b in 1..starts.len() {
+        starts[b] += starts[b - 1];
+    }
+    let mut out: Vec<u64> = crate::mem::vec_with_capacity(n);
+    let spare = &mut out.spare_capacity_mut()[..n];
+    let mut at = starts.clone();
+    for part in parts {
+        for &v in part.iter() {
+            let b = (v >> shift) as usize;
+            spare[at[b]].write(v);
+            at[b] += 1;
+        }
+    }
+    // SAFETY: as in `sort_into`: the buckets' slots partition 0..n and each
+    // was written once.
+    unsafe { out.set_len(n) };
+    let mut buckets = Vec::with_capacity(starts.len() - 1);
+    let mut rest = out.as_mut_slice();
+    for w in starts.windows(2) {
+        let (bucket, tail) = rest.split_at_mut(w[1] - w[0]);
+        buckets.push(bucket);
+        rest = tail;
+    }
+    buckets
+        .into_par_iter()
+        .with_min_len(16)
+        .for_each_init(|| (Vec::new(), [0u32; 1 << MAX_DIGIT]), |(scratch, counts), bucket| sort_bucket(bucket, first, bits, scratch, counts));
+    out
 }
 
 /// Below this many items one thread sorts alone.

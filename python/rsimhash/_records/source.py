@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 from typing import Any, BinaryIO, Callable, Iterator, Optional, Tuple
 
+import numpy as np
+
 from .blocks import LineBlocks, _stopped
 from .chunk import Chunk
 from .errors import RecordError, RecordRequestError, raise_bad
@@ -38,6 +40,12 @@ _EXTENSIONS = {
     ".parquet": "parquet",
     ".pq": "parquet",
 }
+
+
+def _hashes(chunk: Chunk) -> np.ndarray:
+    if chunk.hashes is None:
+        raise ValueError("values() reads fingerprint files, or texts fingerprinted as they are parsed")
+    return chunk.hashes
 
 
 def guess_format(path: str, fmt: str) -> str:
@@ -81,6 +89,7 @@ class Source(JsonRecords, FingerprintRecords, ParquetRecords, LineBlocks):
         threads: Optional[int] = None,
         engine: str = "core",
         max_record_bytes: int = MAX_RECORD_BYTES,
+        values_only: bool = False,
     ):
         self.path = path
         self.format = guess_format(path, fmt)
@@ -99,6 +108,8 @@ class Source(JsonRecords, FingerprintRecords, ParquetRecords, LineBlocks):
             raise ValueError(f"engine must be 'core' or 'python', got {engine!r}")
         self.engine = engine
         self.max_record_bytes = max_record_bytes  # longer lines are bad lines
+        # Read with values() alone: the core hands a lines file's plain blocks over as arrays
+        self.values_only = values_only and self.format == "lines" and limit is None
         self.records = 0  # records yielded so far
         self.nbytes = 0  # input bytes read so far (uncompressed)
         self.line_ids = False  # ids are line numbers (json without an id field)
@@ -158,6 +169,7 @@ class Source(JsonRecords, FingerprintRecords, ParquetRecords, LineBlocks):
                 chunk_bytes=self.chunk_bytes,
                 format=self.format,
                 max_record_bytes=self.max_record_bytes,
+                values_only=self.values_only,
             )
         except OSError as e:
             raise self._error(None, f"cannot read: {e.strerror or e}") from None
@@ -191,6 +203,8 @@ class Source(JsonRecords, FingerprintRecords, ParquetRecords, LineBlocks):
 
     def chunks(self) -> Iterator[Chunk]:
         """The input's records, in order, in chunks of bounded size."""
+        if self.values_only and self._core is not None:
+            raise ValueError("this Source was opened with values_only: read it with values()")
         if self.format == "parquet":
             it = self._parquet_chunks()
         elif self._core is not None:
@@ -216,6 +230,31 @@ class Source(JsonRecords, FingerprintRecords, ParquetRecords, LineBlocks):
             self.nbytes += item.nbytes
             self._consumed = item.consumed
             yield self._from_core(item)
+
+    def values(self) -> Iterator[np.ndarray]:
+        """The records' fingerprints alone (uint64 arrays), in order, for a
+        caller that never names a record (``find-all`` on a fingerprint
+        file). Opened with ``values_only``, a ``lines`` file's blocks of
+        plain numbers come from the core as one array each, without the
+        per-line entries ``chunks`` keeps (at 10^7 lines those cost more than
+        the parsing); a block with any other line is read as ``chunks``
+        reads it, its bad lines reported the same way."""
+        if not (self.values_only and self._core is not None):
+            for chunk in self.chunks():
+                yield _hashes(chunk)
+            return
+        from .._rsimhash import RecordValues
+
+        for item in self._core:
+            if isinstance(item, tuple):  # the input stopped early, at this line
+                line, compression, error = item
+                self.bad(self._error(line, _stopped(compression, error)))
+                return
+            self.nbytes += item.nbytes
+            self._consumed = item.consumed
+            fps = item.fingerprints if isinstance(item, RecordValues) else _hashes(self._from_core(item))
+            self.records += len(fps)
+            yield fps
 
     def _from_core(self, rc: Any) -> Chunk:
         """A chunk of the core's records, its rare lines read by the reference reader."""

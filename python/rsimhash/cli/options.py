@@ -277,6 +277,7 @@ def open_source(
     quiet_bad_lines: bool = False,
     shingling: Any = "args",
     qualify_line_ids: bool = True,
+    values_only: bool = False,
 ) -> Source:
     """The command's ``--input`` as a ``Source`` configured from its flags;
     ``path`` reads another file the same way (a copy of stdin), and
@@ -284,7 +285,8 @@ def open_source(
     JSON lines are fingerprinted as they are parsed with ``shingling``
     (mode, width): by default the command's ``--mode`` and ``--width``;
     None parses only. Sharded inputs (``shards.py``) give a ``ShardedSource``
-    (line-number ids as ``REL:LINE`` unless ``qualify_line_ids`` is false)."""
+    (line-number ids as ``REL:LINE`` unless ``qualify_line_ids`` is false).
+    ``values_only``: the command reads ``values()`` alone (see ``Source``)."""
     from .shards import ShardedSource, is_sharded
 
     if shingling == "args":
@@ -309,6 +311,7 @@ def open_source(
             max_record_bytes=max(1, int(getattr(args, "max_record_mb", 256) * (1 << 20))),
             shingling=shingling,
             threads=getattr(args, "threads", None),
+            values_only=values_only and not is_sharded(target),  # shards are read a chunk at a time
         )
 
     if is_sharded(target):

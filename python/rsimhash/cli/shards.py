@@ -314,6 +314,12 @@ class ShardedSource:
                 self._ahead.close()
                 self._ahead = None
 
+    def values(self) -> Iterator[np.ndarray]:
+        """The records' fingerprints alone, shard after shard (as ``Source.values``)."""
+        for chunk in self.chunks():
+            assert chunk.hashes is not None, "values() reads fingerprint files"
+            yield chunk.hashes
+
     def _chunks(self, ahead: Optional[Source]) -> Iterator[Chunk]:
         self._ahead = ahead
         for i, shard in enumerate(self.shards):

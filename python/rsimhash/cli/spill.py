@@ -131,9 +131,13 @@ class Fingerprints:
         except OSError as e:
             raise WorkdirError(self.workspace.path, f"cannot be written ({e.strerror or e})") from None
 
-    def finish(self) -> "np.ndarray | str":
-        """The fingerprints: an array, or the path of the complete ``.npy`` file."""
+    def finish(self, parts: bool = False) -> Any:
+        """The fingerprints: an array (with ``parts``, the list of arrays as
+        added, for a caller that reads them as one without a copy), or the
+        path of the complete ``.npy`` file."""
         if self._file is None:
+            if parts:
+                return self.parts
             return np.concatenate(self.parts) if self.parts else np.empty(0, dtype=np.uint64)
         self._file.seek(0)
         self._file.write(_header(self.count))
