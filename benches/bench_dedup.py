@@ -50,7 +50,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import corpus as corpus_mod  # noqa: E402
-from bench_fingerprint import machine_info  # noqa: E402
+from bench_fingerprint import installed_env, machine_info  # noqa: E402
 
 # dedup / fingerprints, start-up included, on JSON lines and on Parquet.
 TARGETS = {"plain": 0.6, "parquet": 0.4}
@@ -152,7 +152,7 @@ def timed(cmd: List[str]) -> Dict[str, float]:
     process's own memory as its peak."""
     wrapped = [GNU_TIME, "-f", "RSIMHASH_BENCH_MAXRSS_KB=%M", *cmd] if GNU_TIME else cmd
     t0 = time.perf_counter()
-    proc = subprocess.run(wrapped, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.run(wrapped, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=installed_env())
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[:6])} ... failed ({proc.returncode}): {proc.stderr.decode(errors='replace')}")

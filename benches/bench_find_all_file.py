@@ -36,7 +36,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from bench_fingerprint import machine_info  # noqa: E402
+from bench_fingerprint import installed_env, machine_info  # noqa: E402
 
 TARGET = 1.5
 
@@ -81,7 +81,9 @@ def main() -> int:
     for r in range(args.rounds):
         t0 = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "rsimhash.cli", "find-all", "--input", path, "--output", out, "-k", "3", "--quiet"], check=True
+            [sys.executable, "-m", "rsimhash.cli", "find-all", "--input", path, "--output", out, "-k", "3", "--quiet"],
+            check=True,
+            env=installed_env(),
         )
         runs["cli"].append(time.perf_counter() - t0)
         t0 = time.perf_counter()

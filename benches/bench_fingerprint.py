@@ -76,6 +76,16 @@ def pkg_version(mod, name: str) -> str:
         return "unknown"
 
 
+def installed_env() -> dict:
+    """The environment for timing a command as users run it: with
+    ``PYTHONDONTWRITEBYTECODE`` set (as some shells and containers set it),
+    an editable build would compile every module of the package at each
+    start, which an installed wheel (its bytecode written by pip) never does."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def machine_info(rsimhash, np) -> Dict[str, object]:
     try:
         usable = len(os.sched_getaffinity(0))
