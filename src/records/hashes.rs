@@ -209,6 +209,31 @@ fn lines_block(data: Vec<u8>, final_newline: bool, spans: &[(usize, usize)], fir
     RecordChunk::from_parts(data, final_newline, entries, Some(fingerprints), None, spans.len() as u64, consumed, spare)
 }
 
+/// The value of the line at `at` when it is 1 to 20 ASCII digits (a u64)
+/// then `\n` or the end of `data`, and where it ends; else None.
+#[inline]
+fn plain_line(data: &[u8], at: usize) -> Option<(u64, usize)> {
+    let mut v = 0u64;
+    let mut i = at;
+    // Nineteen digits never overflow; a twentieth is checked.
+    while i < data.len() && i - at < 19 {
+        let d = data[i].wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        v = v * 10 + u64::from(d);
+        i += 1;
+    }
+    if i - at == 19 && i < data.len() {
+        let d = data[i].wrapping_sub(b'0');
+        if d <= 9 {
+            v = v.checked_mul(10)?.checked_add(u64::from(d))?;
+            i += 1;
+        }
+    }
+    (i > at && (i == data.len() || data[i] == b'\n')).then_some((v, i))
+}
+
 /// A `lines` block's values alone, for a consumer that never names a line
 /// (`find-all` on a fingerprint file): `(values, lines)`, the lines counted
 /// as [`parse_block`] counts them. None when any line is neither a number
@@ -233,13 +258,25 @@ pub fn lines_values(data: &[u8]) -> Option<(Vec<u64>, u64)> {
         .map(|piece| {
             let mut values = Vec::with_capacity(piece.len() / 16 + 1);
             let mut lines = 0;
-            for line in piece.split_inclusive(|&b| b == b'\n') {
+            let mut at = 0;
+            while at < piece.len() {
                 lines += 1;
+                // The usual line, digits then its end, in one pass over its
+                // bytes; any other (spaces, a `\r`, 20 digits that overflow,
+                // leading zeros past 20 digits) is read whole as `parse_block` reads it.
+                if let Some((v, end)) = plain_line(piece, at) {
+                    values.push(v);
+                    at = end + 1;
+                    continue;
+                }
+                let end = memchr::memchr(b'\n', &piece[at..]).map_or(piece.len(), |i| at + i);
+                let line = &piece[at..end];
                 match parse_u64(line) {
                     Some(v) => values.push(v),
                     None if blank(line) => {}
                     None => return None,
                 }
+                at = end + 1;
             }
             Some((values, lines))
         })
@@ -290,7 +327,19 @@ mod tests {
     /// The lean reader gives what `parse_block` gives, or steps aside.
     #[test]
     fn lines_values_as_parse_block() {
-        let cases: [&[u8]; 7] = [b"", b"\n", b"1\n2\n\n 3 \r\n", b"5", b"1\n2", b"1\nx\n3\n", b"\x0b\n7\n"];
+        let cases: [&[u8]; 11] = [
+            b"",
+            b"\n",
+            b"1\n2\n\n 3 \r\n",
+            b"5",
+            b"1\n2",
+            b"1\nx\n3\n",
+            b"\x0b\n7\n",
+            b"18446744073709551615",
+            b"18446744073709551616\n",
+            b"0000000000000000000000000001\n2\n",
+            b"1844674407370955161\n99999999999999999999\n",
+        ];
         for data in cases {
             let block = Block { data: data.to_vec(), final_newline: data.ends_with(b"\n"), consumed: 0, too_long: false };
             let chunk = parse_block(block, 1, &mut HashFormat::Lines, None);

@@ -235,6 +235,9 @@ proptest! {
             8 => any::<u64>().prop_map(|v| v.to_string()),
             1 => Just(String::new()),
             1 => Just(" 7 \r".to_string()),
+            1 => Just("00000000000000000000000000042".to_string()),
+            1 => Just("18446744073709551616".to_string()),
+            1 => Just("184467440737095516150".to_string()),
             1 => Just("x".to_string())], 0..300), block in 1usize..400) {
         let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
         let want: Vec<(u64, Status, u64)> = read_hashes(text.as_bytes(), HashFormat::Lines, block).iter().map(|s| (s.0, s.1, s.2)).collect();
