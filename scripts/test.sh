@@ -72,7 +72,7 @@ NO_MKDOCS_2_WARNING=1 "$py" -m mkdocs build --strict --quiet --site-dir "$site"
 rm -rf "$site"
 
 step "pytest against the installed wheel (two workers, a test file each at a time)"
-"$py" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile
+"$py" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=30   # the slowest, for the next trim
 
 step "side by side: benches/compare.py --quick (with the peers installed here, if any)"
 "$py" benches/compare.py --quick
