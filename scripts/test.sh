@@ -9,7 +9,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 venv=${RSIMHASH_VENV:-.venv-test}
-step() { printf '\n==> %s\n' "$*"; }
+# Each stage's wall time, and the whole run's, printed as the next stage
+# starts and at the end (also when a stage fails): where CI time goes.
+step_name="" step_start=$SECONDS
+step_done() { [ -z "$step_name" ] || printf '    [%d s: %s]\n' $((SECONDS - step_start)) "$step_name"; }
+step() { step_done; step_name="$*" step_start=$SECONDS; printf '\n==> %s\n' "$*"; }
+trap 'step_done; printf "\n    [%d s in all]\n" "$SECONDS"' EXIT
 
 # The report's browser tests (tests/test_report_browser.py) drive headless
 # Chromium from Debian's packages; install them only when they are missing.
@@ -67,7 +72,7 @@ NO_MKDOCS_2_WARNING=1 "$py" -m mkdocs build --strict --quiet --site-dir "$site"
 rm -rf "$site"
 
 step "pytest against the installed wheel (two workers, a test file each at a time)"
-"$py" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile
+"$py" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=30   # the slowest, for the next trim
 
 step "side by side: benches/compare.py --quick (with the peers installed here, if any)"
 "$py" benches/compare.py --quick

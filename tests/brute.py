@@ -77,6 +77,7 @@ class BruteIndex:
         self.items: dict[int, int] = {}  # id -> fingerprint
         self.next_id = 0  # largest id ever assigned + 1
         self._cache = None
+        self._pairs_of = None  # the _cache the pairs were computed from
 
     # -- helpers -----------------------------------------------------------
     def __len__(self):
@@ -157,21 +158,35 @@ class BruteIndex:
 
     def find_all(self, k=None):
         k = self._k(k)
+        rows, dist = self._pairs()
+        return rows if k == self.k else rows[dist <= k]
+
+    def _pairs(self):
+        """Every pair within the index k (rows sorted, smaller id first) and
+        its distance: all pairs compared, once per state of the model (a
+        bulk test asks for the pairs at k, at k - 1 and for its clusters, on
+        60,000 items)."""
         ids, fps = self._arrays()
-        n = len(ids)
-        rows = [np.zeros((0, 2), dtype=np.uint64)]
-        chunk = max(1, 4_000_000 // max(n, 1))
-        for lo in range(0, n, chunk):
-            hi = min(n, lo + chunk)
-            # row r (item lo + r) against every item at position >= lo
-            d = popcount64(fps[lo:hi, None] ^ fps[None, lo:])
-            r, c = np.nonzero(d <= k)
-            r, c = r + lo, c + lo
-            keep = c > r  # each unordered pair once
-            r, c = r[keep], c[keep]
-            # ids ascending, so ids[r] < ids[c]; nonzero is row-major -> rows sorted
-            rows.append(np.stack([ids[r], ids[c]], axis=1).astype(np.uint64))
-        return np.concatenate(rows)
+        if self._pairs_of is not self._cache:
+            n, k = len(ids), self.k
+            rows, dists = [np.zeros((0, 2), dtype=np.uint64)], [np.zeros(0, dtype=np.uint8)]
+            chunk = max(1, 4_000_000 // max(n, 1))
+            for lo in range(0, n, chunk):
+                hi = min(n, lo + chunk)
+                # row r (item lo + r) against every item at position >= lo
+                d = popcount64(fps[lo:hi, None] ^ fps[None, lo:])
+                r, c = np.divmod(np.flatnonzero(d <= k), d.shape[1])  # np.nonzero, row-major, 3 x faster
+                keep = c > r  # each unordered pair once
+                r, c = r[keep], c[keep]
+                dists.append(d[r, c])
+                r, c = r + lo, c + lo
+                # ids ascending, so ids[r] < ids[c]; row-major -> rows sorted
+                rows.append(np.stack([ids[r], ids[c]], axis=1).astype(np.uint64))
+            pairs = (np.concatenate(rows), np.concatenate(dists))
+            for a in pairs:
+                a.setflags(write=False)  # shared by every caller until the model changes
+            self._pairs_of, self._pairs_cached = self._cache, pairs
+        return self._pairs_cached
 
     def cluster(self, k=None, min_size=2, method="connected"):
         k = self._k(k)

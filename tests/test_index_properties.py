@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, example, given, note, settings  # noqa: E402
+from hypothesis import HealthCheck, example, given, note, reject, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from hypothesis.stateful import (  # noqa: E402
     RuleBasedStateMachine,
@@ -144,27 +144,47 @@ def flip(v: int, bits) -> int:
     return v
 
 
+# Drawing is most of these tests' time unless the strategies are built once:
+# Hypothesis sets up every strategy object it meets (validation, recursive
+# properties), so a strategy built inside a loop (``st.sampled_from(stored)``,
+# a composite per value) costs that setup on every draw. The helpers below
+# draw from strategies cached per argument (``st.integers`` caches itself)
+# and pick from lists by a drawn index: the same values, the same choice
+# sequence shape, at a fraction of the cost.
+@functools.lru_cache(maxsize=None)
 def flips(n):
     """n distinct bit positions."""
     return st.lists(st.integers(0, 63), min_size=n, max_size=n, unique=True)
 
 
-@st.composite
-def flipped(draw, base: int, n: int) -> int:
+def pick(draw, seq):
+    """One element of a non-empty sequence (what ``st.sampled_from`` draws)."""
+    return seq[draw(st.integers(0, len(seq) - 1))]
+
+
+def draw_flipped(draw, base: int, n: int) -> int:
+    """base with n distinct bits flipped."""
     return flip(base, draw(flips(n)))
 
 
-@st.composite
-def block_variant(draw, base: int) -> int:
+BLOCK_WIDTH = st.sampled_from(BLOCK_WIDTHS)
+
+
+@functools.lru_cache(maxsize=None)
+def block_starts(width: int):
+    """Where a run of ``width`` bits starts: anywhere, or on a block boundary."""
+    return st.one_of(st.integers(0, 64 - width), st.integers(0, 64 // width - 1).map(lambda i: i * width))
+
+
+def draw_block_variant(draw, base: int) -> int:
     """base with some bits changed inside one run of bits only."""
-    width = draw(st.sampled_from(BLOCK_WIDTHS))
-    start = draw(st.one_of(st.integers(0, 64 - width), st.integers(0, 64 // width - 1).map(lambda i: i * width)))
+    width = draw(BLOCK_WIDTH)
+    start = draw(block_starts(width))
     mask = draw(st.integers(1, (1 << width) - 1))
     return base ^ (mask << start)
 
 
-@st.composite
-def spread_variant(draw, base: int, n: int) -> int:
+def draw_spread_variant(draw, base: int, n: int) -> int:
     """n flips spread evenly over the 64 bits (one in each of n blocks)."""
     if n <= 0:
         return base
@@ -175,81 +195,71 @@ def spread_variant(draw, base: int, n: int) -> int:
     return flip(base, bits)
 
 
+FP_KINDS = st.sampled_from(
+    ["planted", "planted", "planted", "exact_k", "k_plus_1", "block", "spread", "spread_k1", "random", "dup", "dup", "special"]
+)
+CENTER_LISTS = st.lists(bases, min_size=1, max_size=4)
+
+
 @st.composite
 def fp_lists(draw, k: int, min_size=0, max_size=40):
     """Fingerprints planted around a few centers, plus edge values."""
-    centers = draw(st.lists(bases, min_size=1, max_size=4), label="centers")
+    centers = draw(CENTER_LISTS, label="centers")
     n = draw(st.integers(min_size, max_size), label="n")
     out = []
     for _ in range(n):
-        kind = draw(
-            st.sampled_from(
-                [
-                    "planted",
-                    "planted",
-                    "planted",
-                    "exact_k",
-                    "k_plus_1",
-                    "block",
-                    "spread",
-                    "spread_k1",
-                    "random",
-                    "dup",
-                    "dup",
-                    "special",
-                ]
-            )
-        )
-        c = draw(st.sampled_from(centers))
+        kind = draw(FP_KINDS)
+        c = pick(draw, centers)
         if kind == "planted":
-            v = draw(flipped(c, draw(st.integers(0, k))))
+            v = draw_flipped(draw, c, draw(st.integers(0, k)))
         elif kind == "exact_k":
-            v = draw(flipped(c, k))
+            v = draw_flipped(draw, c, k)
         elif kind == "k_plus_1":
-            v = draw(flipped(c, min(64, k + 1)))
+            v = draw_flipped(draw, c, min(64, k + 1))
         elif kind == "block":
-            v = draw(block_variant(c))
+            v = draw_block_variant(draw, c)
         elif kind == "spread":
-            v = draw(spread_variant(c, k))
+            v = draw_spread_variant(draw, c, k)
         elif kind == "spread_k1":
-            v = draw(spread_variant(c, k + 1))
+            v = draw_spread_variant(draw, c, k + 1)
         elif kind == "random":
             v = draw(u64)
         elif kind == "dup":
-            v = draw(st.sampled_from(out)) if out else c
+            v = pick(draw, out) if out else c
         else:
-            v = draw(flipped(draw(st.sampled_from(SPECIAL)), draw(st.integers(0, k + 1))))
+            v = draw_flipped(draw, pick(draw, SPECIAL), draw(st.integers(0, k + 1)))
         out.append(v)
     return out
+
+
+PROBE_KINDS = st.sampled_from(["stored", "near", "near", "exact", "block", "random", "special"])
+PROBE_KINDS_EMPTY = st.sampled_from(["random", "special"])
+
+
+def draw_probe(draw, stored, k: int, kinds=None) -> int:
+    """One query point: a stored value, a flipped neighbour, random, special."""
+    kind = draw(kinds or (PROBE_KINDS if len(stored) else PROBE_KINDS_EMPTY))
+    if kind == "stored":
+        return pick(draw, stored)
+    if kind == "near":
+        return draw_flipped(draw, pick(draw, stored), draw(st.integers(0, k + 1)))
+    if kind == "exact":
+        return draw_spread_variant(draw, pick(draw, stored), k + draw(st.integers(0, 1)))
+    if kind == "block":
+        return draw_block_variant(draw, pick(draw, stored))
+    if kind == "random":
+        return draw(u64)
+    return pick(draw, SPECIAL)
 
 
 @st.composite
 def probes(draw, stored, k: int, max_size=12):
     """Query points: stored values, their flipped neighbours, random, special."""
     n = draw(st.integers(1, max_size))
-    out = []
-    for _ in range(n):
-        kind = draw(
-            st.sampled_from(["stored", "near", "near", "exact", "block", "random", "special"])
-            if stored
-            else st.sampled_from(["random", "special"])
-        )
-        if kind == "stored":
-            v = draw(st.sampled_from(stored))
-        elif kind == "near":
-            v = draw(flipped(draw(st.sampled_from(stored)), draw(st.integers(0, k + 1))))
-        elif kind == "exact":
-            v = draw(spread_variant(draw(st.sampled_from(stored)), draw(st.sampled_from([k, k + 1]))))
-        elif kind == "block":
-            v = draw(block_variant(draw(st.sampled_from(stored))))
-        elif kind == "random":
-            v = draw(u64)
-        else:
-            v = draw(st.sampled_from(SPECIAL))
-        out.append(v)
-    return out
+    return [draw_probe(draw, stored, k) for _ in range(n)]
 
 
+@functools.lru_cache(maxsize=None)
 def sub_k(k: int):
     """A query k: None (the index k) or 0..k, biased to k and below."""
     return st.one_of(st.none(), st.integers(0, k), st.just(k))
@@ -773,6 +783,27 @@ def test_design_does_not_change_answers(data):
 # ---------------------------------------------------------------------------
 # State machine: interleaved add / add_unique / remove
 # ---------------------------------------------------------------------------
+MACHINE_KINDS = st.sampled_from(["center", "random", "stored", "near", "near", "exact"])
+MACHINE_KINDS_EMPTY = st.sampled_from(["center", "random"])
+
+
+ID_POOLS = st.integers(0, 2)
+ID_POOLS_NO_REMOVED = st.integers(0, 1)
+
+
+@st.composite
+def machine_ids(draw, machine, n):
+    """n fresh ids drawn by ``machine.fresh_ids_from``."""
+    return machine.fresh_ids_from(draw, n)
+
+
+@st.composite
+def machine_fps(draw, machine, min_size, max_size):
+    """min_size..max_size fingerprints drawn by ``machine.fp_from``."""
+    n = draw(st.integers(min_size, max_size))
+    return [machine.fp_from(draw) for _ in range(n)]
+
+
 class IndexMachine(RuleBasedStateMachine):
     """Random interleavings checked against the model after every step."""
 
@@ -782,6 +813,8 @@ class IndexMachine(RuleBasedStateMachine):
         self.model = None
         self.removed: list[int] = []
         self.centers: list[int] = []
+        self._stored_of = None
+        self._stored: list[int] = []
 
     @initialize(cfg=configs(0, 5), centers=st.lists(bases, min_size=1, max_size=5))
     def setup(self, cfg, centers):
@@ -792,31 +825,63 @@ class IndexMachine(RuleBasedStateMachine):
         note("design %r k=%d" % (design, self.k))
 
     # -- drawing helpers ------------------------------------------------
-    def draw_fp(self, data):
-        k = self.k
-        stored = list(self.model.items.values())
-        choices = ["center", "random"] + (["stored", "near", "near", "exact"] if stored else [])
-        kind = data.draw(st.sampled_from(choices))
-        if kind == "center":
-            return data.draw(flipped(data.draw(st.sampled_from(self.centers)), data.draw(st.integers(0, k + 1))))
-        if kind == "random":
-            return data.draw(bases)
-        if kind == "stored":
-            return data.draw(st.sampled_from(stored))
-        if kind == "near":
-            return data.draw(flipped(data.draw(st.sampled_from(stored)), data.draw(st.integers(0, k + 1))))
-        return data.draw(spread_variant(data.draw(st.sampled_from(stored)), data.draw(st.sampled_from([k, k + 1]))))
+    # A rule draws its fingerprints in one draw of a composite (``machine_fps``):
+    # each ``data.draw`` has a fixed cost of its own (Hypothesis checks the
+    # global random state around it), which drawing value by value paid for
+    # every fingerprint.
+    def stored_fps(self) -> list:
+        """The stored fingerprints (id order), rebuilt only after a change."""
+        arrays = self.model._arrays()
+        if arrays is not self._stored_of:
+            self._stored_of, self._stored = arrays, arrays[1].tolist()
+        return self._stored
 
-    def draw_fps(self, data, max_size=30):
-        n = data.draw(st.integers(0, max_size))
-        return [self.draw_fp(data) for _ in range(n)]
+    def fp_from(self, draw) -> int:
+        """One fingerprint: near a center, random, stored, or near a stored one."""
+        k = self.k
+        stored = self.stored_fps()
+        kind = draw(MACHINE_KINDS if stored else MACHINE_KINDS_EMPTY)
+        if kind == "center":
+            return draw_flipped(draw, pick(draw, self.centers), draw(st.integers(0, k + 1)))
+        if kind == "random":
+            return draw(bases)
+        if kind == "stored":
+            return pick(draw, stored)
+        if kind == "near":
+            return draw_flipped(draw, pick(draw, stored), draw(st.integers(0, k + 1)))
+        return draw_spread_variant(draw, pick(draw, stored), k + draw(st.integers(0, 1)))
+
+    def draw_fp(self, data):
+        return data.draw(machine_fps(self, 1, 1))[0]
+
+    def draw_fps(self, data, max_size=30, min_size=0):
+        return data.draw(machine_fps(self, min_size, max_size))
 
     def draw_fresh_ids(self, data, n):
-        """n distinct ids not stored now: small ones, previously removed ones, or above the counter."""
-        pool = st.one_of(st.integers(0, 400), st.integers(self.model.next_id, self.model.next_id + 50))
-        if self.removed:
-            pool = st.one_of(pool, st.sampled_from(self.removed))
-        return data.draw(st.lists(pool.filter(lambda i: i not in self.model.items), min_size=n, max_size=n, unique=True))
+        return data.draw(machine_ids(self, n))
+
+    def fresh_ids_from(self, draw, n):
+        """n distinct ids not stored now: small ones, previously removed ones,
+        or above the counter (a value already taken is drawn again, as a
+        filter does; the ids above the counter are always free, so giving up
+        the example after 20 tries is rare)."""
+        taken, out = self.model.items, []
+        lo = self.model.next_id
+        for _ in range(n):
+            for _ in range(20):
+                pool = draw(ID_POOLS if self.removed else ID_POOLS_NO_REMOVED)
+                if pool == 0:
+                    i = draw(st.integers(0, 400))
+                elif pool == 1:
+                    i = draw(st.integers(lo, lo + 50))
+                else:
+                    i = pick(draw, self.removed)
+                if i not in taken and i not in out:
+                    break
+            else:
+                reject()
+            out.append(i)
+        return out
 
     # -- rules ----------------------------------------------------------
     @rule(data=st.data())
@@ -890,8 +955,8 @@ class IndexMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def query(self, data):
-        for _ in range(data.draw(st.integers(1, 5))):
-            check_query(self.idx, self.model, self.draw_fp(data), data.draw(sub_k(self.k)))
+        for fp in self.draw_fps(data, 5, min_size=1):
+            check_query(self.idx, self.model, fp, data.draw(sub_k(self.k)))
 
     @rule(data=st.data())
     def query_batch(self, data):
@@ -968,10 +1033,10 @@ class IndexRunsMachine(IndexMachine):
 
     @rule(data=st.data())
     def query_stored(self, data):
-        stored = list(self.model.items.values())
-        qs = [self.draw_fp(data) for _ in range(5)]
+        stored = self.stored_fps()
+        qs = self.draw_fps(data, 5, min_size=5)
         if stored:
-            qs += [stored[j] for j in self.rng.integers(0, len(stored), size=20)]
+            qs = qs + [stored[j] for j in self.rng.integers(0, len(stored), size=20)]
         check_query_batch(self.idx, self.model, qs, data.draw(sub_k(self.k)))
         for q in qs[:8]:
             check_query(self.idx, self.model, q)

@@ -281,6 +281,30 @@ def test_long_lines_and_small_blocks(tmp_path):
         assert got["written"] == b"".join(line for line in data.splitlines(keepends=True) if line.strip())
 
 
+def test_a_long_line_costs_what_its_bytes_cost(tmp_path):
+    """The reference reader holds a line longer than the block in pieces:
+    joining and searching everything held on every block made a line's cost
+    quadratic in its length over the block size (a 600 KB line read a byte at
+    a time took a minute). Four times the line, about four times the time (a
+    quadratic reader takes sixteen); the best of three runs, the machine
+    being shared."""
+    import time
+
+    def cost(n):
+        path = tmp_path / ("%d.jsonl" % n)
+        path.write_bytes((json.dumps({"id": 1, "text": "x " * n}) + "\n").encode() * 2)
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            got = read(str(path), "python", chunk_bytes=16)
+            best = min(best, time.perf_counter() - start)
+            assert len(got["records"]) == 2
+        return best
+
+    small, large = cost(50_000), cost(200_000)
+    assert large < 9 * small, "a line 4 x longer took %.1f x the time (%.3f s, %.3f s)" % (large / small, small, large)
+
+
 def compressors():
     out = [("gzip", gzip.compress)]
     try:
