@@ -51,6 +51,15 @@ mod tables;
 #[cfg(test)]
 pub(crate) mod testing;
 
+// SPEC v1's golden vectors through the public paths (`rsimhash::...`), as a
+// user's crate calls them: compiled into the unit tests rather than as an
+// integration test, which would build the whole crate a second time.
+#[cfg(test)]
+extern crate self as rsimhash;
+#[cfg(test)]
+#[path = "../tests/spec_vectors.rs"]
+mod spec_vectors;
+
 #[cfg(feature = "python")]
 mod py;
 

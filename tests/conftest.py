@@ -7,6 +7,25 @@ import sys
 
 import pytest
 
+# The files that take longest, longest first. CI's two workers take a file at
+# a time in collection order (`-n 2 --dist loadfile`), and a long file taken
+# last keeps one worker busy while the other idles: started first, the short
+# files fill in around them.
+LONG_FILES = (
+    "test_spark.py",
+    "test_index_properties.py",
+    "test_index_machines_long.py",
+    "test_index_files.py",
+    "test_records.py",
+    "test_docstrings.py",
+    "test_skew.py",
+)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: i for i, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
 
 @pytest.fixture(scope="module")
 def spark():
