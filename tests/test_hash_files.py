@@ -168,6 +168,22 @@ def test_compressed_hash_files(tmp_path):
     assert got["written"] == text
 
 
+def test_values_of_a_cut_short_stream(tmp_path):
+    """A gzip stream cut short, read for its values alone: the values of
+    the lines read whole and the same bad line as ``chunks()`` reports."""
+    rng = random.Random(9)
+    text = "".join(f"{rng.getrandbits(64)}\n" for _ in range(20_000)).encode()
+    packed = gzip.compress(text)
+    path = tmp_path / "h.txt.gz"
+    path.write_bytes(packed[: len(packed) * 2 // 3])
+    want = read(path, "lines", "core", chunk_bytes=4096)
+    bad = Collect()
+    with Source(str(path), "lines", bad=bad, chunk_bytes=4096, need_ids=False, values_only=True) as source:
+        got = [v for fps in source.values() for v in np.asarray(fps).tolist()]
+    assert got == [r[2] for r in want["records"]] and 0 < len(got) < 20_000
+    assert bad.messages == want["bad"] and len(bad.messages) == 1
+
+
 def test_bad_lines_name_the_line(tmp_path):
     cases = [
         ("lines", b"1\n2\nabc\n", 3, '"abc" is not a decimal integer in 0..2**64-1'),

@@ -222,6 +222,13 @@ class Source(JsonRecords, FingerprintRecords, ParquetRecords, LineBlocks):
             yield chunk
 
     def _core_chunks(self) -> Iterator[Chunk]:
+        for item in self._core_items():
+            yield self._from_core(item)
+
+    def _core_items(self) -> Iterator[Any]:
+        """The core reader's chunks (or value blocks), the bytes behind each
+        counted; an early stop (a cut-short stream, a read error) is a bad
+        line at the line it stopped at."""
         for item in self._core:
             if isinstance(item, tuple):  # the input stopped early, at this line
                 line, compression, error = item
@@ -229,7 +236,7 @@ class Source(JsonRecords, FingerprintRecords, ParquetRecords, LineBlocks):
                 return
             self.nbytes += item.nbytes
             self._consumed = item.consumed
-            yield self._from_core(item)
+            yield item
 
     def values(self) -> Iterator[np.ndarray]:
         """The records' fingerprints alone (uint64 arrays), in order, for a
@@ -245,13 +252,7 @@ class Source(JsonRecords, FingerprintRecords, ParquetRecords, LineBlocks):
             return
         from .._rsimhash import RecordValues
 
-        for item in self._core:
-            if isinstance(item, tuple):  # the input stopped early, at this line
-                line, compression, error = item
-                self.bad(self._error(line, _stopped(compression, error)))
-                return
-            self.nbytes += item.nbytes
-            self._consumed = item.consumed
+        for item in self._core_items():
             fps = item.fingerprints if isinstance(item, RecordValues) else _hashes(self._from_core(item))
             self.records += len(fps)
             yield fps
