@@ -168,30 +168,7 @@ const FIRST_BITS: u32 = 11;
 /// large as the input is needed. `out` and `scratch` are reused buffers.
 pub(crate) fn sort_into(src: &[u64], map: impl Fn(u64) -> u64, out: &mut Vec<u64>, scratch: &mut Vec<u64>, bits: u32) {
     let first = FIRST_BITS.min(bits).max(1);
-    let shift = 64 - first;
-    let mut starts = vec![0usize; (1 << first) + 1];
-    for &x in src {
-        starts[(map(x) >> shift) as usize + 1] += 1;
-    }
-    for b in 1..starts.len() {
-        starts[b] += starts[b - 1];
-    }
-    // Written straight into spare capacity: no pass zeroing it first.
-    out.clear();
-    out.reserve(src.len());
-    let spare = &mut out.spare_capacity_mut()[..src.len()];
-    let mut at = starts.clone();
-    for &x in src {
-        let v = map(x);
-        let b = (v >> shift) as usize;
-        spare[at[b]].write(v);
-        at[b] += 1;
-    }
-    debug_assert!(at.iter().zip(&starts[1..]).all(|(a, s)| a == s));
-    // SAFETY: bucket `b` was given slots starts[b]..starts[b + 1], which
-    // partition 0..src.len(), and each value was written to the next free
-    // slot of its bucket: every slot below src.len() is initialised.
-    unsafe { out.set_len(src.len()) };
+    let starts = scatter_by_top_bits(&[src], map, first, out);
     let mut counts = [0u32; 1 << MAX_DIGIT];
     for w in starts.windows(2) {
         sort_bucket(&mut out[w[0]..w[1]], first, bits, scratch, &mut counts);
@@ -239,6 +216,45 @@ fn sort_bucket(bucket: &mut [u64], first: u32, bits: u32, scratch: &mut Vec<u64>
     finish_runs(bucket, sorted_bits, &|&v: &u64| v, &|a: &u64, b: &u64| a.cmp(b));
 }
 
+/// `map(x)` for every `x` of `parts` (as one array) written into `out`
+/// (cleared, grown if need be) in buckets by their top `first` bits: one
+/// pass counts them, a second scatters each value straight to its bucket.
+/// Returns the buckets' bounds: bucket `b` is `starts[b]..starts[b + 1]`.
+fn scatter_by_top_bits(parts: &[&[u64]], map: impl Fn(u64) -> u64, first: u32, out: &mut Vec<u64>) -> Vec<usize> {
+    let shift = 64 - first;
+    let n: usize = parts.iter().map(|p| p.len()).sum();
+    let mut starts = vec![0usize; (1 << first) + 1];
+    for part in parts {
+        for &x in part.iter() {
+            starts[(map(x) >> shift) as usize + 1] += 1;
+        }
+    }
+    for b in 1..starts.len() {
+        starts[b] += starts[b - 1];
+    }
+    // Written straight into spare capacity: no pass zeroing it first.
+    out.clear();
+    if out.capacity() < n {
+        *out = crate::mem::vec_with_capacity(n);
+    }
+    let spare = &mut out.spare_capacity_mut()[..n];
+    let mut at = starts.clone();
+    for part in parts {
+        for &x in part.iter() {
+            let v = map(x);
+            let b = (v >> shift) as usize;
+            spare[at[b]].write(v);
+            at[b] += 1;
+        }
+    }
+    debug_assert!(at.iter().zip(&starts[1..]).all(|(a, s)| a == s));
+    // SAFETY: bucket `b` was given slots starts[b]..starts[b + 1], which
+    // partition 0..n, and each value was written to the next free slot of
+    // its bucket: every slot below n is initialised.
+    unsafe { out.set_len(n) };
+    starts
+}
+
 /// The values of `parts`, as one array, sorted: as [`sort_into`] (one
 /// scatter by the top 11 bits straight from the parts, no concatenation
 /// first), then the buckets sorted side by side on the rayon pool.
@@ -247,29 +263,8 @@ pub(crate) fn par_sort_parts(parts: &[&[u64]]) -> Vec<u64> {
     let n: usize = parts.iter().map(|p| p.len()).sum();
     let bits = sort_bits(n, 0);
     let first = FIRST_BITS.min(bits);
-    let shift = 64 - first;
-    let mut starts = vec![0usize; (1 << first) + 1];
-    for part in parts {
-        for &v in part.iter() {
-            starts[(v >> shift) as usize + 1] += 1;
-        }
-    }
-    for b in 1..starts.len() {
-        starts[b] += starts[b - 1];
-    }
-    let mut out: Vec<u64> = crate::mem::vec_with_capacity(n);
-    let spare = &mut out.spare_capacity_mut()[..n];
-    let mut at = starts.clone();
-    for part in parts {
-        for &v in part.iter() {
-            let b = (v >> shift) as usize;
-            spare[at[b]].write(v);
-            at[b] += 1;
-        }
-    }
-    // SAFETY: as in `sort_into`: the buckets' slots partition 0..n and each
-    // was written once.
-    unsafe { out.set_len(n) };
+    let mut out = Vec::new();
+    let starts = scatter_by_top_bits(parts, |x| x, first, &mut out);
     let mut buckets = Vec::with_capacity(starts.len() - 1);
     let mut rest = out.as_mut_slice();
     for w in starts.windows(2) {
