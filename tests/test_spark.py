@@ -729,3 +729,16 @@ def test_workers_that_cannot_import_rsimhash_are_one_clear_error(tmp_path):
     assert line.startswith("ImportError: Spark's Python workers cannot import rsimhash"), line
     assert f"PYSPARK_PYTHON={sys.executable}" in line and str(worker) in line
     assert "No module named" in line
+
+
+# ---------------------------------------------------------------------------
+# the docstrings' examples, on this module's session (test_docstrings.py
+# runs every other public object's)
+
+
+@pytest.mark.parametrize("name", rspark.__all__)
+def test_examples_run(spark, name):
+    pytest.importorskip("griffe")
+    from doc_examples import run_examples
+
+    run_examples(f"spark.{name}", {"rsimhash": rsimhash, "np": np, "spark": spark})
