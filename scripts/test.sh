@@ -11,10 +11,12 @@ cd "$(dirname "$0")/.."
 venv=${RSIMHASH_VENV:-.venv-test}
 # Each stage's wall time, and the whole run's, printed as the next stage
 # starts and at the end (also when a stage fails): where CI time goes.
-step_name="" step_start=$SECONDS
+step_name="" step_start=$SECONDS bg_pid=""
 step_done() { [ -z "$step_name" ] || printf '    [%d s: %s]\n' $((SECONDS - step_start)) "$step_name"; }
 step() { step_done; step_name="$*" step_start=$SECONDS; printf '\n==> %s\n' "$*"; }
-trap 'step_done; printf "\n    [%d s in all]\n" "$SECONDS"' EXIT
+# A background stage still running when the run stops (a failure, ^C) is
+# stopped with it: it runs in a process group of its own.
+trap 'step_done; [ -z "$bg_pid" ] || kill -- -"$bg_pid" 2>/dev/null || true; printf "\n    [%d s in all]\n" "$SECONDS"' EXIT
 
 # The report's browser tests (tests/test_report_browser.py) drive headless
 # Chromium from Debian's packages; install them only when they are missing.
@@ -26,24 +28,57 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
 fi
 export RSIMHASH_BROWSER_TESTS=1   # a missing browser fails those tests here, never skips them
 
-step "lint: rustfmt, clippy (warnings denied), ruff check and ruff format"
+# Work that waits on the disk or the network, or on one core (the wheel's
+# whole-program LTO), runs in the background beside work that needs both
+# cores: its output is printed, and its failure fails the run, when it is
+# waited for.
+bg_name="" bg_log="" bg_start=0
+background() {
+    bg_name="$1"; shift
+    bg_log=$(mktemp) bg_start=$SECONDS
+    printf '\n==> %s (in the background)\n' "$bg_name"
+    set -m   # job control for this one job: its own process group
+    ( "$@" ) >"$bg_log" 2>&1 &
+    bg_pid=$!
+    set +m
+}
+wait_background() {
+    local rc=0
+    wait "$bg_pid" || rc=$?
+    bg_pid=""
+    printf '\n==> %s: done\n' "$bg_name"
+    cat "$bg_log"; rm -f "$bg_log"
+    printf '    [%d s: %s, in the background]\n' $((SECONDS - bg_start)) "$bg_name"
+    [ "$rc" -eq 0 ] || { echo "failed: $bg_name (exit status $rc)"; exit "$rc"; }
+}
+
+make_venv() {
+    python3 -m venv --clear "$venv"
+    "$venv/bin/python" -m pip install --quiet --upgrade pip
+    "$venv/bin/python" -m pip install --quiet "maturin>=1.7,<2" "numpy>=1.21" "pytest>=7" "hypothesis>=6" pyarrow mypy tqdm zstandard griffe \
+        matplotlib "pandas<3" polars "pyspark[sql]>=3.5" html5lib "selenium>=4.11" "ruff>=0.6" pytest-xdist \
+        -r docs/requirements.txt
+}
+background "venv $venv: build tools and test dependencies from PyPI" make_venv
+
+step "lint: rustfmt, clippy (warnings denied)"
 cargo fmt --check
 cargo clippy --locked --release --all-targets -- -D warnings
 cargo clippy --locked --release --lib --features python -- -D warnings   # the bindings too
 
-step "venv $venv"
-python3 -m venv --clear "$venv"
+wait_background
 py="$(cd "$venv" && pwd)/bin/python"
-"$py" -m pip install --quiet --upgrade pip
-"$py" -m pip install --quiet "maturin>=1.7,<2" "numpy>=1.21" "pytest>=7" "hypothesis>=6" pyarrow mypy tqdm zstandard griffe \
-    matplotlib "pandas<3" polars "pyspark[sql]>=3.5" html5lib "selenium>=4.11" "ruff>=0.6" pytest-xdist
+step "lint: ruff check and ruff format"
 "$(dirname "$py")/ruff" check python tests benches scripts
 "$(dirname "$py")/ruff" format --check python tests benches scripts
 
-step "release wheel"
-rm -rf dist
-"$(dirname "$py")/maturin" build --release --locked --out dist
-"$py" -m pip install --quiet --force-reinstall --no-deps dist/rsimhash-*.whl
+# The wheel in a target directory of its own, so that cargo's lock on one
+# does not hold the Rust tests' build back until the wheel is built.
+build_wheel() {
+    rm -rf dist
+    CARGO_TARGET_DIR=target/wheel "$(dirname "$py")/maturin" build --release --locked --out dist
+}
+background "release wheel (maturin, fat LTO)" build_wheel
 
 step "cargo test (Rust core, no Python)"
 cargo test --locked --profile test-opt
@@ -54,9 +89,13 @@ if grep -qw avx512vpopcntdq /proc/cpuinfo 2>/dev/null; then
 else
     echo "skipped: the AVX-512 kernel test (this CPU lacks AVX-512F/VPOPCNTDQ; the AVX2 and scalar paths were tested)"
 fi
+RSIMHASH_PORTABLE=1 cargo test --locked --profile test-opt --lib   # the code non-x86 builds run
 
-step "portable paths: RSIMHASH_PORTABLE=1 runs the code non-x86 builds run (Rust tests, fingerprint and index properties)"
-RSIMHASH_PORTABLE=1 cargo test --locked --profile test-opt --lib
+wait_background
+step "install the wheel"
+"$py" -m pip install --quiet --force-reinstall --no-deps dist/rsimhash-*.whl
+
+step "portable paths: RSIMHASH_PORTABLE=1 runs the code non-x86 builds run (fingerprint and index properties)"
 # Half the examples, and not the two long state machines (index bookkeeping:
 # merges, rebuilds, removals, the same code on both paths; the full pass runs them).
 RSIMHASH_PORTABLE=1 RSIMHASH_TEST_EXAMPLES=0.5 "$py" -m pytest -q -p no:cacheprovider -n 2 --dist load tests/test_portable.py tests/test_spec_vectors.py \
@@ -66,7 +105,6 @@ step "stubs match the compiled module"
 (cd /tmp && "$py" -m mypy.stubtest rsimhash)
 
 step "docs site builds with warnings as errors"
-"$py" -m pip install --quiet -r docs/requirements.txt
 site=$(mktemp -d)
 NO_MKDOCS_2_WARNING=1 "$py" -m mkdocs build --strict --quiet --site-dir "$site"
 rm -rf "$site"
