@@ -396,6 +396,22 @@ def test_clusters_long_chain(spark, request, checkpointed):
         assert any(files for _, _, files in os.walk(path)), "no reliable checkpoint written"
 
 
+def test_components_seal(spark):
+    """A round's seal (its edges' count and the XOR of their hashes) is the
+    same for the same edges in any order and partitioning, and differs when
+    one edge differs; equal seals are then confirmed edge by edge."""
+    from rsimhash.spark._components import _cut, _same
+
+    edges = [(i + 1, i // 3) for i in range(60)]
+    a, seal_a = _cut(spark.createDataFrame(edges, "u long, v long").repartition(3))
+    b, seal_b = _cut(spark.createDataFrame(edges[::-1], "u long, v long").coalesce(1))
+    c, seal_c = _cut(spark.createDataFrame(edges[:-1] + [(61, 19)], "u long, v long"))
+    assert seal_a == seal_b and seal_a[0] == 60 and _same(a, b)
+    assert seal_c[0] == 60 and seal_c != seal_a and not _same(a, c)
+    empty, seal = _cut(spark.createDataFrame([], "u long, v long"))
+    assert seal[0] == 0 and _same(empty, empty)
+
+
 def test_clusters_arguments_and_nulls(spark):
     df = spark.createDataFrame([(1, 2), (2, None), (None, 9), (5, 5), (6, 5)], "id_a long, id_b long")
     assert got_labels(rspark.clusters(df)) == {1: 1, 2: 1, 5: 5, 6: 5}

@@ -8,7 +8,9 @@ neighbourhood; a small-star step links a node and its smaller neighbours
 to the smallest of them. When a round changes no edge, every edge is
 ``(member, root)`` with the root the smallest id of its component. Each
 round's edges are checkpointed (reliably when the session has a
-checkpoint directory, else locally) so the lineage stays short.
+checkpoint directory, else locally) so the lineage stays short; the job
+that computes them also counts them and XORs their hashes, and only a round
+whose count and XOR equal the last one's is compared edge by edge.
 """
 
 from __future__ import annotations
@@ -23,14 +25,14 @@ def components(edges: Any, *, max_rounds: int = MAX_ROUNDS) -> Any:
     ``cluster_id`` the smallest id of its component."""
     from pyspark.sql import functions as F
 
-    e = _canonical(edges.where(F.col("u") != F.col("v")))
-    e = _cut(e)
+    e, seal = _cut(_canonical(edges.where(F.col("u") != F.col("v"))))
     for _ in range(max_rounds):
-        nxt = _cut(_small_star(_large_star(e)))
-        if _same(e, nxt):
+        nxt, nxt_seal = _cut(_small_star(_large_star(e)))
+        # Equal sets have equal seals; equal seals are confirmed exactly.
+        if nxt_seal == seal and _same(e, nxt):
             e = nxt
             break
-        e = nxt
+        e, seal = nxt, nxt_seal
     else:
         raise RuntimeError(f"connected components did not settle in {max_rounds} rounds")
     members = e.select(F.col("u").alias("id"), F.col("v").alias("cluster_id"))
@@ -68,12 +70,18 @@ def _small_star(e: Any) -> Any:
     return _canonical(others.unionByName(own))
 
 
-def _cut(e: Any) -> Any:
-    """The edges computed and stored, their lineage cut."""
-    spark = e.sparkSession
-    if spark.sparkContext.getCheckpointDir():
-        return e.checkpoint(eager=True)
-    return e.localCheckpoint(eager=True)
+def _cut(e: Any) -> "tuple[Any, tuple]":
+    """The edges computed and stored, their lineage cut, and their seal:
+    their count and the XOR of their hashes, from the job that computes
+    them (a checkpoint and a count took two)."""
+    from pyspark.sql import functions as F
+
+    if e.sparkSession.sparkContext.getCheckpointDir():
+        e = e.checkpoint(eager=False)
+    else:
+        e = e.localCheckpoint(eager=False)
+    row = e.agg(F.count(F.lit(1)).alias("n"), F.bit_xor(F.xxhash64("u", "v")).alias("x")).first()
+    return e, (row["n"], row["x"])
 
 
 def _same(a: Any, b: Any) -> bool:
