@@ -28,10 +28,11 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
 fi
 export RSIMHASH_BROWSER_TESTS=1   # a missing browser fails those tests here, never skips them
 
-# Work that waits on the disk or the network, or on one core (the wheel's
-# whole-program LTO), runs in the background beside work that needs both
-# cores: its output is printed, and its failure fails the run, when it is
-# waited for.
+# Work that waits on the network and the disk (the venv's installs) runs in
+# the background beside work that needs both cores (clippy): its output is
+# printed, and its failure fails the run, when it is waited for. (The wheel
+# and the Rust tests' build both keep two cores busy: run side by side, they
+# took as long as one after the other.)
 bg_name="" bg_log="" bg_start=0
 background() {
     bg_name="$1"; shift
@@ -72,13 +73,10 @@ step "lint: ruff check and ruff format"
 "$(dirname "$py")/ruff" check python tests benches scripts
 "$(dirname "$py")/ruff" format --check python tests benches scripts
 
-# The wheel in a target directory of its own, so that cargo's lock on one
-# does not hold the Rust tests' build back until the wheel is built.
-build_wheel() {
-    rm -rf dist
-    CARGO_TARGET_DIR=target/wheel "$(dirname "$py")/maturin" build --release --locked --out dist
-}
-background "release wheel (maturin, fat LTO)" build_wheel
+step "release wheel"
+rm -rf dist
+"$(dirname "$py")/maturin" build --release --locked --out dist
+"$py" -m pip install --quiet --force-reinstall --no-deps dist/rsimhash-*.whl
 
 step "cargo test (Rust core, no Python)"
 cargo test --locked --profile test-opt
@@ -90,10 +88,6 @@ else
     echo "skipped: the AVX-512 kernel test (this CPU lacks AVX-512F/VPOPCNTDQ; the AVX2 and scalar paths were tested)"
 fi
 RSIMHASH_PORTABLE=1 cargo test --locked --profile test-opt --lib   # the code non-x86 builds run
-
-wait_background
-step "install the wheel"
-"$py" -m pip install --quiet --force-reinstall --no-deps dist/rsimhash-*.whl
 
 step "portable paths: RSIMHASH_PORTABLE=1 runs the code non-x86 builds run (fingerprint and index properties)"
 # Half the examples, and not the two long state machines (index bookkeeping:
@@ -109,8 +103,10 @@ site=$(mktemp -d)
 NO_MKDOCS_2_WARNING=1 "$py" -m mkdocs build --strict --quiet --site-dir "$site"
 rm -rf "$site"
 
-step "pytest against the installed wheel (two workers, a test file each at a time)"
-"$py" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=30   # the slowest, for the next trim
+step "pytest against the installed wheel (two workers, a test file each at a time, longest first)"
+# Files in collection order (tests/conftest.py puts the longest first), not
+# xdist's default order by number of tests; the slowest tests listed, for the next trim.
+"$py" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder --durations=30
 
 step "side by side: benches/compare.py --quick (with the peers installed here, if any)"
 "$py" benches/compare.py --quick

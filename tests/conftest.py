@@ -7,18 +7,23 @@ import sys
 
 import pytest
 
-# The files that take longest, longest first. CI's two workers take a file at
-# a time in collection order (`-n 2 --dist loadfile`), and a long file taken
-# last keeps one worker busy while the other idles: started first, the short
-# files fill in around them.
+# The files that take longest, longest first (measured in CI's pytest stage).
+# CI's two workers take a file at a time in collection order (`-n 2 --dist
+# loadfile --no-loadscope-reorder`: by default xdist orders files by their
+# number of tests, which left a 75 s file of two tests for the end), and a
+# long file taken last keeps one worker busy while the other idles: started
+# first, the short files fill in around them.
 LONG_FILES = (
     "test_spark.py",
     "test_index_properties.py",
     "test_index_machines_long.py",
     "test_index_files.py",
+    "test_cli_inputs.py",
+    "test_cli_similar.py",
     "test_records.py",
-    "test_docstrings.py",
-    "test_skew.py",
+    "test_cli_tune.py",
+    "test_report.py",
+    "test_cli_batch.py",
 )
 
 
