@@ -212,12 +212,12 @@ os.close(fd)
 """
 
 
-def floor_cmds(out_dir: str, inputs: Dict[str, str]) -> Dict[str, List[str]]:
+def floor_cmds(out_dir: str, inputs: Dict[str, str], extra: List[str]) -> Dict[str, List[str]]:
     """The floors' commands, from the kept outputs of a first dedup of each
-    input (run here once, not timed)."""
+    input (with the timed runs' flags; run here once, not timed)."""
     cmds: Dict[str, List[str]] = {}
     if "plain" in inputs:
-        subprocess.run(dedup_cmd(inputs["plain"], out_dir, []), check=True, env=installed_env())
+        subprocess.run(dedup_cmd(inputs["plain"], out_dir, extra), check=True, env=installed_env())
         src = os.path.join(out_dir, "floor-source.jsonl")
         os.replace(os.path.join(out_dir, "kept.jsonl"), src)
         warm(src)
@@ -226,7 +226,7 @@ def floor_cmds(out_dir: str, inputs: Dict[str, str]) -> Dict[str, List[str]]:
     if "parquet" in inputs:
         import pyarrow.parquet as pq
 
-        subprocess.run(dedup_cmd(inputs["parquet"], out_dir, []), check=True, env=installed_env())
+        subprocess.run(dedup_cmd(inputs["parquet"], out_dir, extra), check=True, env=installed_env())
         kept = pq.ParquetFile(os.path.join(out_dir, "kept.parquet")).metadata.num_rows
         share = kept / pq.ParquetFile(inputs["parquet"]).metadata.num_rows
         out = os.path.join(out_dir, "floor.parquet")
@@ -322,7 +322,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if "gzip" not in inputs:
         del runs["zcat"]
     with tempfile.TemporaryDirectory(dir=args.tmpdir) as out_dir:
-        floors = {} if args.no_floors else floor_cmds(out_dir, inputs)
+        floors = {} if args.no_floors else floor_cmds(out_dir, inputs, extra)
         runs.update({name: [] for name in floors})
         for r in range(args.rounds):
             runs["fingerprints"].append({"wall": worker.time()})

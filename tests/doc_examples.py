@@ -1,4 +1,4 @@
-"""The public surface's docstrings as the documentation site reads them
+"""Docstrings as the documentation site reads them
 (griffe, statically, from the installed package's ``.py`` files and ``.pyi``
 stubs), and a runner for their ``>>>`` examples: shared by
 test_docstrings.py and test_spark.py, which runs the Spark examples on its
@@ -18,60 +18,8 @@ import pytest
 
 import rsimhash
 
-# The public surface, as dotted names under ``rsimhash``; test_the_list_is_the_public_surface
-# holds it to ``__all__`` and to Index's public members.
-TOP = [
-    "fnv1a64",
-    "compute",
-    "fingerprint",
-    "fingerprints",
-    "fingerprint_weighted",
-    "hamming",
-    "shingles",
-    "similar_pairs",
-    "jaccard",
-    "SimilarIndex",
-    "dedup",
-    "report",
-    "Index",
-    "IndexFileError",
-    "IndexFormatError",
-    "IndexVersionError",
-    "IndexChecksumError",
-    "IndexChangedError",
-    "SPEC_VERSION",
-    "UNICODE_VERSION",
-    "batch",
-]
-INDEX = [
-    "add",
-    "add_unique",
-    "cluster",
-    "compressed",
-    "design",
-    "find_all",
-    "info",
-    "k",
-    "load",
-    "nbytes",
-    "query",
-    "query_batch",
-    "remove",
-    "save",
-    "tables",
-    "verify",
-]
-BATCH = ["clusters", "dedup", "find_all", "parse_memory", "similar_clusters", "similar_dedup", "similar_pairs"]
-SPARK = ["to_signed", "to_unsigned", "fingerprint_column", "near_duplicate_pairs", "near_duplicates_of", "clusters", "dedup"]
-PUBLIC = TOP + [f"Index.{m}" for m in INDEX] + [f"batch.{n}" for n in BATCH] + [f"spark.{n}" for n in SPARK]
-
-# Runtime names of the public surface that need no example of their own.
-NOT_LISTED = {"__version__"}
-
 # The griffe options of the site (mkdocs.yml, plugins: mkdocstrings: handlers: python: options).
 SITE_OPTIONS = {"allow_inspection": False}
-
-MKDOCS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mkdocs.yml")
 
 
 @functools.lru_cache(maxsize=None)
@@ -89,10 +37,6 @@ def docstring(name: str) -> "tuple[str, str, int]":
     if doc is None:
         return "", str(target.filepath), 0
     return doc.value, str(target.filepath), (doc.lineno or 1) - 1  # doctest counts lines from 0
-
-
-def runtime(name: str) -> object:
-    return functools.reduce(getattr, name.split("."), rsimhash)
 
 
 def run_examples(name: str, globs: "dict[str, Any]") -> None:

@@ -73,7 +73,7 @@ def _small_star(e: Any) -> Any:
 def _cut(e: Any) -> "tuple[Any, tuple]":
     """The edges computed and stored, their lineage cut, and their seal:
     their count and the XOR of their hashes, from the job that computes
-    them (a checkpoint and a count took two)."""
+    them (no job of its own to tell most rounds apart)."""
     from pyspark.sql import functions as F
 
     if e.sparkSession.sparkContext.getCheckpointDir():
