@@ -14,6 +14,7 @@ directories, as the Rust core writes its own (``src/files.rs``).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import secrets
@@ -82,10 +83,26 @@ def remove_stale(directory: str, pattern: Pattern[str], dirs: bool = False) -> N
             pass
 
 
+_NAME_BYTES = 200  # a stem this long, plus ".PID.RANDOM.tmp", fits the usual 255-byte limit
+
+
+def stem(name: str) -> str:
+    """``name`` as the stem of a temporary name: itself when short, else its
+    first bytes and a digest of the whole (a name of 250 bytes plus a suffix
+    would pass the file system's limit of 255)."""
+    raw = os.fsencode(name)
+    if len(raw) <= _NAME_BYTES:
+        return name
+    digest = hashlib.sha256(raw).hexdigest()[:16]
+    return raw[: _NAME_BYTES - 20].decode("utf-8", "ignore") + "~" + digest
+
+
 def temporary_name(path: str) -> str:
     """A hidden name beside ``path`` for a file renamed over it when complete:
-    ``.NAME.PID.RANDOM.tmp``; the leftovers of dead processes are removed."""
+    ``.NAME.PID.RANDOM.tmp`` (``NAME`` shortened by ``stem`` where long); the
+    leftovers of dead processes are removed."""
     directory, name = os.path.split(os.path.abspath(path))
+    name = stem(name)
     remove_stale(directory, re.compile(re.escape(f".{name}.") + r"(?P<pid>\d+)\.[0-9a-f]+\.tmp"))
     return os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import functools
 import html
+import os
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 
-from .. import _texts
+from .. import _files, _texts
 from . import found as outputs
 from .build import Run, build
 from .found import SIMILARITY, Found, OutputFormatError, default_path
@@ -51,9 +52,20 @@ class Report(str):
         return f"<rsimhash report: {len(self.encode('utf-8', 'surrogatepass')):,} bytes of HTML; .save(path) writes it>"
 
     def save(self, path: Any) -> None:
-        """Writes the page to ``path`` (UTF-8)."""
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
-            f.write(str(self))
+        """Writes the page to ``path`` (UTF-8), whole or not at all: under a
+        temporary name beside it, renamed over it when complete."""
+        path = os.fspath(path)
+        tmp = _files.temporary_name(path)
+        try:
+            with _files.create_new(tmp) as f:
+                f.write(str(self).encode("utf-8", "surrogatepass"))
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
 
 
 class _Column:

@@ -179,7 +179,15 @@ def _labels(labels: Sequence[Any]) -> np.ndarray:
 def _measures(values: Any, column: Optional[str]) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
     """``(distance, similarity)`` of a value column."""
     if column == "distance":
-        return np.asarray(values, dtype=np.int16).reshape(-1), None
+        try:
+            dist = np.asarray(values, dtype=np.int64).reshape(-1)
+            wrong = dist[(dist < 0) | (dist > 64)]
+            bad = str(wrong[0]) if len(wrong) else None
+        except OverflowError:
+            bad = next(str(v).strip() for v in values if not -(1 << 63) <= int(v) < (1 << 63))
+        if bad is not None:
+            raise ValueError(f"the distance {bad} is not a number of bits of a 64-bit fingerprint (0 to 64)")
+        return dist.astype(np.int16), None
     return None, np.asarray(values, dtype=np.float32).reshape(-1)
 
 
@@ -300,6 +308,8 @@ def read(path: str, expect: Optional[str] = None) -> Found:
         return pairs(rows[0], rows[1], rows[2], column)
     except ValueError as e:
         raise OutputFormatError(f"{path}: a value is not a number ({e})") from None
+    except OverflowError as e:
+        raise OutputFormatError(f"{path}: a value is out of range ({e})") from None
 
 
 def _kind(cols: List[str]) -> Tuple[Optional[str], Optional[str]]:

@@ -164,7 +164,7 @@ def find_all(
             blocks=blocks,
             tables=tables,
         )
-    out_path, ext = _output(out, (".npy", ".parquet"), "find_all")
+    out_path, ext = _output(out, (".npy", ".parquet"), "find_all", source)
     with ExitStack() as stack:
         workdir = workdir if workdir is not None or out_path is None else out_path + ".work"
         job = _Job(
@@ -382,7 +382,7 @@ def clusters(
     >>> ids.tolist(), labels.tolist()
     ([0, 2, 3], [0, 0, 0])
     """
-    out_path, ext = _output(out, (".tsv", ".parquet"), "clusters")
+    out_path, ext = _output(out, (".tsv", ".parquet"), "clusters", source)
     if isinstance(min_size, bool) or not isinstance(min_size, (int, np.integer)):
         raise TypeError(f"min_size must be an int, got {type(min_size).__name__}")
     with ExitStack() as stack:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 from contextlib import ExitStack
-from typing import Any, Callable, Dict, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from .. import _files
+from .. import _files, _gate
 from .. import _rsimhash as _core
 from .._memory import memory_limit as _memory_limit
 from .._progress import Bars
@@ -111,15 +111,30 @@ def _by_id(members: np.ndarray, starts: np.ndarray, ids: np.ndarray) -> Tuple[np
     return members, new_starts
 
 
-def _output(out: Any, allowed: Tuple[str, ...], job: str) -> Tuple[Optional[str], str]:
+def _output(out: Any, allowed: Tuple[str, ...], job: str, source: Any = None) -> Tuple[Optional[str], str]:
     if out is None:
         return None, ""
     path = os.fspath(out)
+    # The write gate: out= may not be (or lie inside) a file or directory the job reads.
+    plan = _gate.Plan()
+    for p in _source_paths(source):
+        plan.read("source", p)
+    plan.write("out=", path)
+    plan.check()
     parent, ext = check_writable(path)
     if ext not in allowed:
         raise ValueError(f"out={path!r}: {job} writes {' or '.join(allowed)} files; name the file with one of those extensions")
     _remove_stale_temporaries(parent, os.path.basename(path))
     return path, ext
+
+
+def _source_paths(source: Any) -> List[str]:
+    """The paths a source names (none for an array)."""
+    if isinstance(source, (str, os.PathLike)):
+        return [os.fspath(source)]
+    if isinstance(source, (list, tuple)):
+        return [os.fspath(p) for p in source if isinstance(p, (str, os.PathLike))]
+    return []
 
 
 def _remove_stale_temporaries(directory: str, name: str) -> None:

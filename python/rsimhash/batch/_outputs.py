@@ -34,7 +34,7 @@ class Atomic:
             what = "a directory" if stat.S_ISDIR(mode) else "a device, a pipe or a socket, which the finished file would replace"
             raise OSError(errno.EINVAL, f"cannot write there: it is {what}; name a file", path)
         directory, name = os.path.split(os.path.abspath(path))
-        self.tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+        self.tmp = os.path.join(directory, f".{_files.stem(name)}.{os.getpid()}.tmp")
 
     def open(self) -> Any:
         """The temporary file, made new (a leftover of ours under its name is replaced)."""

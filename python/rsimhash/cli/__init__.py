@@ -16,8 +16,9 @@ import sys
 import time
 from typing import List, NoReturn, Optional, Sequence
 
+from .._gate import GateError
 from .._records import RecordError, RecordRequestError
-from . import cluster, dedup, find_all, fingerprint, index, progress, report, tune
+from . import cluster, dedup, find_all, fingerprint, index, paths, progress, report, tune
 from .errors import EXIT_BROKEN_PIPE, EXIT_DATA, EXIT_INTERRUPT, EXIT_USAGE, PROG, CliError, UsageError
 
 __all__ = ["main"]
@@ -89,12 +90,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return EXIT_USAGE
         args = parser.parse_args(args_list)
         args.argv = args_list
-        if getattr(args, "report", None) is not None:
-            return report.with_report(args)
-        return int(args.run(args))
+        # Every path the run reads and writes, checked by the write gate before
+        # anything is written; output directories and stores locked for the run.
+        with paths.plan(args).hold():
+            if getattr(args, "report", None) is not None:
+                return report.with_report(args)
+            return int(args.run(args))
     except CliError as e:
         print(e.line(), file=sys.stderr, flush=True)
         return e.code
+    except GateError as e:  # an output that would touch what the run did not make
+        print(f"{PROG}: error: {e}", file=sys.stderr, flush=True)
+        return EXIT_USAGE
     except (RecordError, RecordRequestError) as e:  # the record readers': the data is wrong, or the request
         print(f"{PROG}: error: {e}", file=sys.stderr, flush=True)
         return EXIT_USAGE if isinstance(e, RecordRequestError) else EXIT_DATA

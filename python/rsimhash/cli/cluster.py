@@ -37,6 +37,7 @@ from typing import Any, Iterator, List, Tuple
 import numpy as np
 
 from . import similar_pairs
+from .errors import utf8
 from .options import (
     add_distance,
     add_input,
@@ -145,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
                 positions = block.tolist()
                 hashes = np.asarray(values[block]).tolist() if len(block) else []
                 text = ids.text(positions)
-                out.write("".join(f"{i}\t{h}\t{number}\n" for i, h in zip(text, hashes)).encode("utf-8"))
+                out.write(utf8("".join(f"{i}\t{h}\t{number}\n" for i, h in zip(text, hashes))))
                 members += len(positions)
                 clusters = number + 1
         finally:
@@ -213,7 +214,7 @@ def _run_verified(args: argparse.Namespace) -> int:
                 bounds = starts.astype(np.int64).tolist()
                 for number, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
                     text = ids.text(positions[lo:hi].tolist())
-                    out.write("".join(f"{i}\t{number}\n" for i in text).encode("utf-8"))
+                    out.write(utf8("".join(f"{i}\t{number}\n" for i in text)))
                     members += hi - lo
                     clusters = number + 1
             what = "clusters" if args.all else "clusters of two or more"

@@ -120,15 +120,34 @@ def run(args: argparse.Namespace) -> int:
     if args.jaccard is not None:
         similar_pairs.settings(args)  # a bad combination of flags fails before any file is touched
     incremental = bool(args.against) or args.save_fingerprints is not None
+    sharded = is_sharded(args.input)
+    if not hasattr(args, "notes"):
+        args.notes = []
     if incremental:
         if args.jaccard is not None:
             raise UsageError("--against and --save-fingerprints work on fingerprints; they do not combine with --jaccard")
         if args.input == "-":
             raise UsageError("--against and --save-fingerprints read the input twice; give it as a file, not stdin")
         from . import store
+        from .shard_out import input_digest
+        from .shards import Shard
 
+        # This input's identity: a store that holds a part made from it is
+        # read as it was before that part, and no second part is added.
+        shards = args.input if sharded else [Shard(args.input, os.path.basename(args.input), 0)]
+        args.input_digest = input_digest(args, shards)
+        own = {}
+        for d in (args.against or []) + ([args.save_fingerprints] if args.save_fingerprints is not None else []):
+            number = store.own_part(d, args.input_digest)
+            if number is not None:
+                own[os.path.realpath(d)] = number
+        save_to = os.path.realpath(args.save_fingerprints) if args.save_fingerprints is not None else None
+        args.own_part = own.get(save_to) if save_to is not None else None
+        if own:
+            where = ", ".join(f"{d}/part-{n:05d}" for d, n in sorted(own.items()))
+            args.notes.append(f"already done: this input's part is {where}; run against the store as it was, no part added")
         # A bad store fails before any work.
-        args.against_stores = store.open_stores(args.against or [], args)
+        args.against_stores = store.open_stores(args.against or [], args, own)
         if args.save_fingerprints is not None and os.path.isdir(args.save_fingerprints):
             if os.path.exists(os.path.join(args.save_fingerprints, store.MANIFEST)):
                 store.check(args.save_fingerprints, args, "--save-fingerprints")
@@ -136,7 +155,6 @@ def run(args: argparse.Namespace) -> int:
     limit = memory_limit(args)
     explicit = args.memory_limit is not None or args.workdir is not None
     need_ids = args.removed is not None or args.save_fingerprints is not None
-    sharded = is_sharded(args.input)
     shard_out = None
     if sharded and args.output != "-" and not _is_special(args.output):
         from .shard_out import ShardOutputs

@@ -107,14 +107,15 @@ def dedup_batch(
                 again_progress.update(again.position(), again.records)
             writer.close()
         again_progress.close()
-    if saving and ids is not None:
+    if saving and ids is not None and getattr(args, "own_part", None) is None:  # a rerun adds no second part
         from .store import save as save_store  # `store` is the spilled fingerprints here
 
         kept = np.flatnonzero(keep)
         sharded: Any = source if hasattr(source, "shard_of") else None  # a ShardedSource
         rels = [s.rel for s in sharded.shards] if sharded is not None else None
         shards = [rels[i] for i in sharded.shard_of(kept).tolist()] if rels is not None else None
-        save_store(args.save_fingerprints, args, np.asarray(fps[kept]), ids.text(kept.tolist()), shards)
+        digest = getattr(args, "input_digest", None)
+        save_store(args.save_fingerprints, args, np.asarray(fps[kept]), ids.text(kept.tolist()), shards, digest)
     if ids is not None:
         ids.close()
     summary(progress, args, source, n_removed, [engine_part(workspace)])

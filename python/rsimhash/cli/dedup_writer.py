@@ -7,15 +7,17 @@ the ``--removed`` rows, and the summary line. ``dedup.py`` (in memory),
 from __future__ import annotations
 
 import argparse
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 
 from .. import _arrow
 from .._optional import module
 from .._records import Chunk, Source
+from .errors import utf8
 from .outputs import Behind, Output
 from .progress import Progress, count
+from .shard_out import ShardOutputs
 
 
 class KeptWriter:
@@ -50,12 +52,53 @@ class KeptWriter:
         """Nothing to do: the run's ``Outputs`` discards the output."""
 
 
+class ShardedKeptWriter:
+    """``KeptWriter`` of a sharded input read in order: each chunk's kept
+    records go to its shard's output; a shard is finished (renamed into
+    place) when the chunks move past it. Shards already finished by an
+    earlier run of the same run are read past, not written."""
+
+    def __init__(self, outputs: ShardOutputs, sources: Callable[[], Any]):
+        self.outputs = outputs
+        self.sources = sources  # the ShardedSource being read (its shards' Sources)
+        self.at = -1
+        self.out: Optional[Output] = None
+        self.writer: Any = None
+
+    def _advance(self, to: int) -> None:
+        while self.at < to:
+            self._finish()
+            self.at += 1
+            if not self.outputs.is_done(self.at):
+                self.out = self.outputs.open(self.at)
+                self.writer = KeptWriter(self.out, self.sources().sources[self.at])
+
+    def _finish(self) -> None:
+        if self.writer is not None and self.out is not None:
+            self.writer.close()
+            self.outputs.finish(self.at, self.out)
+        self.writer = self.out = None
+
+    def write(self, chunk: Chunk, is_new: np.ndarray) -> None:
+        self._advance(chunk.shard)
+        if self.writer is not None:
+            self.writer.write(chunk, is_new)
+
+    def close(self) -> None:
+        self._advance(len(self.outputs.shards) - 1)
+        self._finish()
+        self.outputs.sync()
+
+    def discard(self) -> None:
+        if self.out is not None:
+            self.out.discard()
+        self.writer = self.out = None
+
+
 def kept_writer(out: Any, sources: Any) -> Any:
     """The writer of the kept records: a ``KeptWriter`` of one output, or of
     each shard's own output when ``out`` is a ``ShardOutputs`` (see
     ``shard_out.py``); ``sources()`` is the source being read."""
-    from .shard_out import ShardedKeptWriter, ShardOutputs
-
     if isinstance(out, ShardOutputs):
         return ShardedKeptWriter(out, sources)
     return KeptWriter(out, sources())
@@ -140,10 +183,10 @@ def write_removed(out: Output, names: Sequence[Any], others: Sequence[Any], valu
     if not len(names):
         return
     if shards is None:
-        out.write("".join(f"{a}\t{b}\t{v}\n" for a, b, v in zip(names, others, values)).encode("utf-8"))
+        out.write(utf8("".join(f"{a}\t{b}\t{v}\n" for a, b, v in zip(names, others, values))))
         return
     rows = zip(names, others, values, shards[0], shards[1])
-    out.write("".join(f"{a}\t{b}\t{v}\t{s}\t{t}\n" for a, b, v, s, t in rows).encode("utf-8"))
+    out.write(utf8("".join(f"{a}\t{b}\t{v}\t{s}\t{t}\n" for a, b, v, s, t in rows)))
 
 
 def summary(progress: Progress, args: argparse.Namespace, source: Source, n_removed: int, more: List[str]) -> None:
@@ -159,7 +202,8 @@ def summary(progress: Progress, args: argparse.Namespace, source: Source, n_remo
             f"{source.records - n_removed:,} kept",
             bad_lines_part(source),
         ]
-        + more,
+        + more
+        + list(getattr(args, "notes", None) or []),  # resumed, already in the store
         source.nbytes,
     )
 

@@ -84,3 +84,26 @@ def _isatty(stream: object) -> bool:
         return bool(stream.isatty())  # type: ignore[attr-defined]
     except (AttributeError, ValueError):
         return False
+
+
+class UnencodableError(CliError):
+    """An id (or a name) that the output's encoding, UTF-8, cannot hold."""
+
+
+def utf8(text: str) -> bytes:
+    """Rows of a text output as UTF-8. An id that UTF-8 cannot hold (a lone
+    surrogate, which a JSON escape such as ``"\\ud800"`` makes) is an
+    ``UnencodableError`` naming the field that holds it: a TSV has no escape
+    for it, and writing something else would be a silent wrong answer."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        start = max(text.rfind("\t", 0, e.start), text.rfind("\n", 0, e.start)) + 1
+        ends = [i for i in (text.find("\t", e.end), text.find("\n", e.end)) if i >= 0]
+        field = text[start : min(ends) if ends else len(text)]
+        shown = field.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+        code = f"U+{ord(text[e.start]):04X}"
+        raise UnencodableError(
+            f"the id {shown!r} cannot be written as UTF-8 (it holds the lone surrogate {code}, as a JSON escape "
+            "can make); fix it in the input"
+        ) from None

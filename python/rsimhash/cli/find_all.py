@@ -41,6 +41,7 @@ import numpy as np
 
 from .._records import FORMATS, RecordError, RecordRequestError, guess_format
 from . import similar_pairs
+from .errors import utf8
 from .options import (
     add_distance,
     add_input,
@@ -165,7 +166,7 @@ def _run_records(args: argparse.Namespace) -> int:
                 a, b = block[:, 0], block[:, 1]
                 dist = hamming(np.asarray(values[a]), np.asarray(values[b])).tolist()
                 rows = zip(ids.text(a.tolist()), ids.text(b.tolist()), dist)
-                out.write("".join(f"{x}\t{y}\t{d}\n" for x, y, d in rows).encode("utf-8"))
+                out.write(utf8("".join(f"{x}\t{y}\t{d}\n" for x, y, d in rows)))
             pairs = len(found)
             del values
         finally:
@@ -300,7 +301,7 @@ def _run_verified(args: argparse.Namespace) -> int:
                 for lo in range(0, len(lower), step):
                     a, b = ids.text(lower[lo : lo + step].tolist()), ids.text(higher[lo : lo + step].tolist())
                     s = similar_pairs.fmt(sims[lo : lo + step])
-                    out.write("".join(f"{x}\t{y}\t{z}\n" for x, y, z in zip(a, b, s)).encode("utf-8"))
+                    out.write(utf8("".join(f"{x}\t{y}\t{z}\n" for x, y, z in zip(a, b, s))))
             progress.summary(
                 "find-all",
                 [

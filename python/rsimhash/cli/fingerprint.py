@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from .errors import utf8
 from .options import add_input, add_run, add_text, bad_lines_part, open_source
 from .outputs import Outputs
 from .pipeline import fingerprints_of, prefetch
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         progress = Progress("fingerprint", source.total, args.quiet)
         for chunk in prefetch(source.chunks()):
             fps = fingerprints_of(chunk, args.mode, args.width, args.threads).tolist()
-            out.write("".join(f"{i}\t{h}\n" for i, h in zip(chunk.ids, fps)).encode("utf-8"))
+            out.write(utf8("".join(f"{i}\t{h}\n" for i, h in zip(chunk.ids, fps))))
             progress.update(source.position(), source.records)
         progress.summary(
             "fingerprint",

@@ -35,7 +35,7 @@ from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from .._records import guess_format
-from .errors import CliError, InputError, UsageError
+from .errors import CliError, InputError, UsageError, utf8
 from .options import (
     add_distance,
     add_input,
@@ -367,7 +367,7 @@ class _Stored:
 
 
 def _write_ids(out: IdsWriter, ids: List[Any], fps: np.ndarray) -> None:
-    out.write("".join(f"{h}\t{i}\n" for h, i in zip(fps.tolist(), ids)).encode("utf-8"), len(ids))
+    out.write(utf8("".join(f"{h}\t{i}\n" for h, i in zip(fps.tolist(), ids))), len(ids))
 
 
 def _no_stdout(path: str, what: str) -> None:
@@ -517,7 +517,7 @@ def query(args: argparse.Namespace) -> int:
                 rows = [f"{names[q]}\t{h}\t{d}\n" for q, h, d in zip(qi.tolist(), hit.tolist(), dist.tolist())]
             else:
                 rows = [f"{names[q]}\t{ids[h]}\t{d}\n" for q, h, d in zip(qi.tolist(), hit.tolist(), dist.tolist())]
-            out.write("".join(rows).encode("utf-8"))
+            out.write(utf8("".join(rows)))
             n_hits += len(qi)
             n_matched += len(np.unique(qi))
             progress.update(source.position(), source.records)

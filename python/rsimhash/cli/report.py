@@ -284,10 +284,6 @@ def with_report(args: argparse.Namespace) -> int:
         if len(args.input) != 1 or os.path.isdir(args.input[0]):
             raise UsageError("--report reads one input file; it does not take several input shards")
         args.input = args.input[0]
-    for flag in ("output", "removed"):
-        other = getattr(args, flag, None)
-        if other not in (None, "-") and os.path.abspath(other) == os.path.abspath(args.report):
-            raise UsageError(f"--report {args.report} is also given as --{flag}")
     where = os.path.dirname(os.path.abspath(args.report))
     if not os.path.isdir(where):  # found now, not after the run
         raise UsageError(f"--report {args.report}: the directory {where} does not exist")

@@ -23,7 +23,11 @@ Invariants:
 * ``DIR`` holding a file this command did not write, or a file that is not
   one of this run's shards (an earlier run of other inputs), is refused
   before any work unless ``--overwrite``; even then the command deletes
-  nothing and changes no file but its own outputs and manifest.
+  nothing and changes no file but its own outputs and manifest. The run's
+  other outputs given inside ``DIR`` (``--removed DIR/removed.tsv``) are
+  its own files. Whether ``DIR`` may be written at all (it holds no input,
+  lies in none, links nowhere) is the write gate's question
+  (``rsimhash._gate``), asked before the run starts, which also locks it.
 """
 
 from __future__ import annotations
@@ -34,12 +38,10 @@ import json
 import os
 import signal
 import zlib
-from typing import Any, Callable, Dict, List, Optional, Set
+from typing import Any, Dict, List, Sequence, Set
 
-import numpy as np
-
-from .._files import create_fresh
-from .._records import Chunk
+from .. import _gate
+from .._files import create_fresh, temporary_name
 from .errors import InputError, UsageError
 from .outputs import Output, sync_files
 from .shards import Shards
@@ -50,24 +52,33 @@ VERSION = 1
 # Settings that do not change which records are kept or how they are written.
 _NOT_RUN = {"quiet", "threads", "memory_limit", "workdir", "chunk_mb", "argv", "run", "report", "removed"}
 _NOT_RUN |= {"save_fingerprints", "overwrite", "output", "input", "against_stores", "blocks", "command"}
+_NOT_RUN |= {"against", "plan", "inputs_resolved", "notes", "input_digest", "own_part"}
 # Tests only: the process kills itself (SIGKILL) once it has finished this many shards.
 KILL_HOOK = "RSIMHASH_TEST_KILL_AFTER_SHARDS"
 
 
-def run_digest(args: argparse.Namespace, shards: Shards) -> str:
-    """What makes two runs' outputs the same: inputs, stores and settings."""
+def input_digest(args: argparse.Namespace, shards: Sequence[Any]) -> str:
+    """What makes two runs' kept records the same, stores aside: the inputs
+    (names, real paths, sizes, modification times) and the settings. A store
+    part records the digest of the input that made it."""
     settings = {k: v for k, v in sorted(vars(args).items()) if k not in _NOT_RUN and not callable(v)}
     inputs = []
     for s in shards:
         st = os.stat(s.path)
         inputs.append([s.rel, os.path.realpath(s.path), st.st_size, st.st_mtime_ns])
+    text = json.dumps({"settings": settings, "inputs": inputs}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def run_digest(args: argparse.Namespace, shards: Shards) -> str:
+    """What makes two runs' outputs the same: inputs, settings and the store
+    parts checked against (``args.against_stores``, as the run reads them)."""
     stores = []
-    for d in getattr(args, "against", None) or []:
-        for name in sorted(os.listdir(d)) if os.path.isdir(d) else [d]:
-            path = os.path.join(d, name) if os.path.isdir(d) else d
-            stores.append([os.path.realpath(path), os.path.getsize(path)])
-    text = json.dumps({"settings": settings, "inputs": inputs, "stores": stores}, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    against = getattr(args, "against_stores", None)
+    for path in against.paths if against is not None else []:
+        stores.append([os.path.realpath(path), os.path.getsize(path)])
+    text = json.dumps({"inputs": input_digest(args, shards), "stores": stores}, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _crc(path: str) -> int:
@@ -82,7 +93,7 @@ def _crc(path: str) -> int:
 
 def _is_ours(name: str) -> bool:
     """Names rsimhash writes for itself in an output directory: the manifest and temporary files."""
-    return name == MANIFEST or name.startswith(MANIFEST + ".") or (name.startswith(".") and name.endswith(".tmp"))
+    return name in (MANIFEST, _gate.LOCK) or name.startswith(MANIFEST + ".") or (name.startswith(".") and name.endswith(".tmp"))
 
 
 def _files(directory: str) -> List[str]:
@@ -98,7 +109,10 @@ def _files(directory: str) -> List[str]:
 
 
 class ShardOutputs:
-    """The output directory of a sharded ``dedup``: checks, resume, manifest."""
+    """The output directory of a sharded ``dedup``: resume and manifest.
+
+    The write gate (``rsimhash._gate``, declared in ``paths.py``) has checked
+    the directory against the inputs and locked it for the run."""
 
     def __init__(self, directory: str, shards: Shards, args: argparse.Namespace):
         self.directory = directory
@@ -106,20 +120,13 @@ class ShardOutputs:
         self.run = run_digest(args, shards)
         self.finished_here = 0
         self.unsynced: List[str] = []
-        if os.path.exists(directory) and not os.path.isdir(directory):
-            raise UsageError(f"--output {directory}: is a file; with several input shards --output names a directory")
-        real = os.path.realpath(directory)
-        for d in shards.directories:
-            if real == d or real.startswith(d + os.sep):
-                raise UsageError(f"--output {directory}: is inside the input directory {d}; write the outputs elsewhere")
-        for s in shards:
-            if os.path.realpath(os.path.join(directory, s.rel)) == os.path.realpath(s.path):
-                raise UsageError(f"--output {directory}: would write over the input {s.path}")
         old = self._read_manifest()
         written: Set[str] = set(old.get("written", []))
         rels = {s.rel for s in shards}
+        plan = getattr(args, "plan", None)
+        own = set(plan.own_files(directory)) if plan is not None else set()  # --removed DIR/removed.tsv
         present = _files(directory) if os.path.isdir(directory) else []
-        foreign = [f for f in present if f not in rels or f not in written]
+        foreign = [f for f in present if f not in own and (f not in rels or f not in written)]
         if foreign and not args.overwrite:
             shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3:,} more" if len(foreign) > 3 else "")
             raise UsageError(
@@ -135,6 +142,10 @@ class ShardOutputs:
                 if os.path.getsize(path) == entry.get("size") and _crc(path) == entry.get("crc32"):
                     self.done.add(i)
         self.finished = {s.rel: finished[s.rel] for i, s in enumerate(shards) if i in self.done}
+        if self.done:
+            notes = getattr(args, "notes", None)
+            if notes is not None:
+                notes.append(f"resumed: {len(self.done):,} of {len(shards):,} shards were already done")
         # Every shard of this run is recorded as rsimhash's before any is written: a run
         # killed between a rename and the manifest's next update leaves no file unaccounted.
         self.written = sorted(written | rels)
@@ -148,19 +159,36 @@ class ShardOutputs:
                 data = json.load(f)
         except FileNotFoundError:
             return {}
-        except (OSError, ValueError) as e:
-            raise InputError(path, None, f"cannot be read as rsimhash's record of the shards written ({e}); remove it") from None
+        except (OSError, ValueError, RecursionError) as e:
+            why = "nested too deeply" if isinstance(e, RecursionError) else str(e)
+            raise InputError(
+                path, None, f"cannot be read as rsimhash's record of the shards written ({why}); remove it"
+            ) from None
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
             raise InputError(path, None, "is not rsimhash's record of the shards written (of this version); remove it")
+        written, finished = data.get("written", []), data.get("finished", {})
+        if not (isinstance(written, list) and all(isinstance(w, str) for w in written)) or not (
+            isinstance(finished, dict) and all(isinstance(v, dict) for v in finished.values())
+        ):
+            raise InputError(
+                path, None, "is damaged (its 'written' or 'finished' entries are not what rsimhash writes); remove it"
+            )
         return data
 
     def _save(self) -> None:
         path = os.path.join(self.directory, MANIFEST)
-        tmp = f"{path}.{os.getpid()}.tmp"
+        tmp = temporary_name(path)
         data = {"format": FORMAT, "version": VERSION, "run": self.run, "written": self.written, "finished": self.finished}
-        with create_fresh(tmp) as f:
-            f.write(json.dumps(data, indent=1, sort_keys=True).encode("utf-8"))
-        os.replace(tmp, path)
+        try:
+            with create_fresh(tmp) as f:
+                f.write(json.dumps(data, indent=1, sort_keys=True).encode("utf-8", "surrogatepass"))
+            os.replace(tmp, path)
+        except OSError as e:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise InputError(path, None, f"cannot write: {e.strerror or e}") from None
 
     def sync(self) -> None:
         """The shards finished by this run, and the manifest, on disk."""
@@ -186,49 +214,3 @@ class ShardOutputs:
         hook = os.environ.get(KILL_HOOK)
         if hook is not None and self.finished_here >= int(hook):
             os.kill(os.getpid(), signal.SIGKILL)
-
-
-class ShardedKeptWriter:
-    """``KeptWriter`` of a sharded input read in order: each chunk's kept
-    records go to its shard's output; a shard is finished (renamed into
-    place) when the chunks move past it. Shards already finished by an
-    earlier run of the same run are read past, not written."""
-
-    def __init__(self, outputs: ShardOutputs, sources: Callable[[], Any]):
-        from .dedup_writer import KeptWriter
-
-        self._kept_writer = KeptWriter
-        self.outputs = outputs
-        self.sources = sources  # the ShardedSource being read (its shards' Sources)
-        self.at = -1
-        self.out: Optional[Output] = None
-        self.writer: Any = None
-
-    def _advance(self, to: int) -> None:
-        while self.at < to:
-            self._finish()
-            self.at += 1
-            if not self.outputs.is_done(self.at):
-                self.out = self.outputs.open(self.at)
-                self.writer = self._kept_writer(self.out, self.sources().sources[self.at])
-
-    def _finish(self) -> None:
-        if self.writer is not None and self.out is not None:
-            self.writer.close()
-            self.outputs.finish(self.at, self.out)
-        self.writer = self.out = None
-
-    def write(self, chunk: Chunk, is_new: np.ndarray) -> None:
-        self._advance(chunk.shard)
-        if self.writer is not None:
-            self.writer.write(chunk, is_new)
-
-    def close(self) -> None:
-        self._advance(len(self.outputs.shards) - 1)
-        self._finish()
-        self.outputs.sync()
-
-    def discard(self) -> None:
-        if self.out is not None:
-            self.out.discard()
-        self.writer = self.out = None

@@ -142,7 +142,8 @@ def resolve(values: Union[str, Sequence[str], None], fmt: str, lenient_default: 
     found: List[Tuple[str, str, Optional[str], str]] = []  # (path, rel, format, value)
     directories: List[str] = []
     for value in values:
-        prefix = os.path.basename(os.path.normpath(value)) if several and not _is_glob(value) else ""
+        # The folder's own name (of its real path: '.' and '..' name no folder).
+        prefix = os.path.basename(os.path.realpath(value)) if several and not _is_glob(value) else ""
         if os.path.isdir(value):
             directories.append(os.path.realpath(value))
             files = [(os.path.join(value, rel), os.path.join(prefix, rel) if prefix else rel) for rel in _walk(value)]
@@ -172,6 +173,7 @@ def resolve(values: Union[str, Sequence[str], None], fmt: str, lenient_default: 
             base = _glob_base(value)
             for m in matches:
                 if os.path.isdir(m):
+                    directories.append(os.path.realpath(m))
                     for rel in _walk(m):
                         p = os.path.join(m, rel)
                         f = _format_of(p, "auto", True)
@@ -196,6 +198,8 @@ def resolve(values: Union[str, Sequence[str], None], fmt: str, lenient_default: 
     rels: Dict[str, str] = {}
     reals: Dict[str, str] = {}
     for path, rel, _, _ in found:
+        rel = os.path.normpath(rel)
+        _check_name(path, rel)
         real = os.path.realpath(path)
         if real in reals:
             raise UsageError(f"--input: {path} is given twice (also as {reals[real]}); each shard is read once")
@@ -211,6 +215,20 @@ def resolve(values: Union[str, Sequence[str], None], fmt: str, lenient_default: 
     return Shards(shards, values, directories), formats[0] if formats else fmt
 
 
+def _check_name(path: str, rel: str) -> None:
+    """Refuses a shard whose name the outputs cannot hold: the TSV outputs
+    name shards, and a tab or a line break would split their rows."""
+    bad = next((c for c in ("\t", "\n", "\r") if c in rel), None)
+    if bad is not None:
+        shown = path.replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")  # one line
+        raise InputError(shown, None, f"its name holds a {repr(bad)[1:-1]}, which the TSV outputs cannot hold; rename the file")
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(path).decode("ascii", "backslashreplace")
+        raise InputError(shown, None, "its name is not UTF-8, which the outputs name shards in; rename the file") from None
+
+
 def _glob_base(pattern: str) -> str:
     """The folder of a glob before its first wildcard."""
     parts = pattern.split(os.sep)
@@ -224,7 +242,11 @@ def _glob_base(pattern: str) -> str:
 
 
 def resolve_args(args: argparse.Namespace, lenient_default: Optional[str] = None) -> None:
-    """``args.input`` and ``args.format`` resolved in place (see ``resolve``)."""
+    """``args.input`` and ``args.format`` resolved in place (see ``resolve``);
+    a second call changes nothing."""
+    if getattr(args, "inputs_resolved", False):
+        return
+    args.inputs_resolved = True
     args.input, fmt = resolve(args.input, getattr(args, "format", "auto"), lenient_default)
     if is_sharded(args.input):
         args.format = fmt

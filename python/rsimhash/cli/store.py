@@ -17,22 +17,35 @@ refused before any work when its fingerprints were made with another
 shingle mode or width; its items are copied into the run's work directory
 as a part (``Stores.materialize``) before they are streamed.
 
-Each run adds one part, written under a temporary name and renamed into
-place when complete, so a part present is a part finished. A run against a
-store refuses, before any work, a directory that is not a store, or a store
-of another distance, fingerprint spec, shingle mode or width: its
-fingerprints would not mean the same thing.
+Each run adds one part, numbered past the highest present (a part aged
+out by removing it frees no number), each file written under a temporary
+name and linked into place only where no file of that name is (never
+replacing one), so a part present is a part finished. ``part-NNNNN.json``
+records the digest of the input that made the part (``input_digest``): a
+rerun of the same input finds its own part, is checked against the store
+as it was before that part (the same outputs, byte for byte), and adds no
+second part. The write gate locks the store for the run.
+
+A run against a store refuses, before any work, a directory that is not a
+store, or a store of another distance, fingerprint spec, shingle mode or
+width (its fingerprints would not mean the same thing), and a part whose
+files do not belong together (a ``.npy`` that is not a one-dimensional
+little-endian uint64 array, an ``.ids`` file missing or of another
+length), in one line naming the part.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
+import re
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from .._files import create_new, temporary_name
 from .errors import InputError, UsageError
 
 MANIFEST = "store.json"
@@ -78,13 +91,84 @@ def check(directory: str, args: argparse.Namespace, flag: str) -> None:
             )
 
 
-def parts(directory: str) -> List[str]:
-    """The store's finished parts (``.npy`` paths), in order."""
-    names = sorted(n for n in os.listdir(directory) if n.startswith("part-") and n.endswith(".npy"))
-    return [os.path.join(directory, n) for n in names]
+_PART = re.compile(r"part-(\d+)\.npy")
 
 
-def open_stores(directories: Sequence[str], args: argparse.Namespace) -> "Stores":
+def parts(directory: str, before: Optional[int] = None) -> List[str]:
+    """The store's finished parts (``.npy`` paths), by number; with ``before``,
+    only those numbered below it."""
+    numbered = []
+    for name in os.listdir(directory):
+        m = _PART.fullmatch(name)
+        if m is not None and (before is None or int(m.group(1)) < before):
+            numbered.append((int(m.group(1)), name))
+    return [os.path.join(directory, n) for _, n in sorted(numbered)]
+
+
+def _next_number(directory: str) -> int:
+    """The number past every part's (finished or not) in ``directory``."""
+    numbers = [int(m.group(1)) for m in (re.match(r"part-(\d+)\.", n) for n in os.listdir(directory)) if m]
+    return max(numbers, default=-1) + 1
+
+
+def own_part(directory: str, digest: str) -> Optional[int]:
+    """The number of the part of ``directory`` made from the input of ``digest``, or None."""
+    if not os.path.isdir(directory):
+        return None
+    for path in parts(directory):
+        meta = path[: -len(".npy")] + ".json"
+        try:
+            with open(meta, encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError, RecursionError):
+            continue
+        if isinstance(data, dict) and data.get("input") == digest:
+            m = _PART.fullmatch(os.path.basename(path))
+            assert m is not None
+            return int(m.group(1))
+    return None
+
+
+def check_part(path: str) -> int:
+    """The number of records of part ``path`` (``.npy``), after checking that
+    its files belong together; ``InputError`` naming the part otherwise."""
+    try:
+        fps = np.load(path, mmap_mode="r")
+    except (OSError, ValueError, EOFError) as e:
+        raise InputError(path, None, f"cannot be read as a store part ({e}); remove the part or restore it") from None
+    if fps.ndim != 1 or fps.dtype != np.dtype("<u8"):
+        raise InputError(
+            path, None, f"is a {fps.ndim}-D {fps.dtype.str} array, not the one-dimensional little-endian uint64 a store part is"
+        )
+    n = int(fps.shape[0])
+    ids = path[: -len(".npy")] + ".ids"
+    try:
+        lines = _count_lines(ids)
+    except FileNotFoundError:
+        raise InputError(path, None, f"has no {os.path.basename(ids)}: the part cannot name its records") from None
+    except OSError as e:
+        raise InputError(ids, None, f"cannot read: {e.strerror or e}") from None
+    if lines != n:
+        raise InputError(
+            ids, None, f"names {lines:,} records, its part {os.path.basename(path)} holds {n:,}: they do not belong together"
+        )
+    return n
+
+
+def _count_lines(path: str) -> int:
+    lines = 0
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(4 << 20)
+            if not block:
+                return lines
+            lines += block.count(b"\n")
+
+
+def open_stores(directories: Sequence[str], args: argparse.Namespace, own: Optional[Dict[str, int]] = None) -> "Stores":
+    """The parts of every ``--against`` store, checked; ``own`` maps a store's
+    real path to the number of this input's own part in it: that part and
+    the later ones are left out (the store as it was when the input was run)."""
     paths: List[str] = []
     indexes: List[str] = []
     for d in directories:
@@ -94,7 +178,10 @@ def open_stores(directories: Sequence[str], args: argparse.Namespace) -> "Stores
             paths.append(d)  # replaced by its part in the work directory (materialize)
             continue
         check(d, args, "--against")
-        paths.extend(parts(d))
+        found = parts(d, before=(own or {}).get(os.path.realpath(d)))
+        for p in found:
+            check_part(p)
+        paths.extend(found)
     return Stores(paths, indexes)
 
 
@@ -209,33 +296,62 @@ class Stores:
 
 
 def save(
-    directory: str, args: argparse.Namespace, fps: np.ndarray, ids: Sequence[Any], shards: Optional[Sequence[str]] = None
+    directory: str,
+    args: argparse.Namespace,
+    fps: np.ndarray,
+    ids: Sequence[Any],
+    shards: Optional[Sequence[str]] = None,
+    digest: Optional[str] = None,
 ) -> str:
     """Adds a part of kept records to the store (made when missing), with
-    the shard of each record when the input was sharded."""
+    the shard of each record when the input was sharded and the digest of
+    the input that made it."""
     os.makedirs(directory, exist_ok=True)
     manifest_path = os.path.join(directory, MANIFEST)
     if os.path.exists(manifest_path):
         check(directory, args, "--save-fingerprints")
     else:
-        if any(n.startswith("part-") for n in os.listdir(directory)):
+        if any(_PART.fullmatch(n) for n in os.listdir(directory)):
             raise InputError(directory, None, "--save-fingerprints: holds parts but no store.json; not a store this run made")
-        tmp = manifest_path + f".{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(settings(args), f, indent=1)
-        os.replace(tmp, manifest_path)
-    n = len(parts(directory))
-    base = os.path.join(directory, f"part-{n:05d}")
-    with open(base + f".ids.{os.getpid()}.tmp", "wb") as f:
-        for i in ids:
-            f.write(str(i).replace("\n", " ").encode("utf-8", "surrogatepass") + b"\n")
-    os.replace(base + f".ids.{os.getpid()}.tmp", base + ".ids")
+        _place(manifest_path, json.dumps(settings(args), indent=1).encode("utf-8"), replace=True)
+    base = os.path.join(directory, f"part-{_next_number(directory):05d}")
+    text = b"".join(str(i).replace("\n", " ").encode("utf-8", "surrogatepass") + b"\n" for i in ids)
+    _place(base + ".ids", text)
     if shards is not None:
-        with open(base + f".shards.{os.getpid()}.tmp", "wb") as f:
-            f.write(b"".join(s.replace("\n", " ").encode("utf-8", "surrogatepass") + b"\n" for s in shards))
-        os.replace(base + f".shards.{os.getpid()}.tmp", base + ".shards")
-    with open(base + f".{os.getpid()}.tmp", "wb") as f:
-        np.save(f, np.ascontiguousarray(fps, dtype=np.uint64))
-    # The .npy last: a part is its .npy, present only once the ids are.
-    os.replace(base + f".{os.getpid()}.tmp", base + ".npy")
+        _place(base + ".shards", b"".join(s.replace("\n", " ").encode("utf-8", "surrogatepass") + b"\n" for s in shards))
+    meta = {"input": digest, "records": int(len(fps))}
+    _place(base + ".json", json.dumps(meta, indent=1).encode("utf-8"))
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(fps, dtype="<u8"))
+    # The .npy last: a part is its .npy, present only once the rest is.
+    _place(base + ".npy", buffer.getbuffer())
     return base + ".npy"
+
+
+def _place(path: str, data: Any, replace: bool = False) -> None:
+    """``data`` written to ``path`` through a temporary file, synced; linked
+    into place only where no file is (``replace``: renamed over one)."""
+    tmp = temporary_name(path)
+    try:
+        with create_new(tmp) as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if replace:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise InputError(path, None, "exists already: another run added this part; run again") from None
+            except OSError:  # a file system without hard links: the store's lock keeps others out
+                if os.path.lexists(path):
+                    raise InputError(path, None, "exists already: another run added this part; run again") from None
+                os.rename(tmp, path)
+    except OSError as e:
+        raise InputError(path, None, f"cannot write: {e.strerror or e}") from None
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
