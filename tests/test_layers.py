@@ -9,7 +9,9 @@ function, is resolved to the module it names. The rules:
   imports nothing from ``rsimhash.cli``;
 * no module reaches into another public package's private modules
   (``rsimhash.batch._sources`` from ``rsimhash.cli``, say): what two
-  packages share lives in a library-level internal module (``rsimhash._x``).
+  packages share lives in a library-level internal module (``rsimhash._x``);
+* no two modules import each other, directly or round a circle (a
+  module's import of its own package's public names aside).
 """
 
 from __future__ import annotations
@@ -102,3 +104,62 @@ def test_no_package_reaches_into_another_packages_private_modules():
         if any(p.startswith("_") for p in parts[2:]):
             bad.append(f"{name}:{line} imports {target}")
     assert not bad, "\n".join(bad)
+
+
+def cycles(graph: Dict[str, set]) -> List[List[str]]:
+    """The strongly connected components of more than one module (Tarjan's)."""
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    on: set = set()
+    found: List[List[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def import_graph() -> Dict[str, set]:
+    """Module -> the package's modules it imports, at the top or in a function.
+    A module's import of its own package (``from .. import name``: the
+    package's public names, which its ``__init__`` gathers from its modules)
+    is left out: that is how a package is built, not a circle of modules."""
+    known = modules()
+    packages = {m for m, p in known.items() if p.endswith("__init__.py")}
+    graph: Dict[str, set] = {m: set() for m in known}
+    for name, _, target in edges():
+        if target in known and target != name and not (target in packages and name.startswith(target + ".")):
+            graph[name].add(target)
+    return graph
+
+
+def test_the_modules_import_no_circle():
+    found = cycles(import_graph())
+    assert not found, "import circles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_the_circle_check_sees_a_circle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []

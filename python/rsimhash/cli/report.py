@@ -280,10 +280,10 @@ def with_report(args: argparse.Namespace) -> int:
     target = REPORTED[command]
     if args.report == "-":
         raise UsageError("--report needs a file name (the page cannot share stdout with the run's output)")
-    if isinstance(args.input, list):
-        if len(args.input) != 1 or os.path.isdir(args.input[0]):
+    if isinstance(args.input, list):  # --input values, or the shards they name (paths.py resolves them)
+        if len(args.input) != 1 or (isinstance(args.input[0], str) and os.path.isdir(args.input[0])):
             raise UsageError("--report reads one input file; it does not take several input shards")
-        args.input = args.input[0]
+        args.input = getattr(args.input[0], "path", args.input[0])
     where = os.path.dirname(os.path.abspath(args.report))
     if not os.path.isdir(where):  # found now, not after the run
         raise UsageError(f"--report {args.report}: the directory {where} does not exist")

@@ -65,7 +65,7 @@ class Shards(list):
     def __init__(self, items: Sequence[Shard], values: Sequence[str], directories: Sequence[str]):
         super().__init__(items)
         self.values = list(values)  # the --input values as given
-        self.directories = list(directories)  # the directories read, resolved
+        self.directories = sorted(set(directories))  # every directory read (links followed), resolved
 
     def __str__(self) -> str:
         return " ".join(self.values)
@@ -91,9 +91,11 @@ def _format_of(name: str, fmt: str, lenient: bool) -> Optional[str]:
         raise
 
 
-def _walk(top: str) -> Iterator[str]:
+def _walk(top: str, folders: Optional[List[str]] = None) -> Iterator[str]:
     """Every file under ``top``, sorted by relative path, following symlinks;
-    a symlink back to a folder above is an ``InputError``."""
+    a symlink back to a folder above is an ``InputError``. The real path of
+    each folder read is added to ``folders``: a link may lead anywhere, and
+    the write gate keeps outputs out of every folder an input was read from."""
     seen: Dict[Tuple[int, int], str] = {}
 
     def visit(folder: str, rel: str, chain: Tuple[Tuple[int, int], ...]) -> Iterator[str]:
@@ -101,6 +103,8 @@ def _walk(top: str) -> Iterator[str]:
             st = os.stat(folder)
         except OSError as e:
             raise InputError(folder, None, f"cannot read: {e.strerror or e}") from None
+        if folders is not None:
+            folders.append(os.path.realpath(folder))
         key = (st.st_dev, st.st_ino)
         if key in chain:
             raise InputError(
@@ -145,8 +149,8 @@ def resolve(values: Union[str, Sequence[str], None], fmt: str, lenient_default: 
         # The folder's own name (of its real path: '.' and '..' name no folder).
         prefix = os.path.basename(os.path.realpath(value)) if several and not _is_glob(value) else ""
         if os.path.isdir(value):
-            directories.append(os.path.realpath(value))
-            files = [(os.path.join(value, rel), os.path.join(prefix, rel) if prefix else rel) for rel in _walk(value)]
+            walked = _walk(value, directories)
+            files = [(os.path.join(value, rel), os.path.join(prefix, rel) if prefix else rel) for rel in walked]
             # A file of a directory is read when its name says the format (or, under
             # auto, any format): README.md or _SUCCESS beside the shards is not a shard.
             typed = [(p, r, _format_of(p, "auto", True)) for p, r in files]
@@ -171,10 +175,12 @@ def resolve(values: Union[str, Sequence[str], None], fmt: str, lenient_default: 
             if not matches:
                 raise InputError(value, None, "matches no file (quote a glob so that rsimhash, not the shell, expands it)")
             base = _glob_base(value)
+            # The folders a glob's matches lie in are read as a directory is:
+            # an output there would be matched by the next run of the same glob.
+            directories.extend(os.path.realpath(os.path.dirname(m) or ".") for m in matches)
             for m in matches:
                 if os.path.isdir(m):
-                    directories.append(os.path.realpath(m))
-                    for rel in _walk(m):
+                    for rel in _walk(m, directories):
                         p = os.path.join(m, rel)
                         f = _format_of(p, "auto", True)
                         if f is not None and (fmt == "auto" or f == fmt):
