@@ -146,16 +146,20 @@ def test_a_glob_through_dot_dot_is_refused(tmp_path):
 
 
 def test_a_glob_that_matches_the_output_directory_is_refused(tmp_path):
+    # The second run of the glob would read the first run's outputs as input:
+    # the folder a glob reads from is an input folder, refused from the first run.
     data = tmp_path / "data"
     data.mkdir()
     for i in range(2):
         write_jsonl(data / f"{i}.jsonl", make_records(20, seed=i))
-    ok(run_cli("dedup", "--input", "data/*", "--output", "data/kept", "-q", cwd=tmp_path))
     before = snapshot(tmp_path)
-    assert any(k.startswith("data/kept/") and v for k, v in before.items())
     proc = run_cli("dedup", "--input", "data/*", "--output", "data/kept", "-q", cwd=tmp_path)
-    assert_one_error(proc, 2, "--output data/kept", "is the input directory")
+    assert_one_error(proc, 2, "--output data/kept", "lies inside the input directory")
     assert snapshot(tmp_path) == before
+    ok(run_cli("dedup", "--input", "data/*", "--output", "kept", "-q", cwd=tmp_path))
+    again = snapshot(tmp_path)
+    ok(run_cli("dedup", "--input", "data/*", "--output", "kept", "-q", cwd=tmp_path))
+    assert snapshot(tmp_path) == again
 
 
 def test_an_input_linking_into_the_output_directory_is_refused(tmp_path):
