@@ -4,8 +4,9 @@ The docstrings are read as the documentation site reads them: by griffe,
 statically, from the installed package's ``.py`` files and ``.pyi`` stubs
 (the stubs of the compiled module are where its objects are documented).
 The compiled module itself is not inspected (``allow_inspection=False``,
-as mkdocs.yml sets it): inspected, its runtime docstrings (the Rust doc
-comments of ``Index``'s methods, without examples) would win over the stubs'.
+as mkdocs.yml sets it): the stubs are the source, and the compiled objects'
+runtime docstrings (their Rust doc comments, written from the stubs by
+tools/stub_docs.py) are held to them below.
 
 Each object's ``>>>`` examples run as doctests with ``rsimhash`` and ``np``
 in their globals; the examples of ``rsimhash.spark`` run in test_spark.py,
@@ -132,8 +133,8 @@ def test_every_public_object_has_an_example():
 
 
 def test_the_site_reads_the_stubs_not_the_compiled_module():
-    # The documented Index is the stubs' one; an inspected module would give
-    # the compiled class (an empty docstring) and its methods' Rust comments.
+    # The documented Index is the stubs' one: the stub is the source, the
+    # compiled class's Rust comments a copy written from it.
     text, path, _ = docstring("Index.add")
     assert path.endswith("_rsimhash.pyi") and ">>>" in text
     if os.path.exists(MKDOCS):
@@ -172,7 +173,8 @@ def test_every_public_object_carries_the_sites_docstring_at_run_time():
         at_run_time = inspect.cleandoc(getattr(runtime(name), "__doc__", None) or "")
         if at_run_time != site:
             first = next((i for i, (a, b) in enumerate(zip(at_run_time, site)) if a != b), min(len(at_run_time), len(site)))
-            differ.append(f"rsimhash.{name}: from character {first}: {at_run_time[first:first + 60]!r} against {site[first:first + 60]!r}")
+            here, there = at_run_time[first : first + 60], site[first : first + 60]
+            differ.append(f"rsimhash.{name}: from character {first}: {here!r} against {there!r}")
     assert not differ, "runtime docstrings that are not the site's (run python tools/stub_docs.py --write):\n" + "\n".join(differ)
 
 
