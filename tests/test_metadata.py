@@ -51,7 +51,8 @@ def test_the_readme_summary_line_is_what_its_command_prints(tmp_path):
     command = re.search(r"\.venv/bin/rsimhash (dedup --input examples/news\.jsonl [^\n`]*)", text)
     quoted = re.search(r"```text\n(rsimhash dedup: .*)\n```", text)
     assert command and quoted, "the set-up section's dedup command and its summary line"
-    args = [a.replace("kept.jsonl", str(tmp_path / "kept.jsonl")).replace("removed.tsv", str(tmp_path / "removed.tsv")) for a in command.group(1).split()]
+    outputs = {"kept.jsonl": str(tmp_path / "kept.jsonl"), "removed.tsv": str(tmp_path / "removed.tsv")}
+    args = [outputs.get(a, a) for a in command.group(1).split()]
     proc = subprocess.run([sys.executable, "-m", "rsimhash.cli", *args], cwd=root, capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr.decode()
     printed = proc.stderr.decode().strip().splitlines()[-1]

@@ -265,9 +265,7 @@ class SimilarIndex:
             absent = [k for k in keys.tolist() if not self._core.contains(k)]
             if absent:
                 more = f" (and {len(absent) - 1} more)" if len(absent) > 1 else ""
-                raise KeyError(
-                    f"id {absent[0]!r} is not stored{more} (remove(..., missing=\"ignore\") passes over ids not stored)"
-                )
+                raise KeyError(f'id {absent[0]!r} is not stored{more} (remove(..., missing="ignore") passes over ids not stored)')
         return self._core.remove(keys)
 
     def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
