@@ -95,6 +95,15 @@ def fingerprints(
     threads: Union[int, None] = None,
     nulls: Literal["keep"],
 ) -> Any: ...
+@overload
+def fingerprints(
+    texts: Union[Iterable[str], npt.NDArray[Any], Any],
+    *,
+    mode: str = "words",
+    width: Union[int, None] = None,
+    threads: Union[int, None] = None,
+    nulls: str = "error",
+) -> Any: ...
 def dedup(
     texts: Any,
     k: Union[int, None] = None,
