@@ -97,6 +97,7 @@ RSIMHASH_PORTABLE=1 RSIMHASH_TEST_EXAMPLES=0.5 "$py" -m pytest -q -p no:cachepro
 
 step "stubs match the compiled module"
 (cd /tmp && "$py" -m mypy.stubtest rsimhash)
+"$py" tools/stub_docs.py --check   # the Rust doc comments of the public objects are the stub's docstrings
 
 step "docs site builds with warnings as errors"
 site=$(mktemp -d)

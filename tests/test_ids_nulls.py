@@ -88,3 +88,36 @@ def test_nulls_of_pandas_and_pyarrow_columns():
     column = pa.chunked_array([[TEXTS[0], None], [TEXTS[2]]])
     assert rsimhash.dedup(column, nulls="keep").to_pylist() == [True, True, False]
     assert rsimhash.fingerprints(column, nulls="drop").tolist() == rsimhash.fingerprints([TEXTS[0], TEXTS[2]]).tolist()
+
+
+def test_fingerprints_keep_nulls_in_the_columns_own_kind():
+    # Issue 38 item 3: a masked uint64 array put in a DataFrame became
+    # float64 (1.3526276673382384e+19: the fingerprint lost). A pandas
+    # Series gives a nullable UInt64 Series on its index, a pyarrow column
+    # a uint64 array with nulls; every value exact, above 2**53 too.
+    pd = pytest.importorskip("pandas")
+    fps = [int(x) for x in rsimhash.fingerprints([TEXTS[0], TEXTS[2], TEXTS[3]])]
+    assert max(fps) > 2**53
+    s = pd.Series([TEXTS[0], None, TEXTS[2], TEXTS[3]], index=["a", "b", "c", "d"], name="text")
+    out = rsimhash.fingerprints(s, nulls="keep")
+    assert isinstance(out, pd.Series) and str(out.dtype) == "UInt64"
+    assert list(out.index) == ["a", "b", "c", "d"] and out.name == "text"
+    assert out.isna().tolist() == [False, True, False, False]
+    assert [int(out[i]) for i in ("a", "c", "d")] == fps
+    df = pd.DataFrame({"text": s})
+    df["simhash"] = rsimhash.fingerprints(df["text"], nulls="keep")
+    assert str(df["simhash"].dtype) == "UInt64" and int(df.loc["d", "simhash"]) == fps[2]
+    whole = rsimhash.fingerprints(pd.Series([TEXTS[0]], index=[5]), nulls="keep")  # no null: the same kind
+    assert str(whole.dtype) == "UInt64" and whole.to_dict() == {5: fps[0]}
+    pa = pytest.importorskip("pyarrow")
+    for column in (pa.chunked_array([[TEXTS[0], None], [TEXTS[2], TEXTS[3]]]), pa.array([TEXTS[0], None, TEXTS[2], TEXTS[3]])):
+        got = rsimhash.fingerprints(column, nulls="keep")
+        assert isinstance(got, pa.Array) and got.type == pa.uint64()
+        assert got.to_pylist() == [fps[0], None, fps[1], fps[2]]
+    assert rsimhash.fingerprints(pa.array([TEXTS[0]]), nulls="keep").null_count == 0
+    pl = pytest.importorskip("polars")
+    got = rsimhash.fingerprints(pl.Series("text", [TEXTS[0], None, TEXTS[2], TEXTS[3]]), nulls="keep")
+    assert got.dtype == pl.UInt64 and got.name == "text" and got.to_list() == [fps[0], None, fps[1], fps[2]]
+    # A list still gives the masked array; the other modes their plain arrays.
+    assert isinstance(rsimhash.fingerprints([TEXTS[0], None], nulls="keep"), np.ma.MaskedArray)
+    assert type(rsimhash.fingerprints(s, nulls="drop")) is np.ndarray

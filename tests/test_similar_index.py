@@ -135,7 +135,7 @@ def test_save_load_with_and_without_mmap(tmp_path_factory, texts, threshold, gon
     path = tmp_path_factory.mktemp("si") / "texts.rsh"
     index = rsimhash.SimilarIndex(threshold, width=2, candidates=("words", 1, 8))
     index.add(texts)
-    index.remove(gone)
+    index.remove(gone, missing="ignore")
     index.save(path)
     more = [t + " g" for t in texts]
     for mmap in (True, False):
@@ -145,7 +145,7 @@ def test_save_load_with_and_without_mmap(tmp_path_factory, texts, threshold, gon
         copy = rsimhash.SimilarIndex.load(path, mmap=mmap)
         want = rsimhash.SimilarIndex(threshold, width=2, candidates=("words", 1, 8))
         want.add(texts)
-        want.remove(gone)
+        want.remove(gone, missing="ignore")
         assert copy.add(more).tolist() == want.add(more).tolist()
         for t in texts + more:
             assert copy.query(t) == want.query(t)
@@ -185,13 +185,13 @@ def test_ids_of_any_integer_kind_and_their_errors():
         index.add(["x"], ids=[-1])
     with pytest.raises(ValueError, match="one id per text"):
         index.add(["x", "y"], ids=[1])
-    with pytest.raises(TypeError, match="pass \\[text\\]"):
-        index.add("a text")
+    with pytest.raises(TypeError, match="decode it first"):  # one str is one text; bytes are not texts
+        index.add(b"a text")
     # An index keyed by ints refuses strings (tests/test_index_string_ids.py).
     with pytest.raises(TypeError, match="keyed by ints"):
         index.add(["x"], ids=["k"])
     assert len(index) == 3
-    assert index.remove(7) == 1 and index.remove([7, 9]) == 0
+    assert index.remove(7) == 1 and index.remove([7, 9], missing="ignore") == 0
     # Default ids count up past the largest given.
     assert index.add(["ten eleven twelve"]).tolist() == [201]
 
@@ -219,3 +219,93 @@ def test_queries_from_many_threads_while_adding():
     for t in threads:
         t.join()
     assert not errors and len(index) == 400
+
+
+# -- issue 38 item 5: SimilarIndex as a datasketch user expects -----------------------------
+
+CAT = "the cat sat on the mat and looked at the dog"
+CAT2 = "the cat sat on the mat and looked at the dog today"
+DOG = "a dog barked at the moon all night long"
+
+
+def test_add_takes_a_series_index_as_ids():
+    pd = pytest.importorskip("pandas")
+    index = rsimhash.SimilarIndex(0.5)
+    assert index.add(pd.Series([CAT, DOG], index=["cat", "dog"])).tolist() == ["cat", "dog"]
+    assert index.query(CAT) == [("cat", 1.0)]
+    by_int = rsimhash.SimilarIndex(0.5)
+    assert by_int.add(pd.Series([CAT, DOG], index=[10, 20])).tolist() == [10, 20]
+    is_new, matched = by_int.add_unique(pd.Series([CAT2, "something else entirely"], index=[30, 40]))
+    assert is_new.tolist() == [False, True] and matched.tolist() == [10, 40]
+    # A Series on the default index 0..n-1 counts up as a list does (as in similar_pairs).
+    assert by_int.add(pd.Series(["one more text here"])).tolist() == [41]
+    assert by_int.add(pd.Series(["and another one"]), ids=[99]).tolist() == [99]  # ids= wins
+
+
+def test_one_string_is_one_text_for_add_query_and_add_unique():
+    index = rsimhash.SimilarIndex(0.5)
+    assert index.add(CAT).tolist() == [0]
+    assert index.add(DOG, ids=7).tolist() == [7]
+    assert index.query(CAT) == [(0, 1.0)]
+    positions, ids, _ = index.query_batch(CAT)
+    assert positions.tolist() == [0] and ids.tolist() == [0]
+    is_new, matched = index.add_unique(CAT2)
+    assert is_new.tolist() == [False] and matched.tolist() == [0]
+    by_name = rsimhash.SimilarIndex(0.5)
+    assert by_name.add(CAT, ids="cat").tolist() == ["cat"]
+    with pytest.raises(TypeError, match="str"):
+        index.add(b"bytes are not a text")
+
+
+def test_query_at_a_stricter_threshold():
+    index = rsimhash.SimilarIndex(0.3)
+    index.add([CAT, CAT2, DOG], ids=["cat", "cat2", "dog"])
+    everything = index.query(CAT)
+    assert [i for i, _ in everything] == ["cat", "cat2"] and everything[1][1] < 0.95
+    assert index.query(CAT, threshold=0.95) == [("cat", 1.0)]
+    assert index.query(CAT, threshold=0.3) == everything
+    positions, ids, sims = index.query_batch([CAT, DOG], threshold=0.95)
+    assert positions.tolist() == [0, 1] and ids.tolist() == ["cat", "dog"]
+    with pytest.raises(ValueError, match=r"threshold=0\.2.*0\.3"):
+        index.query(CAT, threshold=0.2)
+    with pytest.raises(ValueError, match="threshold"):
+        index.query_batch([CAT], threshold=1.5)
+
+
+def test_info_says_what_index_info_says():
+    index = rsimhash.SimilarIndex(0.8)
+    index.add([CAT, DOG], ids=[1, 2])
+    info = index.info()
+    assert info["items"] == 2 and info["threshold"] == 0.8 and info["measure"] == "jaccard"
+    assert info["shingles"] == "words" and info["width"] == 3 and info["nbytes"] == index.nbytes > 0
+    mode, width, k = index.candidates
+    assert info["candidates"] == (mode, width, k) and info["k"] == k and info["keys"] == "int"
+    assert "tables" in info["design"] and info["tables"] >= 1
+    assert set(rsimhash.Index().info()) >= {"items", "design", "k", "tables", "nbytes", "keys"}
+
+
+def test_remove_of_an_unknown_id_is_a_key_error_unless_ignored():
+    index = rsimhash.SimilarIndex(0.5)
+    index.add([CAT, DOG], ids=[10, 20])
+    with pytest.raises(KeyError, match="99"):
+        index.remove([10, 99])
+    assert len(index) == 2  # nothing removed
+    assert index.remove([10, 99], missing="ignore") == 1 and len(index) == 1
+    assert index.remove(20) == 1
+    with pytest.raises(ValueError, match="missing"):
+        index.remove([20], missing="skip")
+    by_name = rsimhash.SimilarIndex(0.5)
+    by_name.add([CAT], ids=["cat"])
+    with pytest.raises(KeyError, match="gone"):
+        by_name.remove(["gone"])
+    assert by_name.remove("cat") == 1
+
+
+def test_add_unique_gives_a_new_items_own_id_in_both_indexes():
+    fps = np.array([0, 0b1, 0xFF << 40, 0b11], dtype=np.uint64)
+    is_new, matched = rsimhash.Index(k=2).add_unique(fps)
+    assert is_new.tolist() == [True, False, True, False] and matched.tolist() == [0, 0, 2, 0]
+    is_new, matched = rsimhash.Index(k=2).add_unique(fps, ids=[10, 11, 12, 13])
+    assert matched.tolist() == [10, 10, 12, 10]
+    is_new, matched = rsimhash.SimilarIndex(0.5).add_unique([CAT, CAT, DOG, CAT2], ids=[10, 11, 12, 13])
+    assert is_new.tolist() == [True, False, True, False] and matched.tolist() == [10, 10, 12, 10]

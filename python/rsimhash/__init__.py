@@ -88,14 +88,24 @@ def fingerprints(
     ``threads`` defaults to all cores (or ``RAYON_NUM_THREADS``).
     ``nulls``: a missing text (None, NaN, null) is a ``TypeError`` naming
     its position (``"error"``), has no fingerprint (``"drop"``: the array
-    holds the others'), or is masked (``"keep"``: a ``numpy.ma`` masked
-    array, one entry a text).
+    holds the others'), or a missing one (``"keep"``: one entry a text, in
+    the column's own kind, every value exact: a pandas ``Series`` of the
+    nullable ``UInt64`` dtype on the input's index and name, as ``dedup``
+    gives its mask; a pyarrow ``uint64`` array with nulls for a pyarrow
+    array or chunked array; a polars ``UInt64`` Series with nulls; a
+    ``numpy.ma`` masked ``uint64`` array for anything else). A pandas
+    column thus keeps its fingerprints as ``UInt64``, never as float64.
 
     >>> fps = rsimhash.fingerprints(["a cat sat on the mat", "a cat sat on a mat"])
     >>> fps.dtype, len(fps)
     (dtype('uint64'), 2)
     >>> rsimhash.fingerprints(["a cat", None], nulls="keep").mask.tolist()
     [False, True]
+    >>> import pandas as pd
+    >>> rsimhash.fingerprints(pd.Series(["a cat sat", None], index=[7, 9]), nulls="keep")
+    7    5991735610468139212
+    9                   <NA>
+    dtype: UInt64
     """
     from . import _nulls
 
@@ -109,10 +119,31 @@ def fingerprints(
     if nulls != "keep":
         return fps
     if missing is None:
-        return np.ma.masked_array(fps, mask=np.zeros(len(fps), dtype=bool))
+        missing = np.zeros(len(fps), dtype=bool)
     out = np.zeros(len(missing), dtype=np.uint64)
     out[~missing] = fps
-    return np.ma.masked_array(out, mask=missing)
+    return _kept_like(texts, out, missing)
+
+
+def _kept_like(texts: Any, fps: np.ndarray, missing: np.ndarray) -> Any:
+    """``fingerprints(..., nulls="keep")`` as the kind of column ``texts``
+    is: each kind's own nullable ``uint64``, so no value passes through a
+    float (``numpy.ma`` in a DataFrame became float64, losing the low bits)."""
+    from ._optional import module
+
+    kind = _texts.kind(texts)
+    if kind == "pandas":
+        pd = module("pandas")
+        values = pd.arrays.IntegerArray(fps, missing.copy())
+        return pd.Series(values, index=texts.index, name=texts.name, dtype="UInt64", copy=False)
+    if kind == "polars":
+        pl = module("polars")
+        out = pl.Series(texts.name, fps, dtype=pl.UInt64)
+        return out.scatter(np.flatnonzero(missing), None) if missing.any() else out
+    if kind == "pyarrow":
+        pa = module("pyarrow")
+        return pa.array(fps, type=pa.uint64(), mask=missing)
+    return np.ma.masked_array(fps, mask=missing)
 
 
 def _u64_operand(x: Any, name: str) -> np.ndarray:

@@ -4,7 +4,7 @@
 # The compiled module's objects are documented in _rsimhash.pyi.
 
 from collections.abc import Iterable
-from typing import Any, Union, overload
+from typing import Any, Literal, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -77,6 +77,25 @@ __all__ = [
     "SimilarIndex",
 ]
 
+@overload
+def fingerprints(
+    texts: Union[Iterable[str], npt.NDArray[Any], Any],
+    *,
+    mode: str = "words",
+    width: Union[int, None] = None,
+    threads: Union[int, None] = None,
+    nulls: Literal["error", "drop"] = "error",
+) -> npt.NDArray[np.uint64]: ...
+@overload
+def fingerprints(
+    texts: Union[Iterable[str], npt.NDArray[Any], Any],
+    *,
+    mode: str = "words",
+    width: Union[int, None] = None,
+    threads: Union[int, None] = None,
+    nulls: Literal["keep"],
+) -> Any: ...
+@overload
 def fingerprints(
     texts: Union[Iterable[str], npt.NDArray[Any], Any],
     *,
@@ -84,7 +103,7 @@ def fingerprints(
     width: Union[int, None] = None,
     threads: Union[int, None] = None,
     nulls: str = "error",
-) -> npt.NDArray[np.uint64]: ...
+) -> Any: ...
 def dedup(
     texts: Any,
     k: Union[int, None] = None,

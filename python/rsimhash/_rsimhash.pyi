@@ -317,7 +317,7 @@ class SimilarIndex:
     ) -> "SimilarIndex": ...
     def add(self, texts: _Texts, ids: Any = None, *, threads: Union[int, None] = None) -> npt.NDArray[Any]: ...
     def query(
-        self, texts: _Texts, *, threads: Union[int, None] = None
+        self, texts: _Texts, *, threshold: Union[float, None] = None, threads: Union[int, None] = None
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any], _F32]: ...
     def add_unique(
         self, texts: _Texts, ids: Any = None, *, threads: Union[int, None] = None
@@ -329,6 +329,8 @@ class SimilarIndex:
     def contains(self, id: Union[int, str]) -> bool: ...
     @property
     def settings(self) -> tuple[float, str, str, int, tuple[str, int, int]]: ...
+    @property
+    def design(self) -> tuple[str, int, int, Union[str, None]]: ...
     @property
     def nbytes(self) -> int: ...
     def __len__(self) -> int: ...
@@ -753,16 +755,18 @@ class Index:
 
         Only the new items are stored (with their ids; the default ids are
         given to every input, as ``add`` gives them). ``is_new`` is a ``bool``
-        array; ``matched`` a ``uint64`` array of the id each item that is not
-        new matched (undefined where new). A streaming dedup, in order. With
-        string ids, ``matched`` is an object array of them (the item's own
-        where new; "smallest" means added first); every id given is checked
-        as ``add`` checks it, and only the new ones are stored.
+        array; ``matched`` a ``uint64`` array of the smallest id within ``k``
+        of each item that is not new (stored, or new earlier in the call),
+        and of the item's own id where new: ``matched[is_new]`` are the new
+        items' ids, as ``SimilarIndex.add_unique`` gives them. A streaming
+        dedup, in order. With string ids, ``matched`` is an object array of
+        them ("smallest" means added first); every id given is checked as
+        ``add`` checks it, and only the new ones are stored.
 
         >>> index = rsimhash.Index(k=2)
         >>> is_new, matched = index.add_unique(np.array([0, 0b1, 0xFF << 40, 0b11], dtype=np.uint64))
-        >>> is_new.tolist(), matched[~is_new].tolist()
-        ([True, False, True, False], [0, 0])
+        >>> is_new.tolist(), matched.tolist()
+        ([True, False, True, False], [0, 0, 2, 0])
         >>> len(index)
         2
         >>> by_name = rsimhash.Index(k=2)

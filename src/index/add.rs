@@ -214,7 +214,8 @@ impl Index {
 
     /// For each fingerprint in order: if a stored item or an earlier new one
     /// of this call is within `k`, it is a duplicate and `matched` is the
-    /// smallest such id; otherwise it is new and is stored. Default ids are
+    /// smallest such id; otherwise it is new, is stored, and `matched` is
+    /// its own id. Default ids are
     /// given to every input in order, stored or not, so that `matched` and
     /// positions correspond (`id = first id + position`).
     ///
@@ -277,7 +278,11 @@ impl Index {
             self.smallest_new_before(fps, &ids, &is_new, k, &mut matched);
         }
 
-        // 4. Store the new ones.
+        // 4. Store the new ones; a new input's `matched` is its own id (as
+        // for string ids and `SimilarIndex::add_unique`).
+        for i in (0..n).filter(|&i| is_new[i]) {
+            matched[i] = ids[i];
+        }
         let new_items: Vec<(u64, u64)> = (0..n).filter(|&i| is_new[i]).map(|i| (fps[i], ids[i])).collect();
         self.insert(new_items);
         self.intact((is_new, matched))

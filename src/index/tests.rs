@@ -69,7 +69,7 @@ proptest! {
                 let near = kept.iter().filter(|&&(f, _)| (f ^ fp).count_ones() <= k).map(|&(_, i)| i).min();
                 match near {
                     Some(m) => { prop_assert!(!is_new[p]); prop_assert_eq!(matched[p], m); }
-                    None => { prop_assert!(is_new[p]); kept.push((fp, id)); }
+                    None => { prop_assert!(is_new[p]); prop_assert_eq!(matched[p], id); kept.push((fp, id)); }
                 }
             }
             offset += part.len() as u64;
@@ -124,7 +124,7 @@ proptest! {
                 let near = kept.iter().filter(|&&(f, _)| (f ^ fp).count_ones() <= k).map(|&(_, i)| i).min();
                 match near {
                     Some(m) => { prop_assert!(!is_new[p], "input {}", offset + p); prop_assert_eq!(matched[p], m, "input {}", offset + p); }
-                    None => { prop_assert!(is_new[p], "input {}", offset + p); kept.push((fp, part_ids[p])); }
+                    None => { prop_assert!(is_new[p], "input {}", offset + p); prop_assert_eq!(matched[p], part_ids[p]); kept.push((fp, part_ids[p])); }
                 }
             }
             offset += part.len();

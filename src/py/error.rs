@@ -17,16 +17,65 @@ pyo3::create_exception!(
     rsimhash,
     IndexFileError,
     PyValueError,
-    "A file that is not a usable rsimhash index file; `path`, `expected` and `found` say where and what (None when no single value differs)."
+    r#"A file that is not a usable rsimhash index file: the base of the four
+below, and a ``ValueError``. ``path`` names the file; ``expected`` and
+``found`` say what differs where one value does (a version, a checksum),
+else ``None``.
+
+>>> import os, tempfile
+>>> path = os.path.join(tempfile.mkdtemp(), "notes.rsh")
+>>> with open(path, "w") as f:
+...     _ = f.write("not an index")
+>>> try:
+...     rsimhash.Index.load(path)
+... except rsimhash.IndexFileError as e:
+...     print(type(e).__name__, e.path == path, e.expected)
+IndexFormatError True None"#
 );
-pyo3::create_exception!(rsimhash, IndexFormatError, IndexFileError, "Not an index file, cut short, or with fields no writer makes.");
-pyo3::create_exception!(rsimhash, IndexVersionError, IndexFileError, "Written by a newer format version, or for another SPEC version: upgrade rsimhash.");
-pyo3::create_exception!(rsimhash, IndexChecksumError, IndexFileError, "Bytes that fail their checksum: the file was damaged after it was written.");
+pyo3::create_exception!(
+    rsimhash,
+    IndexFormatError,
+    IndexFileError,
+    r#"Not an index file, cut short, or with fields no writer makes.
+
+>>> issubclass(rsimhash.IndexFormatError, ValueError)
+True"#
+);
+pyo3::create_exception!(
+    rsimhash,
+    IndexVersionError,
+    IndexFileError,
+    r#"Written by a newer format version, or for another SPEC version: upgrade
+rsimhash. ``expected`` and ``found`` name both, e.g. ``"SPEC v1"`` and
+``"SPEC v2"``, or ``"format version at most 2"`` and ``"format version 3"``.
+A file of an index keyed by strings is format version 2, which
+rsimhash before string ids refuses so.
+
+>>> issubclass(rsimhash.IndexVersionError, rsimhash.IndexFileError)
+True"#
+);
+pyo3::create_exception!(
+    rsimhash,
+    IndexChecksumError,
+    IndexFileError,
+    r#"Bytes that fail their checksum: the file was damaged after it was
+written. ``expected`` is the CRC-32C recorded, ``found`` the one computed
+(``"crc 0x..."``).
+
+>>> issubclass(rsimhash.IndexChecksumError, rsimhash.IndexFileError)
+True"#
+);
 pyo3::create_exception!(
     rsimhash,
     IndexChangedError,
     IndexFileError,
-    "The file an index was loaded from (mapped) was changed in place while in use: its answers can no longer be trusted."
+    r#"The file an index was loaded from (mapped) was changed in place by
+another program while in use (``Index.verify()``, or any operation that
+meets the changed bytes): its answers can no longer be trusted; load it
+again. rsimhash's own saves replace files whole and never cause this.
+
+>>> issubclass(rsimhash.IndexChangedError, rsimhash.IndexFileError)
+True"#
 );
 
 /// The exception classes, for the module.

@@ -38,6 +38,17 @@ pub(crate) fn threads(threads: Option<Int>) -> PyResult<Option<usize>> {
     threads_arg(threads.as_ref())
 }
 
+/// FNV-1a 64 of ``data`` (a str is hashed as UTF-8).
+///
+/// Raises ``ValueError`` for a str holding a lone surrogate and ``TypeError``
+/// for anything else than str or bytes.
+///
+/// >>> rsimhash.fnv1a64("a")
+/// 12638187200555641996
+/// >>> rsimhash.fnv1a64("a") == rsimhash.fnv1a64(b"a")
+/// True
+/// >>> hex(rsimhash.fnv1a64(b""))  # the FNV offset basis
+/// '0xcbf29ce484222325'
 #[pyfunction]
 fn fnv1a64(data: &Bound<'_, PyAny>) -> PyResult<u64> {
     match feature_bytes(data, || "data".into())? {
@@ -46,12 +57,41 @@ fn fnv1a64(data: &Bound<'_, PyAny>) -> PyResult<u64> {
     }
 }
 
+/// Unweighted simhash of feature hashes (SPEC v1 ``compute``): bit ``j`` is
+/// set iff more hashes have bit ``j`` set than clear. No hashes give 0.
+///
+/// ``hashes`` is a sequence of ints in ``0..2**64-1`` or a 1-D ``uint64`` array.
+///
+/// >>> bin(rsimhash.compute([0b1100, 0b1010, 0b1001]))  # bit 3 in all three, bits 0-2 in one each
+/// '0b1000'
+/// >>> rsimhash.compute([rsimhash.fnv1a64(w) for w in "a bag of words".split()])
+/// 590288262392783240
+/// >>> rsimhash.compute([])
+/// 0
 #[pyfunction]
 fn compute(py: Python<'_>, hashes: &Bound<'_, PyAny>) -> PyResult<u64> {
     let values = u64_values(hashes, "hashes")?;
     detach::run(py, None, move || Ok(crate::compute(&values)))
 }
 
+/// SPEC v1 fingerprint of one text.
+///
+/// ``mode="words"`` shingles tokens (width default 3); ``mode="chars"`` takes
+/// windows of code points of the normalized text (width default 4). Case,
+/// punctuation and spacing do not count in either mode.
+///
+/// >>> rsimhash.fingerprint("The quick brown fox")
+/// 801640746765152521
+/// >>> rsimhash.fingerprint("the QUICK, brown  fox!")
+/// 801640746765152521
+/// >>> rsimhash.fingerprint("The quick brown fox", mode="chars")
+/// 7597028271780175128
+///
+/// A copy with a few words more is a few bits away (more for short texts):
+///
+/// >>> text = "The city council voted on Tuesday to approve a new budget for the schools and the roads."
+/// >>> rsimhash.hamming(rsimhash.fingerprint(text), rsimhash.fingerprint("Updated 09:41. " + text))
+/// 6
 #[pyfunction]
 #[pyo3(signature = (text, *, mode = "words", width = None))]
 fn fingerprint(py: Python<'_>, text: &Bound<'_, PyAny>, mode: &str, #[pyo3(from_py_with = width_arg)] width: Option<Int>) -> PyResult<u64> {
@@ -130,6 +170,15 @@ pub(crate) fn arrow_slices<'a>(offsets: &[i64], data: &'a [u8]) -> PyResult<Vec<
     Ok(slices)
 }
 
+/// Weighted simhash: str/bytes features are hashed with FNV-1a 64, ints are
+/// taken as hashes; weights are finite floats (negative and zero allowed).
+/// Bit ``j`` is set iff the weights of the features with bit ``j`` set sum
+/// to more than those with it clear.
+///
+/// >>> rsimhash.fingerprint_weighted([("rust", 2.0), ("python", 1.0)]) == rsimhash.fnv1a64("rust")
+/// True
+/// >>> rsimhash.fingerprint_weighted([("rust", 2.0), (b"\x00\x01", 0.5), (0xDEADBEEF, -1.0)])
+/// 13834740431434729255
 #[pyfunction]
 fn fingerprint_weighted(py: Python<'_>, features: &Bound<'_, PyAny>) -> PyResult<u64> {
     let expected = "an iterable of (feature, weight) pairs";

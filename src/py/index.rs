@@ -45,6 +45,44 @@ fn found(index: &Index, fp: u64, k: Option<u32>) -> crate::Result<Found> {
     Ok(Found::Names(index.names_of(&ids)?.into_iter().zip(matches).map(|(n, (_, d))| (n, d)).collect()))
 }
 
+/// Every stored fingerprint within ``k`` bits of a query, exactly.
+///
+/// Permuted sorted tables after Manku, Jain and Das Sarma (WWW 2007): the
+/// table design is chosen for the index's size by a cost model unless
+/// ``blocks`` (one level of that many blocks, ``C(blocks, k)`` tables) or
+/// ``tables`` (a design with that many tables) fixes it. Queries share a
+/// read lock and adds take a write lock; heavy work runs without the GIL.
+/// ``len(index)`` is the number of stored ``(id, fingerprint)`` items.
+///
+/// Ids are non-negative ints (``uint64``), or strings: an index is keyed
+/// by the kind its first add that stores anything gives (ints when no
+/// ``ids=``), for good and in its saved file. Keyed by strings, every
+/// ``add`` and ``add_unique`` must give string ids, and every method that
+/// returns ids returns the strings: a numpy object array of ``str`` where
+/// an int-keyed index returns a ``uint64`` array, ``str`` in ``query``'s
+/// tuples. Items then have internal ids counted up as default ids are, in
+/// the order they were added: "sorted by id" and "smallest id" mean first
+/// added. Ids of the other kind are a ``TypeError`` naming what the index
+/// is keyed by. Int ids come back exactly as before, as fast.
+///
+/// >>> index = rsimhash.Index(k=3)
+/// >>> index.add(np.array([0, 0b111, 0xFF00, 0xFF01], dtype=np.uint64)).tolist()
+/// [0, 1, 2, 3]
+/// >>> index.query(0b1)  # (id, distance)
+/// [(0, 1), (1, 2)]
+/// >>> index.find_all().tolist()
+/// [[0, 1], [2, 3]]
+/// >>> len(index)
+/// 4
+/// >>> docs = rsimhash.Index(k=3)
+/// >>> docs.add([0, 0b111, 0xFF00], ids=["intro", "intro-v2", "faq"]).tolist()
+/// ['intro', 'intro-v2', 'faq']
+/// >>> docs.query(0b1), docs.find_all().tolist()
+/// ([('intro', 1), ('intro-v2', 2)], [['intro', 'intro-v2']])
+/// >>> docs.add([5])
+/// Traceback (most recent call last):
+/// ...
+/// TypeError: ids must be given, as strings: this index is keyed by strings (its first add gave strings), got none
 #[pyclass(frozen, name = "Index", module = "rsimhash._rsimhash")]
 pub(crate) struct PyIndex {
     inner: RwLock<Index>,
@@ -134,8 +172,32 @@ impl PyIndex {
         Ok(PyIndex { inner: RwLock::new(index) })
     }
 
-    /// Reads an index file written by `save`; with `mmap`, its tables are
-    /// used in place from a read-only mapping of the file.
+    /// Reads an index file written by ``save``; every checksum is verified first.
+    ///
+    /// With ``mmap`` the compressed tables are used in place from a read-only
+    /// mapping of the file. Raises ``ValueError`` naming the problem for a
+    /// damaged, truncated or foreign file, and ``OSError`` when it cannot be read.
+    /// A loaded index answers as the saved one did and can take more ``add`` calls.
+    ///
+    /// A mapped file must not change while the index uses it. ``save`` (here
+    /// or in another process) replaces a file atomically, which is safe: the
+    /// index goes on reading the file it mapped. Another program writing
+    /// into the file in place, or truncating it, is not: the index then
+    /// raises ``ValueError("index file changed or damaged while in use: ...")``
+    /// from the first operation that reads the changed bytes (never a crash,
+    /// never an answer read from them once they are found), and
+    /// ``Index.verify()`` re-checks every checksum on demand. Load with
+    /// ``mmap=False`` to read the file into memory instead.
+    ///
+    /// >>> import os, tempfile
+    /// >>> index = rsimhash.Index(k=3)
+    /// >>> index.add([0, 0b111, 0xFF00]).tolist()
+    /// [0, 1, 2]
+    /// >>> with tempfile.TemporaryDirectory() as tmp:
+    /// ...     index.save(os.path.join(tmp, "corpus.rsh"))
+    /// ...     loaded = rsimhash.Index.load(os.path.join(tmp, "corpus.rsh"), mmap=False)
+    /// >>> len(loaded), loaded.k, loaded.query(0b1)
+    /// (3, 3, [(0, 1), (1, 2)])
     #[classmethod]
     #[pyo3(signature = (path, *, mmap = true))]
     fn load(_cls: &Bound<'_, PyType>, py: Python<'_>, path: PathBuf, mmap: bool) -> PyResult<Self> {
@@ -143,18 +205,46 @@ impl PyIndex {
         Ok(PyIndex { inner: RwLock::new(index) })
     }
 
-    /// Writes the index to `path` atomically.
+    /// Writes the index atomically: a crash mid-save leaves the old file intact.
+    ///
+    /// The file is written under a temporary name beside ``path``, synced and
+    /// renamed over ``path``; ``Index.load`` reads it back.
+    ///
+    /// >>> import os, tempfile
+    /// >>> index = rsimhash.Index(k=3)
+    /// >>> index.add([0, 0b111]).tolist()
+    /// [0, 1]
+    /// >>> with tempfile.TemporaryDirectory() as tmp:
+    /// ...     index.save(os.path.join(tmp, "corpus.rsh"))
+    /// ...     os.listdir(tmp)
+    /// ['corpus.rsh']
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         detach::run(py, None, || read(&self.inner).save(&path))
     }
 
-    /// Whether tables are stored compressed.
+    /// Whether the tables are stored compressed (Huffman-coded XOR deltas).
+    ///
+    /// >>> rsimhash.Index().compressed, rsimhash.Index(compress=False).compressed
+    /// (True, False)
     #[getter]
     fn compressed(&self) -> bool {
         matches!(peek(&self.inner).layout(), Layout::Packed(_))
     }
 
-    /// What the index holds and how: a dict of counts, sizes and versions.
+    /// Counts, sizes and versions: items, k, tables, design, compressed, bytes per item per table, ...
+    ///
+    /// >>> index = rsimhash.Index(k=3)
+    /// >>> index.add([0, 0b111, 0xFF00]).tolist()
+    /// [0, 1, 2]
+    /// >>> info = index.info()
+    /// >>> info["items"], info["k"], info["tables"], info["compressed"]
+    /// (3, 3, 4, True)
+    /// >>> info["spec_version"], info["format_version"], info["keys"]
+    /// (1, 1, 'int')
+    ///
+    /// ``keys``: ``"int"`` or ``"str"``, what the index is keyed by
+    /// (``None`` until an add stores something); ``format_version``: that
+    /// of the file ``save`` writes (2 for an index keyed by strings).
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let index = peek(&self.inner);
         let (runs, buffered) = index.shape();
@@ -197,24 +287,41 @@ impl PyIndex {
     }
 
     /// The largest distance answered completely.
+    ///
+    /// >>> rsimhash.Index(k=5).k
+    /// 5
     #[getter]
     fn k(&self) -> u32 {
         peek(&self.inner).k()
     }
 
-    /// Permuted tables held per item (of the largest run).
+    /// Permuted tables held per item.
+    ///
+    /// >>> rsimhash.Index(k=3, blocks=6).tables  # C(6, 3)
+    /// 20
     #[getter]
     fn tables(&self) -> usize {
         peek(&self.inner).design().tables().len()
     }
 
-    /// The table design, in words.
+    /// The table design in words, e.g. ``"10 tables, blocks 5, 25-26 leading bits, k=3"``.
+    ///
+    /// >>> rsimhash.Index(k=3, blocks=5).design
+    /// '10 tables, blocks 5, 25-26 leading bits, k=3'
     #[getter]
     fn design(&self) -> String {
         peek(&self.inner).design().to_string()
     }
 
     /// Bytes of memory held by the tables and ids.
+    ///
+    /// >>> index = rsimhash.Index()
+    /// >>> index.nbytes
+    /// 0
+    /// >>> index.add([0, 0b111, 0xFF00, 0xFF01]).tolist()
+    /// [0, 1, 2, 3]
+    /// >>> index.nbytes
+    /// 64
     #[getter]
     fn nbytes(&self) -> usize {
         peek(&self.inner).bytes()
@@ -236,7 +343,26 @@ impl PyIndex {
         )
     }
 
-    /// Adds fingerprints; returns their ids.
+    /// Stores fingerprints and returns their ids (default: consecutive after the largest id so far).
+    ///
+    /// ``fps``: an int or a 1-D ``uint64`` array (or a sequence of ints);
+    /// ``ids``: one id per fingerprint, a ``uint64`` id or a string (see
+    /// the class). One fingerprint may carry many ids; an id given twice,
+    /// or already stored, raises ``ValueError``. Returns a ``uint64``
+    /// array, or an object array of the string ids given.
+    ///
+    /// >>> index = rsimhash.Index(k=3)
+    /// >>> index.add(np.array([0, 0b111], dtype=np.uint64)).tolist()
+    /// [0, 1]
+    /// >>> index.add(0xFF00).tolist()
+    /// [2]
+    /// >>> index.add([0xFF01, 0xFF01], ids=[100, 101]).tolist()
+    /// [100, 101]
+    /// >>> index.add(5).tolist()
+    /// [102]
+    /// >>> by_name = rsimhash.Index(k=3)
+    /// >>> by_name.add([0xFF01, 0xFF01], ids=["a", "é"]).tolist()
+    /// ['a', 'é']
     #[pyo3(signature = (fps, ids = None))]
     fn add<'py>(&self, py: Python<'py>, fps: &Bound<'py, PyAny>, ids: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
         let fps = U64s::extract(fps, "fps")?;
@@ -254,7 +380,24 @@ impl PyIndex {
         }
     }
 
-    /// `(id, distance)` of every stored item within `k`, by distance then id.
+    /// ``(id, distance)`` of every stored item within ``k``, sorted by distance, then id.
+    ///
+    /// ``k`` defaults to the index's ``k``; a larger one raises ``ValueError``.
+    ///
+    /// >>> index = rsimhash.Index(k=3)
+    /// >>> index.add([0, 0b111, 0xFF00, 0xFF01]).tolist()
+    /// [0, 1, 2, 3]
+    /// >>> index.query(0)
+    /// [(0, 0), (1, 3)]
+    /// >>> index.query(0, k=1)
+    /// [(0, 0)]
+    /// >>> index.query(0xFF03)
+    /// [(3, 1), (2, 2)]
+    /// >>> by_name = rsimhash.Index(k=3)
+    /// >>> by_name.add([0xFF01, 0xFF01, 0xFF00], ids=["b", "a", "c"]).tolist()
+    /// ['b', 'a', 'c']
+    /// >>> by_name.query(0xFF03)  # ties by when added, not by the strings
+    /// [('b', 1), ('a', 1), ('c', 2)]
     #[pyo3(signature = (fp, k = None))]
     fn query<'py>(&self, py: Python<'py>, fp: &Bound<'py, PyAny>, #[pyo3(from_py_with = opt_k_arg)] k: Option<Int>) -> PyResult<Bound<'py, PyAny>> {
         let fp = to_u64(fp, || "fp".into())?;
@@ -271,7 +414,22 @@ impl PyIndex {
         }
     }
 
-    /// Matches of many queries: `(qi, ids, dist)` arrays.
+    /// ``(qi, ids, dist)``: query position, matching id and distance, sorted by qi, distance, id.
+    ///
+    /// Three equal-length arrays (``int64``, ``uint64`` or object for
+    /// string ids, ``uint8``), one row per match; ``k`` as in ``query``.
+    ///
+    /// >>> index = rsimhash.Index(k=3)
+    /// >>> index.add([0, 0b111, 0xFF00, 0xFF01]).tolist()
+    /// [0, 1, 2, 3]
+    /// >>> qi, ids, dist = index.query_batch(np.array([0b1, 0xFF00, 1 << 40 | 0xF0F0], dtype=np.uint64))
+    /// >>> qi.tolist(), ids.tolist(), dist.tolist()
+    /// ([0, 0, 1, 1], [0, 1, 2, 3], [1, 2, 0, 1])
+    /// >>> by_name = rsimhash.Index(k=3)
+    /// >>> by_name.add([0, 0xFF00], ids=["zero", "ff"]).tolist()
+    /// ['zero', 'ff']
+    /// >>> by_name.query_batch([0b1, 0xFF00])[1]
+    /// array(['zero', 'ff'], dtype=object)
     #[pyo3(signature = (fps, k = None))]
     #[allow(clippy::type_complexity)]
     fn query_batch<'py>(
@@ -292,7 +450,28 @@ impl PyIndex {
         Ok((PyArray1::from_vec(py, qi), ids.array(py), PyArray1::from_vec(py, m.distances)))
     }
 
-    /// Every pair of distinct stored ids within `k`: a `(P, 2)` uint64 array.
+    /// Every unordered pair of distinct stored ids within ``k``: shape ``(P, 2)``, smaller id first, sorted.
+    ///
+    /// A ``uint64`` array (object, of ``str``, for string ids; "smaller"
+    /// then means added first); ids sharing one fingerprint (copies) pair at
+    /// distance 0. ``copies="all"`` (the default) lists every pair of them:
+    /// ``c`` copies make ``c (c - 1) / 2``; ``copies="first"`` pairs each
+    /// only with the smallest id of its fingerprint, one pair per copy.
+    /// Left unset, a ``UserWarning`` says so when copies alone make over
+    /// 2^26 pairs; pairs of copies that would not fit in memory are a
+    /// ``MemoryError`` raised before any is made.
+    ///
+    /// >>> index = rsimhash.Index(k=3)
+    /// >>> index.add([0, 0b111, 0xFF00, 0xFF01]).tolist()
+    /// [0, 1, 2, 3]
+    /// >>> index.find_all().tolist()
+    /// [[0, 1], [2, 3]]
+    /// >>> index.find_all(k=1).tolist()
+    /// [[2, 3]]
+    /// >>> index.add([0xFF00, 0xFF00]).tolist()  # two more copies of 0xFF00
+    /// [4, 5]
+    /// >>> index.find_all(k=0).tolist(), index.find_all(k=0, copies="first").tolist()
+    /// ([[2, 4], [2, 5], [4, 5]], [[2, 4], [2, 5]])
     #[pyo3(signature = (k = None, *, copies = None))]
     fn find_all<'py>(&self, py: Python<'py>, #[pyo3(from_py_with = opt_k_arg)] k: Option<Int>, copies: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
         let k = op_k(k)?;
@@ -317,7 +496,27 @@ impl PyIndex {
         pairs.pairs(py)
     }
 
-    /// Clusters of ids, each a sorted uint64 array.
+    /// Clusters of ids: ``"connected"`` components of the within-k graph, or ``"leader"`` groups.
+    ///
+    /// ``"connected"``: each member is within ``k`` of at least one other
+    /// member. ``"leader"``: in id order, each item joins the first
+    /// representative within ``k`` or becomes one. Only clusters of at least
+    /// ``min_size`` ids; each a sorted ``uint64`` array, clusters sorted by
+    /// their smallest id (for string ids, object arrays of them, in the
+    /// order the items were added).
+    ///
+    /// >>> index = rsimhash.Index(k=3)
+    /// >>> index.add([0, 0b111, 0b111111, 0xFF00]).tolist()  # 0-1 and 1-2 are 3 bits apart, 0-2 six
+    /// [0, 1, 2, 3]
+    /// >>> [c.tolist() for c in index.cluster()]
+    /// [[0, 1, 2]]
+    /// >>> [c.tolist() for c in index.cluster(method="leader", min_size=1)]
+    /// [[0, 1], [2], [3]]
+    /// >>> by_name = rsimhash.Index(k=3)
+    /// >>> by_name.add([0, 0b111, 0xFF00], ids=["x", "y", "z"]).tolist()
+    /// ['x', 'y', 'z']
+    /// >>> [c.tolist() for c in by_name.cluster()]
+    /// [['x', 'y']]
     #[pyo3(signature = (k = None, min_size = Int::Fits(2), method = "connected"), text_signature = "($self, k=None, min_size=2, method='connected')")]
     fn cluster<'py>(
         &self,
@@ -337,6 +536,22 @@ impl PyIndex {
     }
 
     /// Removes items by id; returns how many were stored.
+    ///
+    /// Ids not stored are passed over. A removed string id may be added
+    /// again.
+    ///
+    /// >>> index = rsimhash.Index(k=3)
+    /// >>> index.add([0, 0b111, 0xFF00]).tolist()
+    /// [0, 1, 2]
+    /// >>> index.remove([1, 7])
+    /// 1
+    /// >>> len(index), index.query(0)
+    /// (2, [(0, 0)])
+    /// >>> by_name = rsimhash.Index(k=3)
+    /// >>> by_name.add([0, 0xFF00], ids=["a", "b"]).tolist()
+    /// ['a', 'b']
+    /// >>> by_name.remove(["a", "gone"]), by_name.add([1], ids=["a"]).tolist()
+    /// (1, ['a'])
     fn remove(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<usize> {
         let ids = IdsArg::extract(ids, "ids")?;
         let (ints, names) = match &ids {
@@ -356,13 +571,58 @@ impl PyIndex {
         })
     }
 
-    /// Checks again every checksum of the file the index was loaded from
-    /// (as far as its tables still read it); `ValueError` if it changed.
+    /// Checks again every checksum of the file the index was loaded from.
+    ///
+    /// Reads the whole file (as long as the index still uses its tables;
+    /// an index built in memory has nothing to check) and compares it with
+    /// what ``load`` verified. Raises ``ValueError("index file changed or
+    /// damaged while in use: ...")`` naming what changed; every later
+    /// operation of the index then raises it too. Returns ``None``.
+    ///
+    /// >>> import os, tempfile
+    /// >>> index = rsimhash.Index(k=3)
+    /// >>> index.add(np.arange(5000, dtype=np.uint64)).tolist()[:3]
+    /// [0, 1, 2]
+    /// >>> with tempfile.TemporaryDirectory() as tmp:
+    /// ...     path = os.path.join(tmp, "corpus.rsh")
+    /// ...     index.save(path)
+    /// ...     loaded = rsimhash.Index.load(path)
+    /// ...     loaded.verify()                      # as loaded: None
+    /// ...     with open(path, "r+b") as f:         # another program writes into it
+    /// ...         _ = f.seek(os.path.getsize(path) - 100)
+    /// ...         _ = f.write(b"something else")
+    /// ...     try:
+    /// ...         loaded.verify()
+    /// ...     except ValueError as e:
+    /// ...         print(str(e).split(":")[0])
+    /// ...     del loaded
+    /// index file changed or damaged while in use
     fn verify(&self, py: Python<'_>) -> PyResult<()> {
         detach::run(py, None, || read(&self.inner).verify())
     }
 
-    /// Stores the fingerprints that have nothing within `k` yet: `(is_new, matched)`.
+    /// ``(is_new, matched)``: each input, in order, is new unless a stored or earlier new item is within ``k``.
+    ///
+    /// Only the new items are stored (with their ids; the default ids are
+    /// given to every input, as ``add`` gives them). ``is_new`` is a ``bool``
+    /// array; ``matched`` a ``uint64`` array of the smallest id within ``k``
+    /// of each item that is not new (stored, or new earlier in the call),
+    /// and of the item's own id where new: ``matched[is_new]`` are the new
+    /// items' ids, as ``SimilarIndex.add_unique`` gives them. A streaming
+    /// dedup, in order. With string ids, ``matched`` is an object array of
+    /// them ("smallest" means added first); every id given is checked as
+    /// ``add`` checks it, and only the new ones are stored.
+    ///
+    /// >>> index = rsimhash.Index(k=2)
+    /// >>> is_new, matched = index.add_unique(np.array([0, 0b1, 0xFF << 40, 0b11], dtype=np.uint64))
+    /// >>> is_new.tolist(), matched.tolist()
+    /// ([True, False, True, False], [0, 0, 2, 0])
+    /// >>> len(index)
+    /// 2
+    /// >>> by_name = rsimhash.Index(k=2)
+    /// >>> is_new, matched = by_name.add_unique([0, 0b1, 0xFF << 40], ids=["a", "a-copy", "b"])
+    /// >>> is_new.tolist(), matched.tolist()
+    /// ([True, False, True], ['a', 'a', 'b'])
     #[pyo3(signature = (fps, ids = None, k = None))]
     fn add_unique<'py>(
         &self,

@@ -2,6 +2,13 @@
 //! numpy. Every function follows three phases: convert and validate the
 //! arguments holding the GIL, run the core with the GIL released
 //! ([`detach::run`]), convert the results.
+//!
+//! The doc comments of the objects `rsimhash` re-exports (`Index` and its
+//! members, the fingerprint functions, the index file exceptions) become
+//! their Python `__doc__`: they are the docstrings of `_rsimhash.pyi`,
+//! written from it by `tools/stub_docs.py --write` (the stub is the one
+//! source; tests/test_docstrings.py compares them at run time). They are
+//! Python docstrings (double backquotes, doctest examples), not Markdown.
 
 mod batch;
 mod batch_ids;

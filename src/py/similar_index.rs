@@ -89,15 +89,22 @@ impl PySimilarIndex {
         Ok(PyArray1::from_vec(py, out).into_any())
     }
 
-    /// The stored texts alike each text: `(positions, ids, similarity)`.
-    #[pyo3(signature = (texts, *, threads = None))]
-    fn query<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, #[pyo3(from_py_with = threads_int)] threads: Option<Int>) -> PyResult<Matches<'py>> {
+    /// The stored texts alike each text: `(positions, ids, similarity)`,
+    /// at `threshold` (at least the index's; `None` for the index's).
+    #[pyo3(signature = (texts, *, threshold = None, threads = None))]
+    fn query<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
+        threshold: Option<f64>,
+        #[pyo3(from_py_with = threads_int)] threads: Option<Int>,
+    ) -> PyResult<Matches<'py>> {
         let threads = self::threads(threads)?;
         let (mut held, mut arrow) = (None, None);
         let slices = text_slices(texts, &mut held, &mut arrow)?;
         let (m, ids) = detach::run(py, threads, || {
             let index = read(&self.inner);
-            let mut m = index.query_utf8(&slices)?;
+            let mut m = index.query_utf8_at(&slices, threshold)?;
             let ids = keyed(&index, std::mem::take(&mut m.ids))?;
             Ok((m, ids))
         })?;
@@ -179,6 +186,20 @@ impl PySimilarIndex {
     #[getter]
     fn nbytes(&self) -> usize {
         peek(&self.inner).bytes()
+    }
+
+    /// `(design, k, tables, keys)` of the index of the candidates' fingerprints
+    /// (keys: `"int"`, `"str"` or `None` until an add stores something).
+    #[getter]
+    fn design(&self) -> (String, u32, usize, Option<&'static str>) {
+        let index = peek(&self.inner);
+        let fps = index.fingerprints();
+        let keys = match fps.keys() {
+            crate::index::Keys::Undecided => None,
+            crate::index::Keys::Ints => Some("int"),
+            crate::index::Keys::Strings => Some("str"),
+        };
+        (fps.design().to_string(), fps.k(), fps.design().tables().len(), keys)
     }
 
     fn __len__(&self) -> usize {

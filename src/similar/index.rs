@@ -152,6 +152,11 @@ impl SimilarIndex {
         self.index.names_of(ids)
     }
 
+    /// The index of the candidates' fingerprints (its design, `k`, keys).
+    pub fn fingerprints(&self) -> &Index {
+        &self.index
+    }
+
     /// Bytes held: the distinct sets and their buckets, the maps, and the
     /// index of fingerprints.
     pub fn bytes(&self) -> usize {
@@ -279,13 +284,18 @@ impl SimilarIndex {
     /// least the threshold alike `query`: `(id, similarity)`, by similarity
     /// descending, then id. Each distinct held set is compared once.
     fn confirm(&self, candidates: &[u64], query: &Held) -> Vec<(u64, f32)> {
+        self.confirm_at(candidates, query, &self.opts)
+    }
+
+    /// [`SimilarIndex::confirm`] at the threshold of `opts`.
+    fn confirm_at(&self, candidates: &[u64], query: &Held, opts: &Similar) -> Vec<(u64, f32)> {
         let mut held: Vec<(usize, u64, &Arc<Held>)> = candidates.iter().filter_map(|id| self.sets.get(id).map(|h| (Arc::as_ptr(h) as usize, *id, h))).collect();
         held.sort_unstable_by_key(|&(p, id, _)| (p, id));
         let mut found = Vec::new();
         let mut at = 0;
         while at < held.len() {
             let end = at + held[at..].iter().take_while(|c| c.0 == held[at].0).count();
-            if let Some(s) = held[at].2.alike(query, &self.opts) {
+            if let Some(s) = held[at].2.alike(query, opts) {
                 found.extend(held[at..end].iter().map(|c| (c.1, s)));
             }
             at = end;
@@ -320,12 +330,32 @@ impl SimilarIndex {
     /// [`Error::InvalidUtf8`] naming a text by position; [`Error::Changed`]
     /// when the file a loaded index maps changed under it.
     pub fn query_utf8<T: AsRef<[u8]> + Sync>(&self, texts: &[T]) -> Result<SimilarMatches> {
+        self.query_utf8_at(texts, None)
+    }
+
+    /// [`SimilarIndex::query_utf8`] at a `threshold` stricter than the
+    /// index's (or equal to it; `None` for the index's): the same
+    /// candidates, confirmed against the higher threshold, so the answer is
+    /// exactly the index's matches at least that alike.
+    ///
+    /// # Errors
+    /// As [`SimilarIndex::query_utf8`]; [`Error::InvalidParameter`] for a
+    /// threshold above 1 or below the index's (its candidates are chosen
+    /// for its own threshold, so a looser one could miss pairs).
+    pub fn query_utf8_at<T: AsRef<[u8]> + Sync>(&self, texts: &[T], threshold: Option<f64>) -> Result<SimilarMatches> {
         if texts.len() > u32::MAX as usize {
             return Err(Error::invalid("texts", "at most 2**32-1 queries per call (split the batch)", texts.len()));
         }
+        let mut opts = self.opts;
+        if let Some(t) = threshold {
+            if !(t >= self.opts.threshold && t <= 1.0) {
+                return Err(Error::invalid("threshold", "at least the index's threshold and at most 1", t));
+            }
+            opts.threshold = t;
+        }
         let (fps, made) = self.made(texts)?;
         let candidates = self.candidates(&fps)?;
-        let per: Vec<Vec<(u64, f32)>> = candidates.par_iter().zip(&made).with_min_len(8).map(|(c, q)| self.confirm(c, q)).collect();
+        let per: Vec<Vec<(u64, f32)>> = candidates.par_iter().zip(&made).with_min_len(8).map(|(c, q)| self.confirm_at(c, q, &opts)).collect();
         let mut out = SimilarMatches::default();
         for (q, found) in per.into_iter().enumerate() {
             for (id, s) in found {
