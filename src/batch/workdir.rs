@@ -107,6 +107,15 @@ impl Workdir {
                     }
                     return Ok(found);
                 }
+                // Made by a run killed before it wrote whose it is (nothing in it but
+                // its lock, which no live run holds): removed, and the name tried again.
+                Ok(meta) if meta.is_dir() && abandoned(&path) => {
+                    let _ = fs::remove_file(path.join(LOCK));
+                    if fs::remove_dir(&path).is_ok() {
+                        return Workdir::open(parent, identity);
+                    }
+                    continue;
+                }
                 // Not this job's: never touched.
                 Ok(_) => continue,
             }
@@ -333,6 +342,17 @@ fn is_ours(name: &str) -> bool {
 }
 
 /// Locks the directory for this process.
+/// Whether `dir` is a job's directory that its run never finished making:
+/// no `job.txt`, nothing but an unheld lock file in it.
+fn abandoned(dir: &Path) -> bool {
+    let Ok(entries) = fs::read_dir(dir) else { return false };
+    let names: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.file_name())).collect();
+    if names.iter().any(|n| n != LOCK) {
+        return false;
+    }
+    names.is_empty() || lock(dir).is_ok()
+}
+
 fn lock(dir: &Path) -> Result<File> {
     let path = dir.join(LOCK);
     let file = files::open_own(&path).map_err(Error::io("create", &path))?;
@@ -402,6 +422,27 @@ mod tests {
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), names.len());
         assert!(empty.path().is_dir(), "the directory the user made stays");
         assert_eq!(fs::read_dir(empty.path()).unwrap().count(), 0);
+    }
+
+    /// A run killed between making its directory and writing whose it is
+    /// leaves it empty (or holding only its lock): the next run takes the
+    /// name back, and nothing of it stays when the job ends.
+    #[test]
+    fn a_directory_abandoned_while_made_is_taken_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = Workdir::open(dir.path(), "job A").unwrap();
+        let own = w.path().to_path_buf();
+        w.finish().unwrap();
+        for leftover in [&[][..], &[LOCK][..]] {
+            fs::create_dir(&own).unwrap();
+            for name in leftover {
+                fs::write(own.join(name), "").unwrap();
+            }
+            let w = Workdir::open(dir.path(), "job A").unwrap();
+            assert_eq!(w.path(), own);
+            w.finish().unwrap();
+            assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+        }
     }
 
     /// A directory with the job's name that is not the job's (no marker, or

@@ -67,6 +67,9 @@ class Found:
             distance = _hamming(hashes[self.a], hashes[self.b])
         self.distance = distance
         self.members, self.starts = groups if groups is not None else _groups_of_pairs(len(names), self.a, self.b)
+        # Names are SHARD:ID (a sharded dedup's --removed names each record's shard):
+        # the records' ids are to be read the same way.
+        self.by_shard = False
 
     @property
     def sizes(self) -> np.ndarray:
@@ -280,15 +283,16 @@ def read(path: str, expect: Optional[str] = None) -> Found:
         else:
             raise OutputFormatError(
                 f"{path}:1: expected the header of a run's output: 'id<TAB>duplicate_of<TAB>distance' (dedup "
-                f"--removed), 'id<TAB>hash<TAB>cluster' or 'id<TAB>cluster' (cluster), 'id_a<TAB>id_b<TAB>jaccard' "
+                "--removed, maybe with '<TAB>shard<TAB>duplicate_of_shard'), 'id<TAB>hash<TAB>cluster' or "
+                "'id<TAB>cluster' (cluster), 'id_a<TAB>id_b<TAB>jaccard' "
                 f"or JSON [a, b] lines (find-all); got {header[:80]!r}"
             )
     if expect is not None and kind != expect:
         raise OutputFormatError(f"{path}: is the output of {kind}, not of {expect}")
     if kind == "find-all" and column is None:
         return _value_pairs(path, header, lines)
-    rows: List[List[str]] = [[], [], []]
     width = len(cols)
+    rows: List[List[str]] = [[] for _ in range(width)]
     for lineno, line in enumerate(lines, 2):
         if not line:
             continue
@@ -298,6 +302,13 @@ def read(path: str, expect: Optional[str] = None) -> Found:
         for r, f in zip(rows, fields):
             r.append(f)
     try:
+        if kind == "dedup" and width == 5:  # of sharded inputs: ids are unique within their shard
+            assert column is not None
+            ids = [f"{s}:{i}" for i, s in zip(rows[0], rows[3])]
+            kept = [f"{s}:{i}" for i, s in zip(rows[1], rows[4])]
+            found = removed(ids, kept, rows[2], column)
+            found.by_shard = True
+            return found
         if kind == "dedup":
             assert column is not None
             return removed(rows[0], rows[1], rows[2], column)
@@ -315,6 +326,9 @@ def read(path: str, expect: Optional[str] = None) -> Found:
 def _kind(cols: List[str]) -> Tuple[Optional[str], Optional[str]]:
     if len(cols) == 3 and cols[:2] == ["id", "duplicate_of"] and cols[2] in SIMILARITY + ("distance",):
         return "dedup", cols[2]
+    sharded = cols[3:] == ["shard", "duplicate_of_shard"]
+    if len(cols) == 5 and sharded and cols[:2] == ["id", "duplicate_of"] and cols[2] in SIMILARITY + ("distance",):
+        return "dedup", cols[2]  # of sharded inputs
     if cols in (["id", "hash", "cluster"], ["id", "cluster"]):
         return "cluster", None
     if len(cols) == 3 and cols[:2] == ["id_a", "id_b"] and cols[2] in SIMILARITY + ("distance",):

@@ -71,7 +71,7 @@ import numpy as np
 
 from .. import _rsimhash as _core
 from .._memory import parse_memory
-from ._job import Memory, Progress, _id_labels, _in_id_order, _Job, _output
+from ._job import Memory, Progress, _id_labels, _in_id_order, _Job, _output, _remove_if_empty
 from ._outputs import Atomic, cluster_rows, pairs_npy_to_parquet, write_clusters
 from ._similar_jobs import similar_clusters, similar_dedup, similar_pairs
 from ._sources import resolve
@@ -166,7 +166,10 @@ def find_all(
         )
     out_path, ext = _output(out, (".npy", ".parquet"), "find_all", source)
     with ExitStack() as stack:
-        workdir = workdir if workdir is not None or out_path is None else out_path + ".work"
+        if workdir is None and out_path is not None:
+            # The job names this one itself: an empty one that a killed run left goes too.
+            workdir = out_path + ".work"
+            stack.callback(_remove_if_empty, workdir)
         job = _Job(
             stack,
             k=k,
@@ -386,7 +389,10 @@ def clusters(
     if isinstance(min_size, bool) or not isinstance(min_size, (int, np.integer)):
         raise TypeError(f"min_size must be an int, got {type(min_size).__name__}")
     with ExitStack() as stack:
-        workdir = workdir if workdir is not None or out_path is None else out_path + ".work"
+        if workdir is None and out_path is not None:
+            # The job names this one itself: an empty one that a killed run left goes too.
+            workdir = out_path + ".work"
+            stack.callback(_remove_if_empty, workdir)
         job = _Job(
             stack,
             k=k,

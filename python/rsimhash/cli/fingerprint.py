@@ -26,7 +26,7 @@ example:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_input(p, formats=("json", "parquet"), what="texts")
+    add_input(p, formats=("json", "parquet"), what="texts", shards=True)
     p.add_argument(
         "--output", "-o", metavar="FILE", default="-", help="the TSV 'id<TAB>hash'; - writes stdout. Default: %(default)s"
     )

@@ -34,7 +34,6 @@ from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from .._records import guess_format
 from .errors import CliError, InputError, UsageError, utf8
 from .options import (
     add_distance,
@@ -49,6 +48,7 @@ from .options import (
 from .outputs import Output, Outputs
 from .pipeline import fingerprints_of, prefetch
 from .progress import Progress, count
+from .shards import input_format
 
 HELP = "persistent index files: build, add, query, info, verify"
 DESCRIPTION = """\
@@ -83,7 +83,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "Fingerprint the input (or read its hashes) and write an index file and its ids file "
         "IDX.ids.\n\nexample:\n  rsimhash index build --input corpus.jsonl --output corpus.rsh",
     )
-    add_input(b)
+    add_input(b, shards=True)
     b.add_argument("--output", "-o", metavar="IDX", required=True, help="the index file to write (and IDX.ids)")
     add_text(b)
     add_distance(b, what="items the index answers completely")
@@ -97,7 +97,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "time.\n\nexample:\n  rsimhash index add corpus.rsh --input more.jsonl",
     )
     a.add_argument("index", metavar="IDX", help="the index file (changed in place, atomically)")
-    add_input(a)
+    add_input(a, shards=True)
     a.add_argument(
         "--skip-existing",
         action="store_true",
@@ -116,7 +116,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "\n\nexample:\n  rsimhash index query corpus.rsh --input new.jsonl --output matches.tsv",
     )
     q.add_argument("index", metavar="IDX", help="the index file")
-    add_input(q)
+    add_input(q, shards=True)
     q.add_argument(
         "--output", "-o", metavar="FILE", default="-", help="the TSV of matches; - writes stdout. Default: %(default)s"
     )
@@ -392,7 +392,7 @@ def build(args: argparse.Namespace) -> int:
             out = IdsWriter(outs.open(ids_path(args.output)), settings)
             for chunk in prefetch(source.chunks()):
                 fps = fingerprints_of(chunk, settings["mode"] or "words", settings["width"], args.threads)
-                ids, fps = stored.new(args.input, chunk.ids, fps)
+                ids, fps = stored.new(str(args.input), chunk.ids, fps)
                 index.add(fps)  # ids 0, 1, 2, ...: line i + 2 of the ids file
                 _write_ids(out, ids, fps)
                 progress.update(source.position(), source.records)
@@ -414,7 +414,7 @@ def add(args: argparse.Namespace) -> int:
     index = load_index(args.index, mmap=False)
     old = IdsFile(args.index)
     try:
-        settings = settings_for(args, guess_format(args.input, args.format), old.settings)
+        settings = settings_for(args, input_format(args), old.settings)
         with open_source(args, shingling=(settings["mode"] or "words", settings["width"])) as source:
             n_old = len(index)
             progress = Progress("index add", source.total, args.quiet)
@@ -442,7 +442,7 @@ def add(args: argparse.Namespace) -> int:
                 position = n_old
                 for chunk in prefetch(source.chunks()):
                     fps = fingerprints_of(chunk, settings["mode"] or "words", settings["width"], args.threads)
-                    ids, fps = stored.new(args.input, chunk.ids, fps)
+                    ids, fps = stored.new(str(args.input), chunk.ids, fps)
                     index.add(fps, ids=np.arange(position, position + len(fps), dtype=np.uint64))
                     _write_ids(out, ids, fps)
                     position += len(fps)
@@ -503,7 +503,7 @@ def query(args: argparse.Namespace) -> int:
             f"completely; rebuild it with rsimhash index build --distance {k}"
         )
     ids, recorded = _read_ids(index, args.index)
-    settings = settings_for(args, guess_format(args.input, args.format), recorded)
+    settings = settings_for(args, input_format(args), recorded)
     with open_source(args, shingling=(settings.get("mode") or "words", settings.get("width"))) as source, Outputs() as outs:
         out = outs.open(args.output)
         out.write(b"id\tmatched_id\tdistance\n")

@@ -18,9 +18,13 @@ from .._gate import Plan
 from .shards import is_sharded, resolve_args
 
 
-def _inputs(plan: Plan, args: argparse.Namespace) -> None:
-    """``--input``: a file, or every shard and directory read."""
-    value = getattr(args, "input", None)
+def _inputs(plan: Plan, args: argparse.Namespace, lenient: Optional[str] = None) -> None:
+    """``--input``, resolved (``shards.resolve``): a file, or every shard and
+    every directory read."""
+    if getattr(args, "input", None) is None:
+        return
+    resolve_args(args, lenient_default=lenient)
+    value = args.input
     if is_sharded(value):
         for d in value.directories:
             plan.read("--input", d)
@@ -45,8 +49,7 @@ def _output(plan: Plan, args: argparse.Namespace, flag: str = "--output") -> Non
 
 def _records(args: argparse.Namespace, plan: Plan, lenient: Optional[str] = None) -> None:
     """``dedup``, ``cluster``, ``find-all``: shards in, one output (or a directory of them)."""
-    resolve_args(args, lenient_default=lenient)
-    _inputs(plan, args)
+    _inputs(plan, args, lenient)
     _against(plan, args)
     sharded_out = args.command == "dedup" and is_sharded(args.input) and args.output != "-" and not _special(args.output)
     if sharded_out:

@@ -14,13 +14,15 @@ the texts of the few records shown. The run's summary line, time and
 command line go on the page. An input read from stdin cannot be read again:
 its page shows ids and distances without texts.
 
-Inputs are a list of shards (``_inputs``: one today), each opened afresh
-for each pass over it.
+Inputs are a list of shards (``_inputs``: the input file, or each shard of
+a sharded input, drawn as one bar each in the chart of shares by shard),
+each opened afresh for each pass over it.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import shlex
@@ -38,6 +40,7 @@ from .errors import CliError, InputError, UsageError
 from .options import add_distance, add_input, add_run, add_text, open_source, positive_int
 from .outputs import Outputs
 from .pipeline import fingerprints_of, prefetch
+from .shards import input_format, is_sharded
 
 HELP = "an HTML page of what a run found: numbers, charts, clusters, pairs side by side"
 DESCRIPTION = """\
@@ -64,7 +67,7 @@ class ReportError(CliError):
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_input(p, what="the run's input records")
+    add_input(p, what="the run's input records", shards=True)
     g = p.add_argument_group("the run's output (one of)")
     x = g.add_mutually_exclusive_group(required=True)
     x.add_argument("--removed", metavar="FILE", help="dedup's --removed TSV 'id<TAB>duplicate_of<TAB>distance'")
@@ -168,7 +171,7 @@ def write(
     run_info.given_fingerprints = _format(args) in ("hash", "lines")
     # Fingerprints are made as the texts are parsed only when the page needs them
     # all: for distances the outputs do not give, or to find fingerprint values.
-    shards = _inputs(args, run_info, found.distance is None or found.values, reported)
+    shards = _inputs(args, run_info, found.distance is None or found.values, reported, found.by_shard)
     with Outputs() as outs:
         out = outs.open(page_path)
         page, _ = build(run_info, found, shards, show=getattr(args, "show", 200), seed=getattr(args, "seed", 0))
@@ -177,9 +180,7 @@ def write(
 
 
 def _format(args: argparse.Namespace) -> str:
-    from .._records import guess_format
-
-    return guess_format(args.input, getattr(args, "format", "auto"))
+    return input_format(args)
 
 
 def _design(args: argparse.Namespace) -> Optional[str]:
@@ -190,8 +191,11 @@ def _design(args: argparse.Namespace) -> Optional[str]:
     return str(make_index(args.distance, getattr(args, "blocks", None)).design)
 
 
-def _inputs(args: argparse.Namespace, run_info: Any, fingerprints: bool, reported: bool) -> List[Any]:
-    """The input shards: one, ``--input`` (several once the commands take them)."""
+def _inputs(args: argparse.Namespace, run_info: Any, fingerprints: bool, reported: bool, by_shard: bool = False) -> List[Any]:
+    """The input shards: ``--input``, or each shard of a sharded input (one
+    bar each in the page's chart of shares by shard). Ids are read as the
+    run wrote them: ``SHARD:ID`` for a sharded dedup's ``--removed``
+    (``by_shard``), ``SHARD:LINE`` for line numbers of a sharded input."""
     from .._report import Shard
 
     if args.input == "-":
@@ -209,21 +213,34 @@ def _inputs(args: argparse.Namespace, run_info: Any, fingerprints: bool, reporte
         return [Shard("<stdin>", lambda: iter(()))]
     mode, width, _ = run_info.fingerprinting()
     passes = [1 if reported else 0]
+    bad = [0] * (len(args.input) if is_sharded(args.input) else 1)
+    left = [getattr(args, "sample", None)]  # records still to read: cluster --sample N counts across shards
 
-    def blocks() -> Iterator[Any]:
-        passes[0] += 1  # bad lines are reported once: by the run, or by the first pass
+    def blocks(i: int, path: str, rel: Optional[str]) -> Iterator[Any]:
+        if i == 0:
+            passes[0] += 1  # bad lines are reported once: by the run, or by the first pass
+            left[0] = getattr(args, "sample", None)
+        if left[0] is not None and left[0] <= 0:
+            return
         with open_source(
             args,
-            path=args.input,
-            limit=getattr(args, "sample", None),
+            path=path,
+            limit=left[0],
             shingling=(mode, width) if fingerprints else None,
             quiet_bad_lines=passes[0] > 1,
         ) as source:
             for chunk in prefetch(source.chunks()):
+                if rel is not None and (by_shard or source.line_ids):
+                    chunk._ids = [f"{rel}:{i}" for i in chunk.ids]
                 yield _block(chunk, mode, width, args.threads)
-            run_info.bad_lines = source.bad.count
+                if left[0] is not None:
+                    left[0] -= len(chunk)
+            bad[i] = source.bad.count
+            run_info.bad_lines = sum(bad)
 
-    return [Shard(args.input, blocks)]
+    if is_sharded(args.input):
+        return [Shard(s.rel, functools.partial(blocks, i, s.path, s.rel)) for i, s in enumerate(args.input)]
+    return [Shard(args.input, functools.partial(blocks, 0, args.input, None))]
 
 
 def _block(chunk: Chunk, mode: str, width: Optional[int], threads: Optional[int]) -> Any:
@@ -280,10 +297,6 @@ def with_report(args: argparse.Namespace) -> int:
     target = REPORTED[command]
     if args.report == "-":
         raise UsageError("--report needs a file name (the page cannot share stdout with the run's output)")
-    if isinstance(args.input, list):  # --input values, or the shards they name (paths.py resolves them)
-        if len(args.input) != 1 or (isinstance(args.input[0], str) and os.path.isdir(args.input[0])):
-            raise UsageError("--report reads one input file; it does not take several input shards")
-        args.input = getattr(args.input[0], "path", args.input[0])
     where = os.path.dirname(os.path.abspath(args.report))
     if not os.path.isdir(where):  # found now, not after the run
         raise UsageError(f"--report {args.report}: the directory {where} does not exist")

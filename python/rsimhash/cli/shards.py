@@ -258,6 +258,13 @@ def resolve_args(args: argparse.Namespace, lenient_default: Optional[str] = None
         args.format = fmt
 
 
+def input_format(args: argparse.Namespace) -> str:
+    """The format ``args.input`` is read as: resolved shards carry theirs."""
+    if is_sharded(args.input):
+        return str(args.format)
+    return guess_format(args.input, getattr(args, "format", "auto"))
+
+
 class ShardedSource:
     """The shards read one after another, as one ``Source``.
 

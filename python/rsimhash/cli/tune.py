@@ -38,13 +38,13 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .._records import guess_format
 from . import similar_pairs
 from . import tune_stats as st
 from .errors import UsageError
 from .options import MAX_K, add_run, bad_lines_part, distance, open_source, positive_int, thread_count, width_count
 from .outputs import Outputs
 from .progress import Progress, count
+from .shards import input_format
 from .stdio import stdout_binary
 
 HELP = "measure simhash against exact Jaccard on a sample: precision, recall, recommended k"
@@ -74,9 +74,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--input",
         "-i",
-        metavar="FILE",
+        metavar="PATH",
+        action="append",
         required=True,
-        help="JSON lines or Parquet of texts; - reads stdin. gzip and zstd compression are recognised",
+        help="JSON lines or Parquet of texts; - reads stdin. gzip and zstd compression are recognised. "
+        "Repeatable; a directory reads its files of the format (sorted by path, recursively) and a quoted "
+        "glob its matches, in that order: the shards of one input",
     )
     p.add_argument(
         "--format",
@@ -174,7 +177,7 @@ class Sample:
 
 def read_sample(args: argparse.Namespace) -> Tuple[Sample, str, Progress]:
     """The sample, the bad-lines part of the summary, and the clock."""
-    fmt = guess_format(args.input, args.format)
+    fmt = input_format(args)
     if fmt not in ("json", "parquet"):
         raise UsageError(f"tune needs texts, and --format {fmt} holds fingerprints; give JSON lines or Parquet")
     limit = None if args.seed is not None else args.sample + 1  # one more tells whether the input goes on
@@ -301,7 +304,7 @@ def _bytes(n: float) -> str:
 def report(args: argparse.Namespace, r: Results) -> str:
     width = args.width or DEFAULT_WIDTH[args.shingles]
     head = [
-        f"sample: {r.sample.how} of {args.input}",
+        f"sample: {r.sample.how} of {str(args.input)}",
         f"truth: {count(len(r.truth.pairs), 'pair')} with Jaccard >= {args.jaccard:g} of {args.shingles} "
         f"{width}-shingle sets (exact: {r.truth.checked:,} pairs compared after a prefix filter)",
         "",
@@ -370,7 +373,7 @@ def recommendation(args: argparse.Namespace, r: Results) -> List[str]:
             'larger --sample, a lower --jaccard, or the defaults (candidates="auto")'
         ]
     source = _source_flags(args)
-    output = shlex.quote(_output_name(args.input))
+    output = shlex.quote(_output_name(args.input) if isinstance(args.input, str) else "kept/")
     if r.plain is not None:
         c, k = r.plain
         tables, desc = st.design(n, k)
@@ -408,7 +411,9 @@ def _output_name(path: str) -> str:
 
 
 def _source_flags(args: argparse.Namespace) -> str:
-    flags = ["--input", args.input] + (["--text-column", args.text_column] if args.text_column != "text" else [])
+    values = [args.input] if isinstance(args.input, str) else args.input.values  # shards: the --input values given
+    flags = [f for v in values for f in ("--input", v)]
+    flags += ["--text-column", args.text_column] if args.text_column != "text" else []
     return " ".join(shlex.quote(f) for f in flags)
 
 
@@ -423,7 +428,7 @@ def figures(args: argparse.Namespace, r: Results) -> Dict[str, Any]:
         c, k = v97.chosen
         rec["verified"] = dict(candidates=[c.mode, c.width, k], design=st.design(r.expected, k)[1])
     return dict(
-        input=args.input,
+        input=str(args.input),
         threshold=args.jaccard,
         shingles=args.shingles,
         width=args.width or DEFAULT_WIDTH[args.shingles],
@@ -490,7 +495,7 @@ def _png(args: argparse.Namespace, r: Results) -> bytes:
 
     width = args.width or DEFAULT_WIDTH[args.shingles]
     title = (
-        f"rsimhash tune: {len(r.sample.texts):,} documents of {args.input}, "
+        f"rsimhash tune: {len(r.sample.texts):,} documents of {str(args.input)}, "
         f"{len(r.truth.pairs):,} pairs with Jaccard >= {args.jaccard:g} ({args.shingles} {width}-shingles)"
     )
     return tune_plot.png(r.curves, r.xor, r.random_xor, args.jaccard, title)
