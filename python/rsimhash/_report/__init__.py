@@ -227,7 +227,7 @@ def report(
     >>> page = rsimhash.report([base, "<b>" + base + "</b>", "a dog barked"], k=8)
     >>> page.numbers["records"], page.numbers["removed"], page.numbers["kept"]
     ('3', '1', '2')
-    >>> page.startswith("<!DOCTYPE html>"), "&lt;b&gt;the cat" in page, "<b>" in page  # shown, never rendered
+    >>> page.startswith("<!DOCTYPE html>"), "&lt;b&gt;" in page, "<b>" in page  # shown, never rendered
     (True, True, False)
     """
     column = _Column(texts)
