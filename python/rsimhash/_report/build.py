@@ -281,7 +281,7 @@ def _numbers(run: Run, found: Found, sc: Scan) -> page.Numbers:
         nums.add("candidates", "candidates", f"fingerprints of {mode} {width} within {k} bits", k)
         nums.add("shingles", "shingles compared", f"{run.mode} of {run.width or 3}")
     else:
-        nums.add("k", "within (bits)", k if k is not None else "?")
+        nums.add("k", "within (bits)", k if k is not None else "?", known=k is not None)
         if run.given_fingerprints:
             nums.add("shingles", "fingerprints", "read from the input")
         else:
@@ -292,7 +292,8 @@ def _numbers(run: Run, found: Found, sc: Scan) -> page.Numbers:
         "seconds",
         "time",
         f"{run.seconds:.1f} s" if run.seconds is not None else "not known",
-        f"{run.seconds:.3f}" if run.seconds is not None else "",
+        round(run.seconds, 3) if run.seconds is not None else None,
+        known=run.seconds is not None,
     )
     if run.command:
         nums.add("command", "command line", run.command)

@@ -13,7 +13,7 @@ text cut to ``TEXT_CHARS`` characters; so a page stays under about 4 MB.
 from __future__ import annotations
 
 import datetime
-from typing import List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 from . import assets
 from .markup import attr, count, cut, text
@@ -28,22 +28,25 @@ LINE_CHARS = 4000
 
 
 class Numbers:
-    """Rows of the run-in-numbers table: ``(key, label, value shown, raw value)``."""
+    """Rows of the run-in-numbers table: ``(key, label, value shown, raw
+    value)``; the raw value is an int or float for a number (None when not
+    known), else the str shown."""
 
     def __init__(self) -> None:
-        self.rows: List[Tuple[str, str, str, str]] = []
+        self.rows: List[Tuple[str, str, str, Any]] = []
 
-    def add(self, key: str, label: str, value: object, raw: Optional[object] = None) -> None:
+    def add(self, key: str, label: str, value: object, raw: Optional[object] = None, known: bool = True) -> None:
         if isinstance(value, int) and not isinstance(value, bool):
             shown, raw = count(value), value if raw is None else raw
         else:
             shown = str(value)
-        self.rows.append((key, label, shown, str(shown if raw is None else raw)))
+            raw = shown if raw is None and known else raw
+        self.rows.append((key, label, shown, raw))
 
     def html(self) -> str:
         body = "".join(
-            f'<tr><th scope="row">{text(label)}</th><td data-key="{attr(key)}" data-value="{attr(raw)}">'
-            f"{text(cut(shown, LINE_CHARS))}</td></tr>"
+            f'<tr><th scope="row">{text(label)}</th><td data-key="{attr(key)}" '
+            f'data-value="{attr("" if raw is None else raw)}">{text(cut(shown, LINE_CHARS))}</td></tr>'
             for key, label, shown, raw in self.rows
         )
         return f'<table class="numbers"><tbody>{body}</tbody></table>'
