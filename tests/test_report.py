@@ -312,7 +312,7 @@ def test_python_report_of_arrays_and_dataframes():
     texts = [json.loads(line)["text"] for line in rh.corpus_lines(600, seed=9).splitlines()]
     page = rsimhash.report(texts, k=3)
     keep = rsimhash.dedup(texts, k=3)
-    assert page.numbers["removed"] == str(int((~keep).sum())) and page.numbers["records"] == "600"
+    assert page.numbers["removed"] == int((~keep).sum()) and page.numbers["records"] == 600
     doc = rh.parse(page.encode("utf-8"))
     by_id = {str(i): t for i, t in enumerate(texts)}
     assert rh.check_pairs(doc, by_id, TEXT_CHARS) > 0
@@ -335,7 +335,7 @@ def test_python_report_of_arrays_and_dataframes():
     )
     doc = rh.parse(p.encode("utf-8"))
     assert {"chart-similarity", "chart-shards"} <= {f.get("id") for f in doc.iter("figure")}
-    assert p.numbers["pairs"] == str(len(pairs))
+    assert p.numbers["pairs"] == len(pairs)
 
 
 def test_page_size_is_bounded_whatever_the_texts():
@@ -359,7 +359,7 @@ def test_any_texts_give_a_valid_page_that_shows_them(items):
     page = rsimhash.report(texts, k=0)
     doc = rh.parse(page.encode("utf-8"))
     by_id = {str(i): t for i, t in enumerate(texts)}
-    assert rh.check_pairs(doc, by_id, TEXT_CHARS) == int(page.numbers["removed"])
+    assert rh.check_pairs(doc, by_id, TEXT_CHARS) == page.numbers["removed"]
 
 
 @pytest.mark.parametrize("command", ["dedup", "cluster", "find-all"])
@@ -385,3 +385,138 @@ def test_bad_lines_are_counted_as_the_run_counts_them(tmp_path, cli):
     assert code == 0 and len(err) == 3  # two warnings (the run's only: the page's reading is quiet), the summary
     nums = rh.numbers(rh.parse(page.read_bytes()))
     assert nums["bad_lines"] == "2" and {k: nums[k] for k in rh.KEYS["dedup"]} == rh.summary_numbers("dedup", err[-1])
+
+
+# -- honest and readable (issue 38, item 2) ----------------------------------------------
+def _articles(doc):
+    return [a for a in doc.iter("article") if "pair" in rh.classes(a)]
+
+
+def _text_of(elem):
+    return "".join(elem.itertext())
+
+
+def _by_class(elem, tag, name):
+    return [e for e in elem.iter(tag) if name in rh.classes(e)]
+
+
+def test_a_difference_past_the_cut_is_counted_and_the_cut_is_said():
+    common = " ".join(f"word{i}" for i in range(TEXT_CHARS // 6))  # longer than the part shown
+    left, right = common + " and so it ends here", common + " but this one ends otherwise, later on"
+    page = rsimhash.report([left, right], removed={"id": [1], "duplicate_of": [0], "distance": [3]})
+    (art,) = _articles(rh.parse(page.encode("utf-8")))
+    whole = diffmod.changed_words(diffmod.diff(left, right))
+    assert whole >= 5
+    (changed,) = _by_class(art, "p", "changed")
+    said = " ".join(_text_of(changed).split())
+    assert said.startswith(f"{whole} words differ") and "0 in the part shown" in said, said
+    cuts = [" ".join(_text_of(p).split()) for p in _by_class(art, "p", "cut")]
+    assert cuts == [f"cut: the first {TEXT_CHARS:,} of {len(t):,} characters shown" for t in (left, right)]
+    # a pair shown whole says nothing of a cut and counts as before
+    page = rsimhash.report(["a b c d e f", "a b x d e f"], removed={"id": [1], "duplicate_of": [0], "distance": [3]})
+    (art,) = _articles(rh.parse(page.encode("utf-8")))
+    assert " ".join(_text_of(_by_class(art, "p", "changed")[0]).split()) == "1 word differs"
+    assert not _by_class(art, "p", "cut")
+
+
+def test_long_texts_are_counted_quickly():
+    rng = np.random.default_rng(2)
+    words = rng.integers(0, 5000, 60_000).astype(str)
+    other = words.copy()
+    other[rng.integers(0, len(words), 40)] = "changed"
+    a, b = " ".join(words), " ".join(rng.permutation(words))
+    start = time.perf_counter()
+    n, _, exact = diffmod.count(a, " ".join(other))
+    assert time.perf_counter() - start < 1.5 and 1 <= n <= 40
+    n, _, exact = diffmod.count(a, b)  # beyond the diff's work: the bag of words, a lower bound (said as such)
+    assert not exact and n == 0
+    assert diffmod.count(a, a + " one more") == (2, 0, True)  # a common head and tail: aligned whatever the length
+    assert time.perf_counter() - start < 3
+
+
+URL = "https://example.org/" + "/".join(f"section-{i}" for i in range(40)) + "?utm_source=newsletter&page=2"
+
+
+def test_long_ids_are_shown_whole():
+    assert len(URL) > 300
+    base = "the council met on tuesday to approve the new budget for the coming year"
+    page = rsimhash.report([base, base + " today"], ids=["short", URL], k=16)
+    doc = rh.parse(page.encode("utf-8"))
+    cells = [_text_of(td) for td in doc.iter("td") if "id" in rh.classes(td)]
+    assert URL in cells
+    (pair,) = rh.pairs(doc)
+    assert URL in pair["ids"]
+
+
+def _group_rows(doc):
+    """Each group's rows: (role, id, first-line cell, data-distance, data-similarity)."""
+    out = []
+    for ol in doc.iter("ol"):
+        if "groups" not in rh.classes(ol):
+            continue
+        for li in ol.iter("li"):
+            rows = []
+            for tr in next(li.iter("tbody")).iter("tr"):
+                tds = list(tr.iter("td"))
+                first = next((td for td in tds if "first" in rh.classes(td)), None)
+                rows.append(
+                    (
+                        _text_of(tds[0]),
+                        _text_of(next(td for td in tds if "id" in rh.classes(td))),
+                        None if first is None else _text_of(first),
+                        tr.get("data-distance"),
+                        tr.get("data-similarity"),
+                    )
+                )
+            out.append(rows)
+    return out
+
+
+def test_each_member_shows_its_distance_and_similarity_to_the_kept_record():
+    base = "the city council voted on tuesday to approve a new budget for schools roads and parks in the north"
+    texts = [base, base.replace("tuesday", "monday"), base + " at last", "a text of quite another kind here"]
+    page = rsimhash.report(texts, k=16)
+    doc = rh.parse(page.encode("utf-8"))
+    fps = rsimhash.fingerprints(texts)
+    (group,) = [g for g in _group_rows(doc) if g[0][1] == "0"]
+    assert [r[0] for r in group] == ["kept", "removed", "removed"]
+    assert group[0][3] is None  # the kept record itself
+    for _, rid, _, dist, sim in group[1:]:
+        i = int(rid)
+        assert int(dist) == rsimhash.hamming(int(fps[0]), int(fps[i]))
+        assert float(sim) == pytest.approx(rsimhash.jaccard(texts[0], texts[i]), abs=1e-6)
+    cells = [" ".join(_text_of(td).split()) for td in doc.iter("td") if "distance" in rh.classes(td)]
+    assert [c for c in cells if c] == [f"{r[3]} bit" + ("" if r[3] == "1" else "s") for r in group[1:]]
+    # a verified run's own similarity, when the output gives it
+    page = rsimhash.report(texts, removed={"id": [2], "duplicate_of": [0], "jaccard": [0.8125]})
+    (group,) = _group_rows(rh.parse(page.encode("utf-8")))
+    assert group[1][4] == "0.8125" and int(group[1][3]) == rsimhash.hamming(int(fps[0]), int(fps[2]))
+
+
+def test_first_line_column_shows_where_each_member_differs():
+    header = "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\nUpstream-Name: tool\n\nFiles: *\n"
+    kept = header + "Copyright: 2001 Alice Example\nLicense: GPL-2+\n"
+    edited = header + "Copyright: 2003 Bob Example\nLicense: GPL-2+\n"
+    one_line = "x " * 300 + "the middle word moved " + "y " * 300
+    texts = [kept, edited, header + "Copyright: 2001 Alice Example\n", one_line, one_line.replace("middle", "centre")]
+    removed = {"id": [1, 2, 4], "duplicate_of": [0, 0, 3], "distance": [4, 2, 1]}
+    doc = rh.parse(rsimhash.report(texts, removed=removed).encode("utf-8"))
+    first, second = _group_rows(doc)
+    assert first[0][2] == header.splitlines()[0]  # the kept record: its first line
+    assert "Copyright: 2003 Bob Example" in first[1][2] and "Format:" not in first[1][2]
+    assert "License: GPL-2+" in first[2][2]  # a deletion is shown where it is (struck through)
+    assert "centre" in second[1][2] and len(second[1][2]) < 200 and "x x" in second[1][2]
+
+
+def test_numbers_are_numbers():
+    base = "the cat sat on the mat by the door of the old house"
+    page = rsimhash.report([base, "<b>" + base + "</b>", "a dog barked"], k=8)
+    nums = page.numbers
+    assert (nums["records"], nums["removed"], nums["kept"], nums["k"]) == (3, 1, 2, 8)
+    assert all(type(nums[key]) is int for key in ("records", "removed", "kept", "k"))
+    assert isinstance(nums["seconds"], float) and isinstance(nums["command"], str)
+    texts = [json.loads(line)["text"] for line in rh.corpus_lines(200, seed=4).splitlines()]
+    pairs, sims = rsimhash.similar_pairs(texts, 0.7)
+    nums = rsimhash.report(texts, pairs=pairs, similarity=sims, jaccard=0.7).numbers
+    assert nums["pairs"] == len(pairs) and type(nums["pairs"]) is int and nums["threshold"] == 0.7
+    assert nums["candidates"] == int(nums["candidates"]) and nums["seconds"] is None

@@ -37,6 +37,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 NEWS = os.path.join(HERE, "..", "examples", "news.jsonl")
 EVIL = '<script>alert(1)</script> <img src=x onerror="window.pwned=1"> & more'
+URL = "https://example.org/" + "/".join(f"section-{i}" for i in range(40)) + "?utm_source=newsletter&page="
 WORLD = ["مرحبا بالعالم، هذا نص عربي قصير", "漢字かな交じり文の例です", "emoji 👨‍👩‍👧 🇫🇷 👍🏽 ok"]
 
 
@@ -91,7 +92,13 @@ def pages(tmp_path_factory):
     texts = [EVIL, EVIL + " again"] + [t for w in WORLD for t in (w, w + " !")]
     world = tmp / "world.html"
     rsimhash.report(texts, k=16).save(world)
-    return {"news": news, "many": many, "world": world}
+    # ids as URLs, texts longer than the part shown that differ past it
+    common = " ".join(f"word{i}" for i in range(600))
+    long_texts = [common + " the end", common + " another end", common + " yet another end, longer"]
+    urls = [URL + str(i) for i in range(3)]
+    long = tmp / "long.html"
+    rsimhash.report(long_texts, ids=urls, removed={"id": urls[1:], "duplicate_of": urls[:1] * 2, "distance": [2, 3]}).save(long)
+    return {"news": news, "many": many, "world": world, "long": long}
 
 
 def _open(driver, path):
@@ -167,7 +174,7 @@ def test_a_script_in_a_record_runs_nothing_and_any_script_shows(browser, pages, 
     assert browser.execute_script("return getComputedStyle(arguments[0]).direction", latin) == "ltr"
     # screenshots, for people to look at: never committed
     shots = tempfile.mkdtemp(prefix="rsimhash-report-screenshots-")
-    for name in ("world", "news", "many"):
+    for name in ("world", "news", "many", "long"):
         _open(browser, pages[name])
         height = browser.execute_script("return document.documentElement.scrollHeight")
         browser.set_window_size(1280, min(max(height, 800), 6000))
@@ -197,3 +204,23 @@ def test_readable_with_scripts_off(browser, pages):
         assert nums["records"] == "15" and json.dumps(nums)
     finally:
         browser.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": False})
+
+
+def test_long_ids_wrap_and_the_cut_is_seen(browser, pages):
+    from selenium.webdriver.common.by import By
+
+    _open(browser, pages["long"])
+    codes = browser.find_elements(By.CSS_SELECTOR, "td.id code, .who code")
+    assert len(codes) == 3 + 2 * 2 and all(URL in c.text for c in codes)  # the whole id, as shown
+    clipped = """
+        const code = arguments[0], box = code.closest("td, .who");
+        const r = code.getBoundingClientRect(), b = box.getBoundingClientRect();
+        return [box.scrollWidth > box.clientWidth, r.right > b.right + 1, code.getClientRects().length];
+    """
+    for code in codes:
+        overflows, beyond, lines = browser.execute_script(clipped, code)
+        assert not overflows and not beyond and lines > 1  # wrapped onto several lines, nothing hidden
+    cuts = browser.find_elements(By.CSS_SELECTOR, "article.pair p.cut")
+    assert len(cuts) == 4 and all(c.is_displayed() and c.text.startswith("cut: the first 2,500 of") for c in cuts)
+    changed = browser.find_elements(By.CSS_SELECTOR, "article.pair p.changed")
+    assert all("in the whole texts" in c.text for c in changed) and changed[0].is_displayed()

@@ -33,7 +33,9 @@ BLOCK = 1 << 16
 class Report(str):
     """The page as a ``str`` of HTML, which a notebook shows inline
     (``_repr_html_``, in a sandboxed frame); ``save(path)`` writes it and
-    ``numbers`` holds the run-in-numbers values by key."""
+    ``numbers`` holds the run-in-numbers values by key: numbers as ``int``
+    or ``float`` (``None`` when not known, as the time of a run given by its
+    outputs), the rest (command line, summary line, design) as ``str``."""
 
     numbers: Dict[str, Any]
 
@@ -226,8 +228,8 @@ def report(
     >>> base = "the cat sat on the mat by the door of the old house"
     >>> page = rsimhash.report([base, "<b>" + base + "</b>", "a dog barked"], k=8)
     >>> page.numbers["records"], page.numbers["removed"], page.numbers["kept"]
-    ('3', '1', '2')
-    >>> page.startswith("<!DOCTYPE html>"), "&lt;b&gt;the cat" in page, "<b>" in page  # shown, never rendered
+    (3, 1, 2)
+    >>> page.startswith("<!DOCTYPE html>"), "&lt;b&gt;" in page, "<b>" in page  # shown, never rendered
     (True, True, False)
     """
     column = _Column(texts)

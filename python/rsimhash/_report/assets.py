@@ -26,9 +26,10 @@ header.top,main,footer{max-width:1280px;margin:0 auto;padding:0 20px}
 header.top{padding-top:16px}
 h1{font-size:1.6em;margin:.2em 0}h2{font-size:1.25em;margin:1.6em 0 .6em;border-bottom:1px solid var(--line)}
 h3{font-size:1em;margin:0 0 .4em;font-weight:600}
-.sub,.muted,figcaption,.cut,.changed,.note{color:var(--muted)}
+.sub,.muted,figcaption,.changed,.note{color:var(--muted)}
+.cut{background:var(--chg);padding:2px 8px;margin:0 0 4px;border-radius:4px;font-size:13px}
 nav a{margin-right:1em}
-code{font:13px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;overflow-wrap:anywhere}
+code{font:13px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;overflow-wrap:anywhere;word-break:break-word}
 table{border-collapse:collapse}td,th{padding:3px 10px;border-bottom:1px solid var(--line);text-align:left;
 vertical-align:top}
 table.numbers td{font-variant-numeric:tabular-nums}
@@ -41,7 +42,7 @@ svg .grid{stroke:var(--line);stroke-width:1}svg .k{stroke:var(--accent);stroke-w
 svg .tick,svg .label{fill:var(--muted);font-size:12px}
 details.numbers table{margin-top:6px;font-size:13px}
 ol.groups{padding-left:1.5em}ol.groups td:first-child{white-space:nowrap}
-td.id code{white-space:nowrap}td.id{max-width:22em;overflow-x:auto}
+td.id{min-width:10em;max-width:28em}td.distance,td.similarity{white-space:nowrap;font-variant-numeric:tabular-nums}
 .first{overflow-wrap:anywhere}
 form#filter{position:sticky;top:0;z-index:2;background:var(--bg);padding:8px 0;border-bottom:1px solid var(--line);
 display:flex;flex-wrap:wrap;gap:18px;align-items:center}

@@ -10,7 +10,10 @@ Order of work, each step linear in the outputs' rows or the records:
    the texts of the sampled pairs and of the largest groups' first members
    only, and the fingerprints when the distances come from them;
 3. the sampled pairs' similarity is measured exactly on their texts (the
-   run's shingles and measure), unless the run gives it;
+   run's shingles and measure), unless the run gives it; so is each listed
+   group member's to the group's first member, and its distance is the
+   output's (or, for a member not paired with the first in a find-all
+   output, that of their fingerprints);
 4. the page (``page``) is written within its size budget.
 
 In verified runs the Hamming distances are those of the candidate
@@ -129,7 +132,8 @@ def build(run: Run, found: Found, shards: Sequence[Shard], *, show: int = 200, s
     if from_fps and first is None:
         _distances(found, sc)
     pairs = _pairs(run, found, sc, chosen)
-    return _page(run, found, sc, pairs, groups, shards, threshold)
+    read = first if first is not None else sc if from_fps else None  # the scan that read the fingerprints
+    return _page(run, found, sc, pairs, _members(run, found, sc, groups, read), shards, threshold)
 
 
 def _distances(found: Found, sc: Scan) -> None:
@@ -160,23 +164,97 @@ def _pairs(run: Run, found: Found, sc: Scan, chosen: np.ndarray) -> List[Pair]:
     return out
 
 
-def _measured(run: Run, pairs: List[Pair]) -> List[Pair]:
-    """The pairs with the exact similarity of their texts' shingle sets."""
+def _similarities(run: Run, texts: List[Tuple[str, str]]) -> List[float]:
+    """The exact similarity of each pair of texts' shingle sets (the run's
+    shingles and measure)."""
     from .._rsimhash import pair_similarity, shingle_sets
 
-    both = [i for i, p in enumerate(pairs) if p.left is not None and p.right is not None]
-    if not both:
-        return pairs
-    texts: List[str] = []
-    for i in both:
-        texts += [pairs[i].left or "", pairs[i].right or ""]
+    if not texts:
+        return []
+    flat = [t for pair in texts for t in pair]
     width = run.width if run.width is not None else 3
-    offsets, hashes = shingle_sets(texts, mode=run.mode, width=width)
-    sims = pair_similarity(offsets, hashes, np.arange(len(texts), dtype=np.uint64), measure=run.measure)
+    offsets, hashes = shingle_sets(flat, mode=run.mode, width=width)
+    sims = pair_similarity(offsets, hashes, np.arange(len(flat), dtype=np.uint64), measure=run.measure)
+    return [float(s) for s in sims.tolist()]
+
+
+def _measured(run: Run, pairs: List[Pair]) -> List[Pair]:
+    """The pairs with the exact similarity of their texts' shingle sets."""
+    both = [i for i, p in enumerate(pairs) if p.left is not None and p.right is not None]
+    sims = _similarities(run, [(pairs[i].left or "", pairs[i].right or "") for i in both])
     out = list(pairs)
-    for i, s in zip(both, sims.tolist()):
-        out[i] = out[i]._replace(similarity=float(s))
+    for i, s in zip(both, sims):
+        out[i] = out[i]._replace(similarity=s)
     return out
+
+
+def _members(
+    run: Run, found: Found, sc: Scan, groups: List[Tuple[int, np.ndarray]], read: Optional[Scan]
+) -> List[Tuple[int, List[page.Member]]]:
+    """The groups listed, each member with its text, and but for the first its
+    distance and similarity to the first: the output's for their match (a
+    verified run's similarity), else measured (the similarity on the texts,
+    the distance of the fingerprints the input gives or of the texts)."""
+    head_of: Dict[int, int] = {}  # member code -> its group's first member
+    for _, members in groups:
+        for c in members[1:].tolist():
+            head_of.setdefault(c, int(members[0]))
+    match: Dict[Tuple[int, int], int] = {}  # (first, member) -> the output's row
+    if head_of and len(found.a):
+        is_member = np.zeros(len(found.names), bool)
+        is_member[list(head_of)] = True
+        for row in np.flatnonzero(is_member[found.a] | is_member[found.b]).tolist():
+            a, b = int(found.a[row]), int(found.b[row])
+            for first, other in ((a, b), (b, a)):
+                if head_of.get(other) == first:
+                    match.setdefault((first, other), row)
+    unmatched = [(h, c) for c, h in head_of.items() if (h, c) not in match]
+    fps: Dict[int, int] = {}
+    if unmatched:
+        fps = _fingerprints(run, found, sc, read, sorted({x for hc in unmatched for x in hc}))
+    measured: Dict[Tuple[int, int], float] = {}
+    if found.similarity is None:
+        both = [(h, c) for c, h in head_of.items() if h in sc.texts and c in sc.texts]
+        sims = _similarities(run, [(sc.texts[h], sc.texts[c]) for h, c in both])
+        measured = dict(zip(both, sims))
+
+    def member(first: int, c: int) -> page.Member:
+        name = f"{found.names[c]} (record {sc.ids.get(c, '?')})" if found.values else found.names[c]
+        if c == first:
+            return page.Member(name, sc.texts.get(c), None, None)
+        row = match.get((first, c))
+        dist: Optional[int] = None
+        sim = measured.get((first, c))
+        if row is not None:
+            if found.distance is not None and found.distance[row] >= 0:
+                dist = int(found.distance[row])
+            if found.similarity is not None:
+                sim = float(found.similarity[row])
+        elif first in fps and c in fps:
+            from .. import hamming
+
+            dist = int(hamming(fps[first], fps[c]))
+        return page.Member(name, sc.texts.get(c), dist, sim)
+
+    return [(size, [member(int(members[0]), c) for c in members.tolist()]) for size, members in groups]
+
+
+def _fingerprints(run: Run, found: Found, sc: Scan, read: Optional[Scan], codes: List[int]) -> Dict[int, int]:
+    """Fingerprints of codes, as the distances are of: the outputs', or those
+    a scan read, else of the texts (codes the input does not hold, or holds
+    without texts, have none)."""
+    if found.hashes is not None:
+        return {c: int(found.hashes[c]) for c in codes}
+    if read is not None:
+        return {c: int(read.fps[c]) for c in codes if read.seen[c]}
+    if run.given_fingerprints or not sc.has_texts:
+        return {}
+    from .. import fingerprints
+
+    have = [c for c in codes if c in sc.texts]
+    mode, width, _ = run.fingerprinting()
+    values = fingerprints([sc.texts[c] for c in have], mode=mode, width=width).tolist() if have else []
+    return dict(zip(have, (int(v) for v in values)))
 
 
 def _numbers(run: Run, found: Found, sc: Scan) -> page.Numbers:
@@ -203,7 +281,7 @@ def _numbers(run: Run, found: Found, sc: Scan) -> page.Numbers:
         nums.add("candidates", "candidates", f"fingerprints of {mode} {width} within {k} bits", k)
         nums.add("shingles", "shingles compared", f"{run.mode} of {run.width or 3}")
     else:
-        nums.add("k", "within (bits)", k if k is not None else "?")
+        nums.add("k", "within (bits)", k if k is not None else "?", known=k is not None)
         if run.given_fingerprints:
             nums.add("shingles", "fingerprints", "read from the input")
         else:
@@ -214,7 +292,8 @@ def _numbers(run: Run, found: Found, sc: Scan) -> page.Numbers:
         "seconds",
         "time",
         f"{run.seconds:.1f} s" if run.seconds is not None else "not known",
-        f"{run.seconds:.3f}" if run.seconds is not None else "",
+        round(run.seconds, 3) if run.seconds is not None else None,
+        known=run.seconds is not None,
     )
     if run.command:
         nums.add("command", "command line", run.command)
@@ -228,7 +307,7 @@ def _page(
     found: Found,
     sc: Scan,
     pairs: List[Pair],
-    groups: List[Tuple[int, np.ndarray]],
+    groups: List[Tuple[int, List[page.Member]]],
     shards: Sequence[Shard],
     threshold: Optional[float],
 ) -> Tuple[str, Dict[str, Any]]:
@@ -281,11 +360,6 @@ def _page(
     if len(shards) > 1:
         figures.append(charts.shards([s.name for s in shards], sc.records, sc.flagged, what=flagged_what))
     roles = GROUP_ROLES[found.kind]
-
-    def name(c: int) -> str:
-        return f"{found.names[c]} (record {sc.ids.get(c, '?')})" if found.values else found.names[c]
-
-    shown_groups = [(size, [(name(c), sc.texts.get(c)) for c in members.tolist()]) for size, members in groups]
     how = (
         "drawn across the distance range (each distance has an equal share)"
         if found.similarity is None
@@ -305,7 +379,7 @@ def _page(
         (
             "groups",
             f"The largest {groups_title}",
-            page.groups_html(shown_groups, groups_title, roles, len(found.sizes), sc.has_texts),
+            page.groups_html(groups, groups_title, roles, len(found.sizes), run.measure, sc.has_texts),
         ),
         ("pairs", "A sample of pairs", page.pairs_html(pairs, len(found.a), how, run.measure, max_d, sim_range)),
     ]

@@ -23,12 +23,14 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
-from typing import List, NamedTuple, Optional
+from collections import Counter
+from typing import List, NamedTuple, Optional, Tuple
 
 # Scripts written without spaces (SPEC v1's list): each character a token.
 _NOSPACE = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
 _ZWJ = "\u200d"
 EXACT_WORK = 100_000  # tokens x tokens that difflib compares exactly (0.04 s at most)
+EXACT_COUNT = 20_000  # tokens between the common head and tail that ``count`` aligns (0.1 s at most)
 _REGIONAL = "".join(chr(c) for c in range(0x1F1E6, 0x1F200))  # flag letters
 
 
@@ -101,19 +103,21 @@ def key(token: str) -> str:
     return token.rstrip().lower() or token
 
 
-def diff(a: str, b: str) -> List[Op]:
-    """The word-level diff of ``a`` and ``b``; its pieces join to both exactly."""
-    ta, tb = tokens(a), tokens(b)
-    ka, kb = [key(t) for t in ta], [key(t) for t in tb]
-    # The common head and tail first (linear); difflib only on what lies between,
-    # exactly when that is small, else with its heuristic that ignores popular
-    # tokens (difflib is quadratic on texts that repeat a few tokens).
+def _ends(ka: List[str], kb: List[str]) -> Tuple[int, int]:
+    """The lengths of the common head and tail of two lists of keys (linear)."""
     head = 0
     while head < len(ka) and head < len(kb) and ka[head] == kb[head]:
         head += 1
     tail = 0
     while tail < len(ka) - head and tail < len(kb) - head and ka[-1 - tail] == kb[-1 - tail]:
         tail += 1
+    return head, tail
+
+
+def _ops(ta: List[str], tb: List[str], ka: List[str], kb: List[str], head: int, tail: int) -> List[Op]:
+    # difflib only on what lies between the common head and tail, exactly when
+    # that is small, else with its heuristic that ignores popular tokens
+    # (difflib is quadratic on texts that repeat a few tokens).
     mid_a, mid_b = ka[head : len(ka) - tail], kb[head : len(kb) - tail]
     matcher = difflib.SequenceMatcher(None, mid_a, mid_b, autojunk=len(mid_a) * len(mid_b) > EXACT_WORK)
     ops = [Op("equal", ta[:head], tb[:head])]
@@ -130,6 +134,64 @@ def diff(a: str, b: str) -> List[Op]:
     return merged
 
 
+def diff(a: str, b: str) -> List[Op]:
+    """The word-level diff of ``a`` and ``b``; its pieces join to both exactly."""
+    ta, tb = tokens(a), tokens(b)
+    ka, kb = [key(t) for t in ta], [key(t) for t in tb]
+    return _ops(ta, tb, ka, kb, *_ends(ka, kb))
+
+
 def changed_words(ops: List[Op]) -> int:
     """Words (tokens) that differ, counted on the longer side of each change."""
     return sum(max(len(op.a), len(op.b)) for op in ops if op.tag != "equal")
+
+
+def case_only(ops: List[Op]) -> int:
+    """Unchanged words that differ in case only."""
+    return sum(x.rstrip() != y.rstrip() for op in ops if op.tag == "equal" for x, y in zip(op.a, op.b))
+
+
+class Count(NamedTuple):
+    changed: int  # words that differ, as ``changed_words`` counts them
+    case: int  # unchanged words that differ in case only
+    exact: bool  # False: a lower bound (see ``count``)
+
+
+def count(a: str, b: str) -> Count:
+    """The words that differ between two whole texts, however long, in time
+    linear in them but for at most ``EXACT_COUNT`` tokens aligned by the diff.
+
+    The common head and tail are matched first; when what lies between holds
+    more than ``EXACT_COUNT`` tokens, it is not aligned but counted as a bag
+    of words: the words one side has more of than the other. That is a lower
+    bound of any alignment's count (``exact`` False), and its case-only
+    count covers the head and tail only."""
+    ta, tb = tokens(a), tokens(b)
+    ka, kb = [key(t) for t in ta], [key(t) for t in tb]
+    head, tail = _ends(ka, kb)
+    if len(ka) + len(kb) - 2 * (head + tail) <= EXACT_COUNT:
+        ops = _ops(ta, tb, ka, kb, head, tail)
+        return Count(changed_words(ops), case_only(ops), True)
+    bag_a, bag_b = Counter(ka[head : len(ka) - tail]), Counter(kb[head : len(kb) - tail])
+    more = max(sum((bag_a - bag_b).values()), sum((bag_b - bag_a).values()))
+    ends = [Op("equal", ta[:head], tb[:head]), Op("equal", ta[len(ta) - tail :], tb[len(tb) - tail :])]
+    return Count(more, case_only(ends), False)
+
+
+def first_change(a: str, b: str, window: int = 40) -> Optional[Tuple[int, Op]]:
+    """Where ``b`` first differs from ``a`` word for word (as ``diff`` compares
+    words): the offset in ``b`` of the first differing token and the change
+    that starts there (``replace``, ``insert`` or ``delete``: the tokens of a
+    diff of the next ``window`` tokens of each); None when they are alike.
+    Linear in the common head."""
+    ta, tb = tokens(a), tokens(b)
+    ka, kb = [key(t) for t in ta], [key(t) for t in tb]
+    head, _ = _ends(ka, kb)
+    if head == len(ka) and head == len(kb):
+        return None
+    ends = slice(head, head + window)
+    local = _ops(ta[ends], tb[ends], ka[ends], kb[ends], 0, 0)
+    change = next(op for op in local if op.tag != "equal")
+    before = local[: local.index(change)]
+    at = sum(len(t) for t in tb[:head]) + sum(len(t) for op in before for t in op.b)
+    return at, change

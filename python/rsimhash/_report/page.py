@@ -1,8 +1,9 @@
 """The HTML page: one self-contained document, readable without its script.
 
 Sections: the run in numbers (each value a ``<td data-key=... data-value=...>``
-for tools and tests), the charts, the largest groups with their members'
-ids and first lines, and the sample of pairs. Everything from the input or
+for tools and tests), the charts, the largest groups (each member's id, its
+distance and similarity to the group's first member, the kept record, and
+where its text first differs from it), and the sample of pairs. Everything from the input or
 the command line is escaped (``markup``). The page's size is bounded
 whatever the corpus: at most ``GROUPS`` groups of ``MEMBERS`` members, and
 pairs added in the sample's interleaved order until ``PAIR_BYTES``, each
@@ -12,11 +13,11 @@ text cut to ``TEXT_CHARS`` characters; so a page stays under about 4 MB.
 from __future__ import annotations
 
 import datetime
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 from . import assets
 from .markup import attr, count, cut, text
-from .pairs import NUMBER, Pair, first_line, render
+from .pairs import ID_CHARS, NUMBER, Pair, first_line, render, where_differs
 
 GROUPS = 20
 MEMBERS = 10
@@ -27,54 +28,93 @@ LINE_CHARS = 4000
 
 
 class Numbers:
-    """Rows of the run-in-numbers table: ``(key, label, value shown, raw value)``."""
+    """Rows of the run-in-numbers table: ``(key, label, value shown, raw
+    value)``; the raw value is an int or float for a number (None when not
+    known), else the str shown."""
 
     def __init__(self) -> None:
-        self.rows: List[Tuple[str, str, str, str]] = []
+        self.rows: List[Tuple[str, str, str, Any]] = []
 
-    def add(self, key: str, label: str, value: object, raw: Optional[object] = None) -> None:
+    def add(self, key: str, label: str, value: object, raw: Optional[object] = None, known: bool = True) -> None:
         if isinstance(value, int) and not isinstance(value, bool):
             shown, raw = count(value), value if raw is None else raw
         else:
             shown = str(value)
-        self.rows.append((key, label, shown, str(shown if raw is None else raw)))
+            raw = shown if raw is None and known else raw
+        self.rows.append((key, label, shown, raw))
 
     def html(self) -> str:
         body = "".join(
-            f'<tr><th scope="row">{text(label)}</th><td data-key="{attr(key)}" data-value="{attr(raw)}">'
-            f"{text(cut(shown, LINE_CHARS))}</td></tr>"
+            f'<tr><th scope="row">{text(label)}</th><td data-key="{attr(key)}" '
+            f'data-value="{attr("" if raw is None else raw)}">{text(cut(shown, LINE_CHARS))}</td></tr>'
             for key, label, shown, raw in self.rows
         )
         return f'<table class="numbers"><tbody>{body}</tbody></table>'
 
 
+class Member(NamedTuple):
+    id: str
+    text: Optional[str]  # None: the input holds no text for it
+    distance: Optional[int]  # to the group's first member (None for it, or not known)
+    similarity: Optional[float]
+
+
+def _bits(d: Optional[int]) -> str:
+    return "" if d is None else f"{d} bit" + ("" if d == 1 else "s")
+
+
+def _similarity(s: Optional[float]) -> str:
+    return "" if s is None else f"{s:.6f}".rstrip("0").rstrip(".")
+
+
 def groups_html(
-    groups: Sequence[Tuple[int, List[Tuple[str, Optional[str]]]]],
+    groups: Sequence[Tuple[int, List[Member]]],
     what: str,
     roles: Tuple[str, str],
     total: int,
+    measure: str = "jaccard",
     texts: bool = True,
 ) -> str:
-    """The largest groups: ``(size, [(id, text), ...])`` each, its first member
-    first; the first few open. ``texts``: the input has texts to show."""
+    """The largest groups: ``(size, members)`` each, its first member (the
+    kept record) first; the first few open. Each other member shows its
+    distance and similarity to the first, and where its text first differs
+    from the first's. ``texts``: the input has texts to show."""
     if not groups:
         return f'<p class="note">No {text(what)}.</p>'
+    with_distance = any(m.distance is not None for _, ms in groups for m in ms)
+    with_similarity = any(m.similarity is not None for _, ms in groups for m in ms)
     items = []
     for number, (size, members) in enumerate(groups):
-        rows = "".join(
-            f'<tr><td><span class="role">{text(roles[0] if i == 0 else roles[1])}</span></td>'
-            f'<td class="id"><code>{text(cut(rid, 200))}</code></td>'
-            + (f'<td class="first" dir="auto">{text(first_line(body))}</td>' if texts else "")
-            + "</tr>"
-            for i, (rid, body) in enumerate(members)
-        )
+        kept = members[0].text
+        rows = []
+        for i, m in enumerate(members):
+            data = ""
+            if i:
+                dist = "" if m.distance is None else str(m.distance)
+                data = f' data-distance="{dist}" data-similarity="{attr(_similarity(m.similarity))}"'
+            rows.append(
+                f'<tr{data}><td><span class="role">{text(roles[0] if i == 0 else roles[1])}</span></td>'
+                f'<td class="id"><code>{text(cut(m.id, ID_CHARS))}</code></td>'
+                + (f'<td class="distance">{text(_bits(m.distance))}</td>' if with_distance else "")
+                + (f'<td class="similarity">{text(_similarity(m.similarity))}</td>' if with_similarity else "")
+                + (
+                    f'<td class="first" dir="auto">{text(first_line(m.text)) if i == 0 else where_differs(kept, m.text)}</td>'
+                    if texts
+                    else ""
+                )
+                + "</tr>"
+            )
         more = size - len(members)
         tail = f'<p class="note">and {count(more)} more</p>' if more > 0 else ""
-        head = "<th>first line</th>" if texts else ""
+        head = (
+            (f"<th>distance to {text(roles[0])}</th>" if with_distance else "")
+            + (f"<th>{text(measure)} with {text(roles[0])}</th>" if with_similarity else "")
+            + (f"<th>first line; for the others, where they first differ from the {text(roles[0])} record</th>" if texts else "")
+        )
         items.append(
             f"<li><details{' open' if number < OPEN_GROUPS else ''}><summary>{count(size)} records, "
-            f"first <code>{text(cut(members[0][0], 200))}</code></summary><table><thead><tr><th></th>"
-            f"<th>id</th>{head}</tr></thead><tbody>{rows}</tbody></table>{tail}</details></li>"
+            f"first <code>{text(cut(members[0].id, ID_CHARS))}</code></summary><table><thead><tr><th></th>"
+            f"<th>id</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>{tail}</details></li>"
         )
     shown = len(groups)
     note = f"the {shown} largest of {count(total)}" if total > shown else f"all {count(total)}"

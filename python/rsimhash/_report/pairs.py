@@ -8,7 +8,9 @@ through and underlined without CSS too). A run of more than ``FOLD``
 unchanged tokens keeps ``KEEP`` at each end and folds the middle into a
 ``<details>`` element: closed, it says how many words it holds; open (a
 click, no script needed), it shows them. Each text is cut to ``chars``
-characters first (the page's size budget); the cut is said on the page.
+characters first (the page's size budget); the cut is said above the text
+(how much is shown of how much), and the words that differ are counted on
+the whole texts (``diff.count``), with how many of them the part shown holds.
 Every text element has ``dir="auto"``, so a text in Arabic or Hebrew runs
 right to left on its own side.
 """
@@ -17,11 +19,13 @@ from __future__ import annotations
 
 from typing import List, NamedTuple, Optional
 
-from .diff import Op, changed_words, diff
+from .diff import Op, case_only, changed_words, diff, first_change
+from .diff import count as count_words
 from .markup import attr, count, cut, text
 
 FOLD = 40
 KEEP = 12
+ID_CHARS = 1000  # an id longer than this (no URL in practice) is cut, with an ellipsis
 
 
 class Pair(NamedTuple):
@@ -95,7 +99,25 @@ def _side(ops: List[Op], side: str) -> str:
 def _note(full: str, shown: str) -> str:
     if len(shown) == len(full):
         return ""
-    return f'<p class="cut">first {count(len(shown))} of {count(len(full))} characters</p>'
+    return f'<p class="cut">cut: the first {count(len(shown))} of {count(len(full))} characters shown</p>'
+
+
+def _changed(left: str, right: str, a: str, b: str, ops: List[Op]) -> str:
+    """The line that says how many words differ: on the whole texts, and when
+    either is cut, how many of them the part shown holds."""
+    shown = changed_words(ops)
+    if len(a) == len(left) and len(b) == len(right):
+        changed, case, exact = shown, case_only(ops), True
+    else:
+        changed, case, exact = count_words(left, right)
+    said = f"{'at least ' if not exact else ''}{count(changed)} word{' differs' if changed == 1 else 's differ'}"
+    if case:
+        said += f", {count(case)} in case only"
+    if len(a) < len(left) or len(b) < len(right):
+        said += f" in the whole texts; {count(shown)} in the part shown"
+        if not exact:
+            said += " (texts too long to align word by word: counted as the words one has more of than the other)"
+    return f'<p class="changed">{said}</p>'
 
 
 NUMBER = "<#>"  # stands for the pair's number until the pairs are in order (no escaped text holds "<")
@@ -116,7 +138,7 @@ def render(pair: Pair, chars: int, measure: str, number: object = NUMBER) -> str
         + "</h3>"
     ]
     ids = (
-        f'<div class="who"><span class="role">{text(role)}</span> <code>{text(cut(rid, 200))}</code></div>'
+        f'<div class="who"><span class="role">{text(role)}</span> <code>{text(cut(rid, ID_CHARS))}</code></div>'
         for role, rid in ((pair.left_role, pair.left_id), (pair.right_role, pair.right_id))
     )
     left_who, right_who = ids
@@ -125,16 +147,11 @@ def render(pair: Pair, chars: int, measure: str, number: object = NUMBER) -> str
     else:
         a, b = pair.left[:chars], pair.right[:chars]
         ops = diff(a, b)
-        changed = changed_words(ops)
-        case = sum(x.rstrip() != y.rstrip() for op in ops if op.tag == "equal" for x, y in zip(op.a, op.b))
-        case_note = f", {count(case)} in case only" if case else ""
         parts.append(
-            f'<p class="changed">{count(changed)} word{" differs" if changed == 1 else "s differ"}'
-            f"{case_note}</p>"
-            f'<div class="sides"><div class="side">{left_who}<div class="text" dir="auto">'
-            f"{_side(ops, 'a')}</div>{_note(pair.left, a)}</div>"
-            f'<div class="side">{right_who}<div class="text" dir="auto">{_side(ops, "b")}</div>'
-            f"{_note(pair.right, b)}</div></div>"
+            _changed(pair.left, pair.right, a, b, ops) + f'<div class="sides"><div class="side">{left_who}'
+            f'{_note(pair.left, a)}<div class="text" dir="auto">{_side(ops, "a")}</div></div>'
+            f'<div class="side">{right_who}{_note(pair.right, b)}<div class="text" dir="auto">{_side(ops, "b")}</div>'
+            "</div></div>"
         )
     parts.append("</article>")
     return "".join(parts)
@@ -148,3 +165,35 @@ def first_line(s: Optional[str], limit: int = 160) -> str:
         if line.strip():
             return cut(line.strip(), limit)
     return ""
+
+
+def where_differs(kept: Optional[str], other: Optional[str], limit: int = 160) -> str:
+    """HTML of where ``other`` first differs from ``kept`` word for word: the
+    line of ``other`` that holds the first difference (or, in a long line,
+    the text around it), the words changed or added there ``<ins>``, those
+    missing ``<del>`` (as in the pairs). Its first line when the two have
+    the same words, or when there is no kept text to compare with."""
+    if other is None:
+        return ""
+    if kept is None:
+        return text(first_line(other, limit))
+    found = first_change(kept, other)
+    if found is None:
+        return text(first_line(other, limit)) + ' <span class="muted">(the same words)</span>'
+    at, op = found
+    start = other.rfind("\n", 0, at) + 1
+    end = other.find("\n", at)
+    end = len(other) if end < 0 else end
+    start = max(start, at - limit // 3)
+    while start < at and other[start].isspace():
+        start += 1
+    changed = "".join(op.b)
+    room = max(0, limit - (at - start) - len(changed))
+    head = ("\u2026" if start > 0 and other[start - 1] != "\n" else "") + other[start:at]
+    if op.tag == "delete":  # words of the kept record missing here
+        mark = f"<del>{text(cut(''.join(op.a).rstrip(), limit // 2))}</del> "
+    else:
+        tag = '<ins class="chg">' if op.tag == "replace" else "<ins>"
+        mark = f"{tag}{text(cut(changed.rstrip(), limit))}</ins>" + (" " if changed[-1:].isspace() else "")
+    rest = other[at + len(changed) : end]
+    return text(head) + mark + (text(cut(rest, room)) if rest else "")
