@@ -423,3 +423,14 @@ def test_manifest_written_records_json(tmp_path):
     ok(run_cli("dedup", "--input", shards, "--output", tmp_path / "out", "-q"))
     data = json.loads((tmp_path / "out" / ".rsimhash-shards.json").read_text())
     assert sorted(data["finished"]) == ["0.jsonl", "1.jsonl"]
+
+
+@pytest.mark.parametrize("name", ["c.parquet", "c.tsv"])
+def test_batch_clusters_with_an_id_utf8_cannot_hold_is_one_error(tmp_path, name):
+    pytest.importorskip("pyarrow")
+    from rsimhash import batch
+
+    fps = np.array([1, 3, 1 << 40], dtype=np.uint64)
+    with pytest.raises(ValueError, match="lone surrogate U\\+D800"):
+        batch.clusters(fps, 1, ids=["a", "b\ud800", "c"], out=str(tmp_path / name))
+    assert os.listdir(tmp_path) == []

@@ -8,7 +8,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import Any, Iterator, Optional, Tuple
+from typing import Any, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -69,7 +69,7 @@ def pairs_npy_to_parquet(npy: str, path: str, names: Optional[np.ndarray] = None
     out = Atomic(path)
 
     def column(ids: np.ndarray) -> Any:
-        return ids.copy() if names is None else _arrow.strings(names[ids.astype(np.intp)].tolist())
+        return ids.copy() if names is None else _arrow.strings(_utf8_ids(names[ids.astype(np.intp)].tolist(), path))
 
     try:
         with out.open() as f, pq.ParquetWriter(f, schema) as writer:
@@ -102,17 +102,20 @@ def write_clusters(path: str, ext: str, rows: Iterator[Tuple[np.ndarray, np.ndar
             schema: Any = None
             writer: Any = None
             with out.open() as f:
-                for ids, labels in rows:
-                    if schema is None:  # string ids as strings
-                        kind = pa.string() if ids.dtype == object else pa.uint64()
-                        schema = pa.schema([("id", kind), ("cluster", pa.uint64())])
-                        writer = pq.ParquetWriter(f, schema)
-                    column = _arrow.strings(ids.tolist()) if ids.dtype == object else ids
-                    writer.write_table(pa.table([column, labels], schema=schema))
-                    n += len(ids)
-                if writer is None:
-                    writer = pq.ParquetWriter(f, pa.schema([("id", pa.uint64()), ("cluster", pa.uint64())]))
-                writer.close()
+                try:
+                    for ids, labels in rows:
+                        column = _arrow.strings(_utf8_ids(ids.tolist(), path)) if ids.dtype == object else ids
+                        if schema is None:  # string ids as strings
+                            kind = pa.string() if ids.dtype == object else pa.uint64()
+                            schema = pa.schema([("id", kind), ("cluster", pa.uint64())])
+                            writer = pq.ParquetWriter(f, schema)
+                        writer.write_table(pa.table([column, labels], schema=schema))
+                        n += len(ids)
+                    if writer is None:
+                        writer = pq.ParquetWriter(f, pa.schema([("id", pa.uint64()), ("cluster", pa.uint64())]))
+                finally:
+                    if writer is not None:  # closed while its file is open, also when the job fails
+                        writer.close()
         else:
             with out.open() as f:
                 f.write(b"id\tcluster\n")
@@ -121,7 +124,7 @@ def write_clusters(path: str, ext: str, rows: Iterator[Tuple[np.ndarray, np.ndar
                     if bad is not None:
                         why = "holds a tab or a line break, which a TSV row cannot hold; write .parquet"
                         raise ValueError(f"{path}: the id {bad!r} {why}")
-                    text = "".join(f"{a}\t{b}\n" for a, b in zip(ids.tolist(), labels.tolist()))
+                    text = "".join(f"{a}\t{b}\n" for a, b in zip(_utf8_ids(ids.tolist(), path), labels.tolist()))
                     f.write(text.encode("utf-8"))
                     n += len(ids)
         out.commit()
@@ -130,6 +133,23 @@ def write_clusters(path: str, ext: str, rows: Iterator[Tuple[np.ndarray, np.ndar
     finally:
         out.discard()
     return n
+
+
+def _utf8_ids(ids: List[Any], path: str) -> List[Any]:
+    """``ids``, after checking that UTF-8 can hold each string among them (a
+    lone surrogate, as ``"\\ud800"`` in JSON makes, it cannot): a
+    ``ValueError`` naming the id and the output otherwise."""
+    for x in ids:
+        if isinstance(x, str):
+            try:
+                x.encode("utf-8")
+            except UnicodeEncodeError as e:
+                shown = x.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+                code = f"U+{ord(x[e.start]):04X}"
+                raise ValueError(
+                    f"{path}: the id {shown!r} cannot be written as UTF-8 (it holds the lone surrogate {code})"
+                ) from None
+    return ids
 
 
 def _naming(e: OSError, path: str) -> OSError:
