@@ -111,10 +111,23 @@ def test_ids_file_era_files_still_work(tmp_path, capsys):
     assert json.loads(out)["ids_file"].endswith("old.rsh.ids") and json.loads(out)["fingerprint_width"] == 3
     # dedup --against an old pair: its ids and settings read from the ids file.
     write(tmp_path / "new.jsonl", RECORDS[:3] + [{"id": "fresh", "text": "a text unlike any other at all here"}])
-    code, _, err = cli(capsys, "dedup", "-i", tmp_path / "new.jsonl", "-o", tmp_path / "kept.jsonl", "--removed", tmp_path / "r.tsv", "--against", idx)
+    code, _, err = cli(
+        capsys,
+        "dedup",
+        "-i",
+        tmp_path / "new.jsonl",
+        "-o",
+        tmp_path / "kept.jsonl",
+        "--removed",
+        tmp_path / "r.tsv",
+        "--against",
+        idx,
+    )
     assert code == 0, err
     assert [json.loads(line)["id"] for line in (tmp_path / "kept.jsonl").read_text().splitlines()] == ["fresh"]
-    code, _, err = cli(capsys, "dedup", "-i", tmp_path / "new.jsonl", "-o", tmp_path / "k2.jsonl", "--against", idx, "--mode", "chars")
+    code, _, err = cli(
+        capsys, "dedup", "-i", tmp_path / "new.jsonl", "-o", tmp_path / "k2.jsonl", "--against", idx, "--mode", "chars"
+    )
     assert code == 2 and "--mode words --window 3" in err
     # add keeps an old pair a pair, the ids in the ids file.
     write(tmp_path / "more.jsonl", [{"id": "https://example.org/new", "text": "one more text to add to the index"}])
@@ -128,11 +141,24 @@ def test_dedup_against_a_new_index_file(tmp_path, capsys):
     idx = tmp_path / "c.rsh"
     shutil.copy(golden.path(2), idx)
     write(tmp_path / "new.jsonl", RECORDS[:3] + [{"id": "fresh", "text": "a text unlike any other at all here"}])
-    code, _, err = cli(capsys, "dedup", "-i", tmp_path / "new.jsonl", "-o", tmp_path / "kept.jsonl", "--removed", tmp_path / "r.tsv", "--against", idx)
+    code, _, err = cli(
+        capsys,
+        "dedup",
+        "-i",
+        tmp_path / "new.jsonl",
+        "-o",
+        tmp_path / "kept.jsonl",
+        "--removed",
+        tmp_path / "r.tsv",
+        "--against",
+        idx,
+    )
     assert code == 0, err
     assert [json.loads(line)["id"] for line in (tmp_path / "kept.jsonl").read_text().splitlines()] == ["fresh"]
     assert RECORDS[0]["id"] in (tmp_path / "r.tsv").read_text()
-    code, _, err = cli(capsys, "dedup", "-i", tmp_path / "new.jsonl", "-o", tmp_path / "k2.jsonl", "--against", idx, "--width", "4")
+    code, _, err = cli(
+        capsys, "dedup", "-i", tmp_path / "new.jsonl", "-o", tmp_path / "k2.jsonl", "--against", idx, "--width", "4"
+    )
     assert code == 2 and "--mode words --window 3" in err
 
 
@@ -147,7 +173,7 @@ def test_build_over_an_old_pair_removes_its_ids_file(tmp_path, capsys):
 
 
 def test_hash_built_index_keeps_its_ids_and_refuses_texts(tmp_path, capsys):
-    (tmp_path / "h.tsv").write_text("".join(f"{r['id']}\t{int(f)}\n" for r, f in zip(RECORDS[:5], FPS)))
+    (tmp_path / "h.tsv").write_text("id\thash\n" + "".join(f"{r['id']}\t{int(f)}\n" for r, f in zip(RECORDS[:5], FPS)))
     idx = tmp_path / "h.rsh"
     assert cli(capsys, "index", "build", "-i", tmp_path / "h.tsv", "--format", "hash", "-o", idx)[0] == 0
     index = rsimhash.Index.load(idx)
