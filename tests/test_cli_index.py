@@ -146,7 +146,7 @@ def test_damaged_index_and_foreign_ids_file(data, tmp_path):
     assert_one_error(run_cli("index", "verify", other), 1, "does not belong to")
     assert_one_error(run_cli("index", "add", other, "-i", directory / "probe.jsonl"), 1, "does not belong to")
     # an ids file with extra lines (left by an add that crashed before saving the index) is fine
-    from rsimhash.cli.index import ids_end
+    from rsimhash.cli.index_ids import ids_end
 
     body = ids_a[: ids_a.rindex(b"# rsimhash index ids end")] + b"123\textra\n"
     (tmp_path / "a.rsh.ids").write_bytes(body + ids_end(body.count(b"\n") - 1, zlib.crc32(body)))

@@ -329,6 +329,22 @@ impl PyIndex {
     }
 
     /// The index's metadata: your own ``str`` keys and values, saved in its file.
+    ///
+    /// Empty until set; ``save`` writes it into the file (two sections that
+    /// change no answer, so the format version stays what the ids make it)
+    /// and ``load`` reads it back. Reading gives a new ``dict``: assign a
+    /// whole ``dict`` to change it. ``rsimhash index build`` records how it
+    /// made the fingerprints here (``{"mode": "words", "width": "3"}``, or
+    /// ``{"mode": "hashes"}`` from a hash TSV), so that texts are
+    /// fingerprinted the same way later. Raises ``TypeError`` for anything
+    /// but a ``dict`` of ``str`` to ``str``.
+    ///
+    /// >>> index = rsimhash.Index(k=3)
+    /// >>> index.metadata
+    /// {}
+    /// >>> index.metadata = {"mode": "words", "width": "3"}
+    /// >>> index.metadata["width"]
+    /// '3'
     #[getter]
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
@@ -359,6 +375,17 @@ impl PyIndex {
     }
 
     /// ``(fps, ids)``: every stored item's fingerprint and id, in the order of their ids.
+    ///
+    /// Two arrays of ``len(index)``: the fingerprints (``uint64``) and the
+    /// ids (``uint64``, or object of ``str`` for an index keyed by strings,
+    /// in the order they were added).
+    ///
+    /// >>> index = rsimhash.Index(k=3)
+    /// >>> index.add([0xFF00, 0b111], ids=["b", "a"]).tolist()
+    /// ['b', 'a']
+    /// >>> fps, ids = index.items()
+    /// >>> fps.tolist(), ids.tolist()
+    /// ([65280, 7], ['b', 'a'])
     fn items<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyAny>)> {
         let (fps, ids) = detach::run(py, None, || {
             let index = read(&self.inner);

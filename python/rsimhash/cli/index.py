@@ -29,6 +29,7 @@ import numpy as np
 
 from .._records import guess_format
 from .errors import CliError, InputError, UsageError, utf8
+from .index_ids import IdsFile, IdsWriter, check_items, ids_path, spot_positions
 from .options import (
     add_distance,
     add_input,
@@ -39,7 +40,6 @@ from .options import (
     make_index,
     open_source,
 )
-from .index_ids import IdsFile, IdsWriter, check_items, ids_end, ids_path, spot_positions
 from .outputs import Outputs
 from .pipeline import fingerprints_of, prefetch
 from .progress import Progress, count
@@ -83,7 +83,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "add",
         "add records or hashes to an index file",
         "Add the input's records to an index file (and to its ids file IDX.ids, for a file "
-        "made before index files kept ids), fingerprinted as at build time.\n\nexample:\n  rsimhash index add corpus.rsh --input more.jsonl",
+        "made before index files kept ids), fingerprinted as at build time."
+        "\n\nexample:\n  rsimhash index add corpus.rsh --input more.jsonl",
     )
     a.add_argument("index", metavar="IDX", help="the index file (changed in place, atomically)")
     add_input(a)
@@ -135,7 +136,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "verify",
         "check every checksum of an index file and its ids",
         "Load the index file checking every checksum, table block and id (and, for a file made "
-        "before index files kept ids, every line of IDX.ids against it). Prints one line; exit code 0 when all is well, 1 otherwise."
+        "before index files kept ids, every line of IDX.ids against it). Prints one line; "
+        "exit code 0 when all is well, 1 otherwise."
         "\n\nexample:\n  rsimhash index verify corpus.rsh",
     )
     v.add_argument("index", metavar="IDX", help="the index file")
