@@ -74,7 +74,7 @@ pub use fingerprint::fnv::fnv1a64;
 pub use fingerprint::vote::{compute, compute_weighted};
 pub use fingerprint::{fingerprint, fingerprints, Fingerprinter, Mode, Shingling};
 pub use fingerprint::{fnv, unicode};
-pub use index::{BatchMatches, Index, Keys};
+pub use index::{BatchMatches, Index, Keys, Metadata};
 pub use tables::plan;
 pub use tables::table::Layout;
 

@@ -133,3 +133,24 @@ def brute_dedup(fps: np.ndarray, k: int) -> "tuple[List[bool], List[Optional[int
         if first is None:
             kept_pos.append(i)
     return keep, match
+
+
+def build_ids_era(source: Any, idx: Any, k: int = 3, mode: str = "words", width: Optional[int] = None) -> None:
+    """What ``rsimhash index build --input SOURCE --output IDX`` wrote before
+    index files kept the records' ids (issue 38, item 6): a version-1 index
+    of ids 0, 1, ... and the ids file ``IDX.ids`` beside it (settings line,
+    ``hash<TAB>id`` lines, end line with the count and CRC-32), for the
+    tests of files of that era."""
+    import zlib
+
+    width = width or (3 if mode == "words" else 4)
+    with open(source, "rb") as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    fps = rsimhash.fingerprints([r["text"] for r in records], mode=mode, width=width)
+    index = rsimhash.Index(k)
+    index.add(fps)
+    index.save(idx)
+    body = b"# rsimhash index ids, format 2: " + json.dumps({"mode": mode, "width": width}, sort_keys=True).encode() + b"\n"
+    body += "".join(f"{int(h)}\t{r['id']}\n" for h, r in zip(fps, records)).encode()
+    with open(os.fspath(idx) + ".ids", "wb") as f:
+        f.write(body + b"# rsimhash index ids end: %d lines, crc32 %08x\n" % (len(records), zlib.crc32(body)))

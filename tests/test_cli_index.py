@@ -1,6 +1,7 @@
 """``rsimhash index build|add|query|info|verify`` end to end (subprocess):
-query output equal to ``Index.query_batch`` with the records' own ids, the
-ids file kept in step by add, damaged or mismatched files refused."""
+query output equal to ``Index.query_batch`` with the records' own ids,
+kept in the index file (and, for files made before it kept them, in the
+ids file, kept in step by add), damaged or mismatched files refused."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ if HERE not in sys.path:
 
 from cli_helpers import (  # noqa: E402
     assert_one_error,
+    build_ids_era,
     fingerprints_of,
     leftovers,
     make_records,
@@ -67,7 +69,7 @@ def test_build_query_add_info_verify(data, tmp_path):
         )
     )
     assert "200 records read" in stderr_lines(proc)[0]
-    assert idx.exists() and (tmp_path / "corpus.rsh.ids").exists() and leftovers(tmp_path) == []
+    assert idx.exists() and not (tmp_path / "corpus.rsh.ids").exists() and leftovers(tmp_path) == []
 
     # query: the fingerprint settings recorded at build time are used
     out = tmp_path / "matches.tsv"
@@ -130,12 +132,13 @@ def test_query_distance_beyond_index_k(data, tmp_path):
 
 
 def test_damaged_index_and_foreign_ids_file(data, tmp_path):
+    """Files made before index files kept ids: the index and its ids file."""
     directory = data[0]
     idx = tmp_path / "a.rsh"
-    ok(run_cli("index", "build", "-i", directory / "base.jsonl", "-o", idx, "-q"))
+    build_ids_era(directory / "base.jsonl", idx)
     # an ids file of another index: refused, not wrong ids
     other = tmp_path / "b.rsh"
-    ok(run_cli("index", "build", "-i", directory / "more.jsonl", "-o", other, "-q"))
+    build_ids_era(directory / "more.jsonl", other)
     ids_a = (tmp_path / "a.rsh.ids").read_bytes()
     (tmp_path / "b.rsh.ids").write_bytes(ids_a)  # 200 lines for an index of 100 items
     proc = run_cli("index", "query", other, "-i", directory / "probe.jsonl")
@@ -143,7 +146,7 @@ def test_damaged_index_and_foreign_ids_file(data, tmp_path):
     assert_one_error(run_cli("index", "verify", other), 1, "does not belong to")
     assert_one_error(run_cli("index", "add", other, "-i", directory / "probe.jsonl"), 1, "does not belong to")
     # an ids file with extra lines (left by an add that crashed before saving the index) is fine
-    from rsimhash.cli.index import ids_end
+    from rsimhash.cli.index_ids import ids_end
 
     body = ids_a[: ids_a.rindex(b"# rsimhash index ids end")] + b"123\textra\n"
     (tmp_path / "a.rsh.ids").write_bytes(body + ids_end(body.count(b"\n") - 1, zlib.crc32(body)))
@@ -162,21 +165,24 @@ def test_damaged_index_and_foreign_ids_file(data, tmp_path):
     assert_one_error(run_cli("index", "query", idx, "-i", directory / "probe.jsonl"), 1, str(idx))
     # a missing index file, a missing ids file
     assert_one_error(run_cli("index", "info", tmp_path / "none.rsh"), 1, "none.rsh")
-    ok(run_cli("index", "build", "-i", directory / "base.jsonl", "-o", idx, "-q"))
+    build_ids_era(directory / "base.jsonl", idx)
     os.unlink(tmp_path / "a.rsh.ids")
     assert_one_error(run_cli("index", "add", idx, "-i", directory / "more.jsonl"), 1, "a.rsh.ids", "missing")
 
 
 def test_index_add_failure_changes_nothing(data, tmp_path):
-    """A bad line in the input of add leaves both files as they were."""
+    """A bad line in the input of add leaves the index file (and the ids file
+    of a file made before index files kept ids) as it was."""
     directory = data[0]
-    idx = tmp_path / "c.rsh"
+    idx, old = tmp_path / "c.rsh", tmp_path / "old.rsh"
     ok(run_cli("index", "build", "-i", directory / "base.jsonl", "-o", idx, "-q"))
-    before = (idx.read_bytes(), (tmp_path / "c.rsh.ids").read_bytes())
+    build_ids_era(directory / "base.jsonl", old)
+    before = (idx.read_bytes(), old.read_bytes(), (tmp_path / "old.rsh.ids").read_bytes())
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes((directory / "more.jsonl").read_bytes() + b'{"id": "x", "text": 3}\n')
     assert_one_error(run_cli("index", "add", idx, "-i", bad), 1, f"{bad}:101", '"text" must be a string')
-    assert (idx.read_bytes(), (tmp_path / "c.rsh.ids").read_bytes()) == before
+    assert_one_error(run_cli("index", "add", old, "-i", bad), 1, f"{bad}:101", '"text" must be a string')
+    assert (idx.read_bytes(), old.read_bytes(), (tmp_path / "old.rsh.ids").read_bytes()) == before
     assert leftovers(tmp_path) == []
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 import rsimhash
 from budget import examples
-from cli_helpers import assert_one_error, make_records, ok, run_cli, write_jsonl
+from cli_helpers import assert_one_error, build_ids_era, make_records, ok, run_cli, write_jsonl
 
 CHANGED = "index file changed or damaged while in use"
 
@@ -166,10 +166,12 @@ def test_verify_of_intact_and_in_memory_indexes(tmp_path):
 
 
 def build(tmp_path, n=60):
+    """An index file and its ids file, as index build wrote them before index
+    files kept the records' ids (issue 38, item 6)."""
     records = make_records(n, seed=11, string_ids=True)
     write_jsonl(tmp_path / "c.jsonl", records)
     idx = tmp_path / "c.rsh"
-    ok(run_cli("index", "build", "--input", tmp_path / "c.jsonl", "--output", idx, "-q"))
+    build_ids_era(tmp_path / "c.jsonl", idx)
     return records, idx
 
 

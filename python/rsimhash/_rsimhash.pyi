@@ -612,6 +612,42 @@ class Index:
         >>> index.nbytes
         64
         """
+    @property
+    def metadata(self) -> dict[str, str]:
+        """The index's metadata: your own ``str`` keys and values, saved in its file.
+
+        Empty until set; ``save`` writes it into the file (two sections that
+        change no answer, so the format version stays what the ids make it)
+        and ``load`` reads it back. Reading gives a new ``dict``: assign a
+        whole ``dict`` to change it. ``rsimhash index build`` records how it
+        made the fingerprints here (``{"mode": "words", "width": "3"}``, or
+        ``{"mode": "hashes"}`` from a hash TSV), so that texts are
+        fingerprinted the same way later. Raises ``TypeError`` for anything
+        but a ``dict`` of ``str`` to ``str``.
+
+        >>> index = rsimhash.Index(k=3)
+        >>> index.metadata
+        {}
+        >>> index.metadata = {"mode": "words", "width": "3"}
+        >>> index.metadata["width"]
+        '3'
+        """
+    @metadata.setter
+    def metadata(self, value: dict[str, str]) -> None: ...
+    def items(self) -> tuple[npt.NDArray[np.uint64], npt.NDArray[Any]]:
+        """``(fps, ids)``: every stored item's fingerprint and id, in the order of their ids.
+
+        Two arrays of ``len(index)``: the fingerprints (``uint64``) and the
+        ids (``uint64``, or object of ``str`` for an index keyed by strings,
+        in the order they were added).
+
+        >>> index = rsimhash.Index(k=3)
+        >>> index.add([0xFF00, 0b111], ids=["b", "a"]).tolist()
+        ['b', 'a']
+        >>> fps, ids = index.items()
+        >>> fps.tolist(), ids.tolist()
+        ([65280, 7], ['b', 'a'])
+        """
     def __len__(self) -> int: ...
     def add(
         self,

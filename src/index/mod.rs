@@ -36,11 +36,13 @@ use crate::tables::table::Layout;
 use crate::{Error, Result};
 
 mod add;
+mod meta;
 mod names;
 mod persist;
 mod query;
 mod room;
 
+pub use meta::Metadata;
 use names::Names;
 
 /// The most items an index holds ([`crate::MAX_ITEMS`]).
@@ -116,6 +118,8 @@ pub struct Index {
     /// The items' string ids, for an index keyed by strings; `None` when
     /// keyed by ints, or before its first add decides.
     names: Option<Names>,
+    /// The user's own `key -> value` strings, saved with the index ([`meta`]).
+    metadata: Metadata,
 }
 
 /// What an index is keyed by.
@@ -170,6 +174,7 @@ impl Index {
             id_map: None,
             origin: None,
             names: None,
+            metadata: Metadata::new(),
         })
     }
 

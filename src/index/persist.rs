@@ -13,6 +13,8 @@
 //!   its name table ([`super::names`]). Such a file is format version 2, so
 //!   that a reader of version 1 refuses it; every other file is version 1,
 //!   byte for byte as before.
+//! - for an index with metadata only, `METAOFFS` and `METATEXT`
+//!   ([`super::meta`]): a reader that does not know them passes over them.
 //!
 //! Tables are always saved compressed: a raw table is packed on the way out.
 //! Loaded tables stay packed, in place in the mapping when mapped, unless the
@@ -23,7 +25,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::{Index, Names};
+use super::{meta, Index, Metadata, Names};
 use crate::container::{write_atomic_then, Container, Tag, FIRST_FORMAT_VERSION, FORMAT_VERSION};
 use crate::tables::codec::SYMBOLS;
 use crate::tables::packed::PackedTable;
@@ -45,6 +47,8 @@ const RANKS: Tag = *b"RANKS\0\0\0";
 const NAME_IDS: Tag = *b"NAMEIDS\0";
 const NAME_OFFS: Tag = *b"NAMEOFFS";
 const NAMES: Tag = *b"NAMES\0\0\0";
+const META_OFFS: Tag = *b"METAOFFS";
+const META_TEXT: Tag = *b"METATEXT";
 
 /// Block size of tables packed for saving from a raw index.
 const SAVE_BLOCK_BYTES: usize = 1024;
@@ -163,6 +167,11 @@ impl Index {
         let names = self.names.as_ref().map(Names::encode);
         if let Some((ids, offsets, text)) = &names {
             sections.extend([(NAME_IDS, words(ids)), (NAME_OFFS, words(offsets)), (NAMES, &text[..])]);
+        }
+        // Only an index with metadata writes these: every other file keeps its bytes.
+        let metadata = (!self.metadata.is_empty()).then(|| meta::encode(&self.metadata));
+        if let Some((offsets, text)) = &metadata {
+            sections.extend([(META_OFFS, words(offsets)), (META_TEXT, &text[..])]);
         }
         sections.extend_from_slice(extra);
         // Tables copied from a mapped file are written as they are: the file
@@ -351,6 +360,7 @@ impl Index {
         }
         index.live = total;
         index.names = load_names(&file, &index).map_err(bad)?;
+        index.metadata = load_metadata(&file).map_err(bad)?;
         // Tables come packed from the file; an index that keeps raw tables
         // gets them back raw.
         index.set_layout(layout).map_err(|e| bad(format!("its layout: {e}")))?;
@@ -386,6 +396,19 @@ fn load_names(file: &Container, index: &Index) -> std::result::Result<Option<Nam
         return Err(format!("item {id} has no string id"));
     }
     Ok(Some(names))
+}
+
+/// The metadata of a file with some (`METAOFFS` and `METATEXT`, once each).
+fn load_metadata(file: &Container) -> std::result::Result<Metadata, String> {
+    let count = file.tags().filter(|t| [META_OFFS, META_TEXT].contains(t)).count();
+    if count == 0 {
+        return Ok(Metadata::new());
+    }
+    if count != 2 {
+        return Err("incomplete metadata (METAOFFS and METATEXT go together, once)".into());
+    }
+    let (offsets, text) = (file.section(META_OFFS).map_err(|e| e.to_string())?, file.section(META_TEXT).map_err(|e| e.to_string())?);
+    meta::decode(offsets.as_u64s().map_err(|e| e.to_string())?, text.as_slice())
 }
 
 /// A fingerprint's share of its table's digest: the splitmix64 finalizer, so
@@ -578,5 +601,31 @@ mod tests {
         assert!(loaded.is_empty());
         assert_eq!(loaded.design().levels(), index.design().levels());
         assert!(loaded.fixed);
+    }
+
+    #[test]
+    fn metadata_round_trips_and_changes_no_other_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let (plain, with) = (dir.path().join("plain.rsh"), dir.path().join("meta.rsh"));
+        let mut index = Index::new(3, None, None).unwrap();
+        index.add_named(&[1, 2, 0xFF00], &["a", "b", "c"]).unwrap();
+        index.save(&plain).unwrap();
+        assert!(Index::load(&plain, true).unwrap().metadata().is_empty());
+        let meta: Metadata = [("mode".to_string(), "words".to_string()), ("width".to_string(), "3".to_string())].into();
+        index.set_metadata(meta.clone());
+        index.save(&with).unwrap();
+        let loaded = Index::load(&with, false).unwrap();
+        assert_eq!(loaded.metadata(), &meta);
+        assert_eq!(loaded.format_version(), 2);
+        let (a, b) = (std::fs::read(&plain).unwrap(), std::fs::read(&with).unwrap());
+        assert!(b.len() > a.len());
+        // A file with one of the two sections only is refused.
+        let mut cut = Index::load(&with, false).unwrap();
+        cut.set_metadata(Metadata::new());
+        let path = dir.path().join("half.rsh");
+        let (offsets, _) = meta::encode(&meta);
+        cut.save_with(&path, &[(META_OFFS, words(&offsets))]).unwrap();
+        let e = Index::load(&path, false).unwrap_err().to_string();
+        assert!(e.contains("incomplete metadata"), "{e}");
     }
 }

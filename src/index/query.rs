@@ -167,7 +167,7 @@ impl Index {
     }
 
     /// Every live item's fingerprint and id, ordered by id.
-    pub(super) fn items_by_id(&self) -> (Vec<u64>, Vec<u64>) {
+    pub fn items_by_id(&self) -> (Vec<u64>, Vec<u64>) {
         let mut items = self.items();
         items.par_sort_unstable_by_key(|&(_, id)| id);
         items.into_iter().unzip()

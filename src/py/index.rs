@@ -12,15 +12,16 @@
 use std::sync::RwLock;
 
 use numpy::PyArray1;
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyType};
+use pyo3::types::{PyDict, PyString, PyType};
 use std::path::PathBuf;
 
-use super::convert::{named_int, named_int_opt, to_u64, Int, U64s};
+use super::convert::{named_int, named_int_opt, to_u64, type_name, Int, U64s};
 use super::detach;
 use super::keys::{names_array, IdsArg, Keyed};
 use crate::batch::{Copies, COPIES_NOTICE};
-use crate::index::{ClusterMethod, Index, Keys};
+use crate::index::{ClusterMethod, Index, Keys, Metadata};
 use crate::tables::table::Layout;
 
 type NewAndMatched<'py> = (Bound<'py, PyArray1<bool>>, Bound<'py, PyAny>);
@@ -325,6 +326,74 @@ impl PyIndex {
     #[getter]
     fn nbytes(&self) -> usize {
         peek(&self.inner).bytes()
+    }
+
+    /// The index's metadata: your own ``str`` keys and values, saved in its file.
+    ///
+    /// Empty until set; ``save`` writes it into the file (two sections that
+    /// change no answer, so the format version stays what the ids make it)
+    /// and ``load`` reads it back. Reading gives a new ``dict``: assign a
+    /// whole ``dict`` to change it. ``rsimhash index build`` records how it
+    /// made the fingerprints here (``{"mode": "words", "width": "3"}``, or
+    /// ``{"mode": "hashes"}`` from a hash TSV), so that texts are
+    /// fingerprinted the same way later. Raises ``TypeError`` for anything
+    /// but a ``dict`` of ``str`` to ``str``.
+    ///
+    /// >>> index = rsimhash.Index(k=3)
+    /// >>> index.metadata
+    /// {}
+    /// >>> index.metadata = {"mode": "words", "width": "3"}
+    /// >>> index.metadata["width"]
+    /// '3'
+    #[getter]
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (key, value) in peek(&self.inner).metadata() {
+            d.set_item(key, value)?;
+        }
+        Ok(d)
+    }
+
+    #[setter]
+    fn set_metadata(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let wrong = |what: String| PyTypeError::new_err(format!("metadata must be a dict of str keys and str values, got {what}"));
+        let d = value.cast::<PyDict>().map_err(|_| wrong(type_name(value)))?;
+        let text = |obj: &Bound<'_, PyAny>, what: &str| -> PyResult<String> {
+            let s = obj.cast::<PyString>().map_err(|_| wrong(format!("a {what} of type {}", type_name(obj))))?;
+            s.to_cow()
+                .map(std::borrow::Cow::into_owned)
+                .map_err(|_| pyo3::exceptions::PyValueError::new_err(format!("metadata {what} {obj} cannot be encoded as UTF-8 (it holds a lone surrogate)")))
+        };
+        let mut meta = Metadata::new();
+        for (key, val) in d.iter() {
+            meta.insert(text(&key, "key")?, text(&val, "value")?);
+        }
+        detach::run(py, None, move || {
+            write(&self.inner).set_metadata(meta);
+            Ok(())
+        })
+    }
+
+    /// ``(fps, ids)``: every stored item's fingerprint and id, in the order of their ids.
+    ///
+    /// Two arrays of ``len(index)``: the fingerprints (``uint64``) and the
+    /// ids (``uint64``, or object of ``str`` for an index keyed by strings,
+    /// in the order they were added).
+    ///
+    /// >>> index = rsimhash.Index(k=3)
+    /// >>> index.add([0xFF00, 0b111], ids=["b", "a"]).tolist()
+    /// ['b', 'a']
+    /// >>> fps, ids = index.items()
+    /// >>> fps.tolist(), ids.tolist()
+    /// ([65280, 7], ['b', 'a'])
+    fn items<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyAny>)> {
+        let (fps, ids) = detach::run(py, None, || {
+            let index = read(&self.inner);
+            let (fps, ids) = index.items_by_id();
+            let ids = keyed(&index, ids)?;
+            index.intact((fps, ids))
+        })?;
+        Ok((PyArray1::from_vec(py, fps), ids.array(py)))
     }
 
     fn __len__(&self) -> usize {

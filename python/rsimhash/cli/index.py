@@ -1,26 +1,20 @@
 """``rsimhash index build|add|query|info|verify``: persistent index files.
 
-An index file (``Index.save``) stores ``uint64`` ids only, so the command line
-keeps the records' own ids, int or string, in a second file beside it,
-``IDX.ids``: a first line ``# rsimhash index ids, format 2: {...}`` holding
-the fingerprint settings as JSON (``mode`` and ``width``; ``null`` when the
-index was built from hashes), then one line ``hash<TAB>id`` per item, item
-``i`` of the index (its ``uint64`` id ``i``) on line ``i + 2``, and a last
-line ``# rsimhash index ids end: N lines, crc32 XXXXXXXX``: the number of
-id lines and the CRC-32 of every byte before that line, checked whenever the
-file is read (``query``, ``add``, ``verify``), so an edited id or settings
-line is an error, never a wrong id. The settings make ``add`` and ``query``
-fingerprint texts exactly as ``build`` did. Files of format 1 (no end line,
-written before the checksum) are still read, checked only by the spot checks
-below; ``verify`` says they have no checksum, and the next ``add`` rewrites
-them in format 2.
+An index file made by ``index build`` holds everything the command line
+needs: the records' own ids, as strings (the index is keyed by strings: its
+name table, format version 2), and the fingerprint settings in its
+metadata (``Index.metadata``: ``{"mode": "words"|"chars", "width": "N"}``,
+or ``{"mode": "hashes"}`` when it was built from a hash TSV), which make
+``add`` and ``query`` fingerprint texts exactly as ``build`` did. One file,
+replaced atomically by every change, checksummed as a whole: ``Index.load``
+in Python reads it and answers the records' ids.
 
-Both files are replaced atomically, the ids file first: a crash between the
-two leaves an ids file with lines for items the index does not hold, which
-are ignored (an index of N items reads the first N). Every use checks a
-sample of the lines against the index (``verify`` checks all of them), so a
-pair of files that do not belong together is an error, never wrong ids.
-Only one process should change an index at a time.
+Files made before (issue 38, item 6) keep their ids and settings in an ids
+file beside the index, ``IDX.ids`` (``index_ids``); every action still
+reads them, and ``add`` keeps such a pair a pair. A file whose metadata
+names no settings and that has no ids file beside it was made in Python:
+``query``, ``info`` and ``verify`` take it, ``add`` refuses it. Only one
+process should change an index at a time.
 """
 
 from __future__ import annotations
@@ -29,12 +23,12 @@ import argparse
 import json
 import os
 import sys
-import zlib
-from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from .errors import CliError, InputError, UsageError, utf8
+from .index_ids import IdsFile, IdsWriter, check_items, ids_path, spot_positions
 from .options import (
     add_distance,
     add_input,
@@ -45,7 +39,7 @@ from .options import (
     make_index,
     open_source,
 )
-from .outputs import Output, Outputs
+from .outputs import Outputs
 from .pipeline import fingerprints_of, prefetch
 from .progress import Progress, count
 from .shards import input_format
@@ -54,7 +48,7 @@ HELP = "persistent index files: build, add, query, info, verify"
 DESCRIPTION = """\
 Build an index file from a corpus or a hash TSV, add more records to it,
 probe a batch of new records against it, show what it holds, or check it.
-The records' own ids are kept in IDX.ids beside the index file IDX.
+The records' own ids and the fingerprint settings are kept in the index file.
 
 examples:
   rsimhash index build --input corpus.jsonl --output corpus.rsh
@@ -63,11 +57,6 @@ examples:
   rsimhash index info corpus.rsh
   rsimhash index verify corpus.rsh
 """
-
-IDS_MAGIC = b"# rsimhash index ids, format 2: "
-IDS_MAGIC_V1 = b"# rsimhash index ids, format 1: "
-IDS_END = b"# rsimhash index ids end: "
-SPOT_CHECKS = 64
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -80,11 +69,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     b = action(
         "build",
         "build an index file from records or hashes",
-        "Fingerprint the input (or read its hashes) and write an index file and its ids file "
-        "IDX.ids.\n\nexample:\n  rsimhash index build --input corpus.jsonl --output corpus.rsh",
+        "Fingerprint the input (or read its hashes) and write an index file keyed by the "
+        "records' ids.\n\nexample:\n  rsimhash index build --input corpus.jsonl --output corpus.rsh",
     )
     add_input(b, shards=True)
-    b.add_argument("--output", "-o", metavar="IDX", required=True, help="the index file to write (and IDX.ids)")
+    b.add_argument("--output", "-o", metavar="IDX", required=True, help="the index file to write")
     add_text(b)
     add_distance(b, what="items the index answers completely")
     add_run(b)
@@ -93,8 +82,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a = action(
         "add",
         "add records or hashes to an index file",
-        "Add the input's records to an index file and its ids file, fingerprinted as at build "
-        "time.\n\nexample:\n  rsimhash index add corpus.rsh --input more.jsonl",
+        "Add the input's records to an index file (and to its ids file IDX.ids, for a file "
+        "made before index files kept ids), fingerprinted as at build time."
+        "\n\nexample:\n  rsimhash index add corpus.rsh --input more.jsonl",
     )
     a.add_argument("index", metavar="IDX", help="the index file (changed in place, atomically)")
     add_input(a, shards=True)
@@ -144,9 +134,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     v = action(
         "verify",
-        "check every checksum of an index file and its ids file",
-        "Load the index file checking every checksum and table block, and check every line of "
-        "IDX.ids against it. Prints one line; exit code 0 when all is well, 1 otherwise."
+        "check every checksum of an index file and its ids",
+        "Load the index file checking every checksum, table block and id (and, for a file made "
+        "before index files kept ids, every line of IDX.ids against it). Prints one line; "
+        "exit code 0 when all is well, 1 otherwise."
         "\n\nexample:\n  rsimhash index verify corpus.rsh",
     )
     v.add_argument("index", metavar="IDX", help="the index file")
@@ -154,10 +145,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 # -- the index file and its ids file ------------------------------------------------
-
-
-def ids_path(index_path: str) -> str:
-    return index_path + ".ids"
 
 
 def load_index(path: str, mmap: bool = True) -> Any:
@@ -176,143 +163,37 @@ def save_index(index: Any, path: str) -> None:
         raise CliError(str(e)) from None
 
 
-class IdsFile:
-    """Reader of ``IDX.ids``: the settings line, then ``(lineno, hash, id)``
-    lines; the end line's count and checksum are checked when the lines have
-    been read (format 2)."""
-
-    def __init__(self, index_path: str, required: bool = True):
-        self.path = ids_path(index_path)
-        self.index_path = index_path
-        self.settings: Dict[str, Any] = {}
-        self.file: Optional[BinaryIO] = None
-        self.checksummed = False  # format 2: an end line with the count and CRC
-        try:
-            self.file = open(self.path, "rb")
-        except FileNotFoundError:
-            if required:
-                raise InputError(
-                    self.path, None, f"is missing: {index_path} was not made by rsimhash index build (or the ids file was moved)"
-                ) from None
-            return
-        except OSError as e:
-            raise InputError(self.path, None, f"cannot read: {e.strerror or e}") from None
-        first = self.file.readline()
-        self._crc = zlib.crc32(first)
-        if first.startswith(IDS_MAGIC):
-            self.checksummed = True
-        elif not first.startswith(IDS_MAGIC_V1):
-            raise InputError(
-                self.path, 1, f"is not an rsimhash ids file (its first line should start with {IDS_MAGIC.decode()!r})"
-            )
-        try:
-            settings = json.loads(first[len(IDS_MAGIC) :])
-            if not isinstance(settings, dict):
-                raise ValueError("not an object")
-        except ValueError:
-            raise InputError(self.path, 1, "the settings after the first line's colon are not a JSON object") from None
-        self.settings = settings
-
-    @property
-    def exists(self) -> bool:
-        return self.file is not None
-
-    def lines(self, limit: Optional[int] = None) -> Iterator[Tuple[int, int, bytes]]:
-        """``(lineno, hash, id)`` of the first ``limit`` items (all by default).
-        A checksummed file is read to its end line, which must match."""
-        assert self.file is not None
-        lineno = 1
-        crc = self._crc
-        for n, line in enumerate(self.file):
-            lineno += 1
-            if self.checksummed and line.startswith(IDS_END):
-                self._check_end(line, lineno, n, crc)
-                return
-            crc = zlib.crc32(line, crc)
-            if limit is not None and n >= limit:
-                if not self.checksummed:
-                    return
-                continue  # lines past the index's items: not used, but checksummed
-            fp, tab, rid = line.rstrip(b"\n").partition(b"\t")
-            if not tab or not fp.isdigit() or int(fp) >= 1 << 64:
-                raise InputError(self.path, lineno, "expected 'hash<TAB>id'")
-            yield lineno, int(fp), rid
-        if self.checksummed:
-            raise InputError(
-                self.path,
-                None,
-                "is cut short: its end line (count and checksum) is missing; rebuild it with rsimhash index build",
-            )
-
-    def _check_end(self, line: bytes, lineno: int, count: int, crc: int) -> None:
-        expected = ids_end(count, crc)
-        if line != expected:
-            raise InputError(
-                self.path,
-                lineno,
-                "fails its checksum: the file was edited or damaged after it "
-                "was written (ids, order or settings changed); rebuild it with "
-                "rsimhash index build",
-            )
-        if self.file is not None and self.file.read(1):
-            raise InputError(self.path, lineno + 1, "has lines after its end line: the file was edited or damaged")
-
-    def close(self) -> None:
-        if self.file is not None:
-            self.file.close()
-
-
-def ids_header(settings: Dict[str, Any]) -> bytes:
-    return IDS_MAGIC + json.dumps(settings, sort_keys=True).encode() + b"\n"
-
-
-def ids_end(count: int, crc: int) -> bytes:
-    """The end line of an ids file of ``count`` id lines whose bytes before it have CRC-32 ``crc``."""
-    return IDS_END + b"%d lines, crc32 %08x\n" % (count, crc & 0xFFFFFFFF)
-
-
-class IdsWriter:
-    """Writes an ids file through an ``Output``: the settings line, id
-    lines, then (``finish``) the end line with their count and checksum."""
-
-    def __init__(self, out: Output, settings: Dict[str, Any]):
-        self.out = out
-        self.count = 0
-        self.crc = 0
-        self.write(ids_header(settings), 0)
-
-    def write(self, data: bytes, lines: int) -> None:
-        self.crc = zlib.crc32(data, self.crc)
-        self.count += lines
-        self.out.write(data)
-
-    def finish(self) -> None:
-        self.out.write(ids_end(self.count, self.crc))
-
-
-def check_items(index: Any, ids_file: str, index_path: str, positions: List[int], fps: List[int]) -> None:
-    """Raises unless item ``positions[j]`` of the index has fingerprint ``fps[j]``."""
-    if not positions:
-        return
-    pos = np.asarray(positions, dtype=np.uint64)
-    qi, hit, _ = index.query_batch(np.asarray(fps, dtype=np.uint64), k=0)
-    ok = np.zeros(len(pos), dtype=bool)
-    ok[qi[hit == pos[qi]]] = True
-    if not ok.all():
-        bad = int(np.flatnonzero(~ok)[0])
-        raise InputError(
-            ids_file,
-            positions[bad] + 2,
-            f"does not belong to {index_path}: its item {positions[bad]} has another "
-            "fingerprint (rebuild both with rsimhash index build)",
+def file_settings(index: Any, path: str) -> Optional[Dict[str, Any]]:
+    """The fingerprint settings an index file keeps in its metadata (``index
+    build`` records them): ``{"mode", "width"}``, both ``None`` for an
+    index built from hashes; ``None`` when it records none (a file made
+    before index files kept ids, or in Python)."""
+    meta = index.metadata
+    mode = meta.get("mode")
+    if mode is None:
+        return None
+    if mode == "hashes":
+        return {"mode": None, "width": None}
+    width = meta.get("width", "")
+    if mode not in ("words", "chars") or not width.isdigit() or not 0 < int(width) <= 1 << 16:
+        raise CliError(
+            f"{path}: its metadata names fingerprint settings rsimhash cannot use (mode {mode!r}, width {width!r}); "
+            "set Index.metadata to {'mode': 'words' or 'chars', 'width': 'N'}, or rebuild it with rsimhash index build"
         )
+    return {"mode": mode, "width": int(width)}
 
 
-def spot_positions(n: int) -> "set[int]":
-    """Items checked on every use: evenly spread, the first and the last."""
-    if n == 0:
-        return set()
-    return set(np.linspace(0, n - 1, min(n, SPOT_CHECKS)).astype(np.int64).tolist())
+def settings_metadata(settings: Dict[str, Any]) -> Dict[str, str]:
+    """The metadata that records ``settings`` (see ``file_settings``)."""
+    if settings["mode"] is None:
+        return {"mode": "hashes"}
+    return {"mode": settings["mode"], "width": str(settings["width"])}
+
+
+def items_of(index: Any) -> Tuple[np.ndarray, List[str]]:
+    """Every item's fingerprint and id (as text), in the order they were added."""
+    fps, ids = index.items()
+    return fps, [str(i) for i in ids.tolist()]
 
 
 def settings_for(args: argparse.Namespace, source_format: str, recorded: Dict[str, Any]) -> Dict[str, Any]:
@@ -386,18 +267,16 @@ def build(args: argparse.Namespace) -> int:
     with open_source(args, shingling=(settings["mode"], settings["width"])) as source:
         if source.format not in ("json", "parquet"):
             settings = {"mode": None, "width": None}
+        index.metadata = settings_metadata(settings)
         progress = Progress("index build", source.total, args.quiet)
         stored = _Stored(args.output, building=True)
-        with Outputs() as outs:
-            out = IdsWriter(outs.open(ids_path(args.output)), settings)
-            for chunk in prefetch(source.chunks()):
-                fps = fingerprints_of(chunk, settings["mode"] or "words", settings["width"], args.threads)
-                ids, fps = stored.new(str(args.input), chunk.ids, fps)
-                index.add(fps)  # ids 0, 1, 2, ...: line i + 2 of the ids file
-                _write_ids(out, ids, fps)
-                progress.update(source.position(), source.records)
-            out.finish()
+        for chunk in prefetch(source.chunks()):
+            fps = fingerprints_of(chunk, settings["mode"] or "words", settings["width"], args.threads)
+            ids, fps = stored.new(str(args.input), chunk.ids, fps)
+            index.add(fps, ids=[str(i) for i in ids])
+            progress.update(source.position(), source.records)
         save_index(index, args.output)
+        _drop_old_ids_file(args.output)
         progress.summary(
             "index build",
             [
@@ -410,8 +289,62 @@ def build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _drop_old_ids_file(index_path: str) -> None:
+    """Removes the ids file a build of the ids-file era left beside
+    ``index_path``, once the new file is in place: a crash before leaves
+    the new index and the old ids file, which nothing reads (the index's
+    metadata names its settings)."""
+    try:
+        os.unlink(ids_path(index_path))
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise CliError(
+            f"{ids_path(index_path)}: cannot remove the ids file of the index file built before: {e.strerror or e}"
+        ) from None
+
+
 def add(args: argparse.Namespace) -> int:
     index = load_index(args.index, mmap=False)
+    recorded = file_settings(index, args.index)
+    if recorded is None:
+        return _add_with_ids_file(args, index)
+    settings = settings_for(args, input_format(args), recorded)
+    with open_source(args, shingling=(settings["mode"] or "words", settings["width"])) as source:
+        progress = Progress("index add", source.total, args.quiet)
+        stored = _Stored(args.index, skip=args.skip_existing)
+        stored.ids.update(items_of(index)[1])
+        for chunk in prefetch(source.chunks()):
+            fps = fingerprints_of(chunk, settings["mode"] or "words", settings["width"], args.threads)
+            ids, fps = stored.new(str(args.input), chunk.ids, fps)
+            try:
+                index.add(fps, ids=[str(i) for i in ids])
+            except TypeError as e:  # keyed by ints: made in Python, its metadata set by hand
+                raise CliError(f"{args.index}: {e}") from None
+            progress.update(source.position(), source.records)
+        save_index(index, args.index)
+        _add_summary(args, source, stored, index, progress)
+    return 0
+
+
+def _add_summary(args: argparse.Namespace, source: Any, stored: "_Stored", index: Any, progress: Progress) -> None:
+    progress.summary(
+        "index add",
+        [
+            count(source.records - stored.skipped, "record") + " added",
+        ]
+        + ([f"{stored.skipped:,} skipped (their ids were stored already)"] if args.skip_existing else [])
+        + [
+            f"{args.index}: {count(len(index), 'item')} ({index.design})",
+            bad_lines_part(source),
+        ],
+        source.nbytes,
+    )
+
+
+def _add_with_ids_file(args: argparse.Namespace, index: Any) -> int:
+    """``index add`` to a file of the ids-file era: the index and ``IDX.ids``
+    both rewritten, the ids file first."""
     old = IdsFile(args.index)
     try:
         settings = settings_for(args, input_format(args), old.settings)
@@ -449,18 +382,7 @@ def add(args: argparse.Namespace) -> int:
                     progress.update(source.position(), source.records)
                 out.finish()
             save_index(index, args.index)
-            progress.summary(
-                "index add",
-                [
-                    count(source.records - stored.skipped, "record") + " added",
-                ]
-                + ([f"{stored.skipped:,} skipped (their ids were stored already)"] if args.skip_existing else [])
-                + [
-                    f"{args.index}: {count(len(index), 'item')} ({index.design})",
-                    bad_lines_part(source),
-                ],
-                source.nbytes,
-            )
+            _add_summary(args, source, stored, index, progress)
     finally:
         old.close()
     return 0
@@ -502,7 +424,10 @@ def query(args: argparse.Namespace) -> int:
             f"--distance {k} is more than the k={index.k} that {args.index} answers "
             f"completely; rebuild it with rsimhash index build --distance {k}"
         )
-    ids, recorded = _read_ids(index, args.index)
+    recorded = file_settings(index, args.index)
+    ids: Optional[List[str]] = None  # the index's own ids (strings of a file made by index build)
+    if recorded is None:
+        ids, recorded = _read_ids(index, args.index)
     settings = settings_for(args, input_format(args), recorded)
     with open_source(args, shingling=(settings.get("mode") or "words", settings.get("width"))) as source, Outputs() as outs:
         out = outs.open(args.output)
@@ -541,13 +466,17 @@ def info(args: argparse.Namespace) -> int:
     facts["file_bytes"] = os.path.getsize(args.index)
     items = facts.get("items", len(index))
     facts["file_bytes_per_item"] = round(facts["file_bytes"] / items, 2) if items else None
-    ids_file = IdsFile(args.index, required=False)
-    try:
-        facts["ids_file"] = ids_file.path if ids_file.exists else None
-        facts["fingerprint_mode"] = ids_file.settings.get("mode")
-        facts["fingerprint_width"] = ids_file.settings.get("width")
-    finally:
-        ids_file.close()
+    recorded = file_settings(index, args.index)
+    facts["ids_file"] = None
+    if recorded is None:  # a file of the ids-file era, or made in Python
+        ids_file = IdsFile(args.index, required=False)
+        try:
+            facts["ids_file"] = ids_file.path if ids_file.exists else None
+            recorded = ids_file.settings
+        finally:
+            ids_file.close()
+    facts["fingerprint_mode"] = recorded.get("mode")
+    facts["fingerprint_width"] = recorded.get("width")
     if args.json:
         print(json.dumps(facts))
         return 0
@@ -582,8 +511,14 @@ def info(args: argparse.Namespace) -> int:
 
 
 def verify(args: argparse.Namespace) -> int:
-    index = load_index(args.index, mmap=False)  # checks every checksum and table block
+    index = load_index(args.index, mmap=False)  # checks every checksum, table block and id
     n = len(index)
+    if file_settings(index, args.index) is not None or index.info()["keys"] == "str":
+        note = _check_own_ids(index, args.index)
+        print(f"{args.index}: ok: {count(n, 'item')}, every checksum verified, {note}")
+        if sys.stdout is not None:
+            sys.stdout.flush()
+        return 0
     ids_file = IdsFile(args.index, required=False)
     note = "no ids file"
     try:
@@ -617,3 +552,18 @@ def verify(args: argparse.Namespace) -> int:
     if sys.stdout is not None:
         sys.stdout.flush()
     return 0
+
+
+def _check_own_ids(index: Any, index_path: str) -> str:
+    """Checks the ids an index file keeps itself (``load`` checked the name
+    table: checksummed, UTF-8, each id once, every item named): one per
+    item, and, for a file made by ``index build``, each an id the command
+    line can write. Returns what ``verify`` says of them."""
+    fps, ids = index.items()
+    if len(ids) != len(index) or len(fps) != len(index):
+        raise CliError(f"{index_path}: {len(ids):,} ids for {len(index):,} items")
+    if index.info()["keys"] == "int":
+        return f"{len(ids):,} int ids (the index is keyed by ints: it was not made by rsimhash index build)"
+    if len(set(ids.tolist())) != len(ids):
+        raise CliError(f"{index_path}: an id is stored twice")
+    return f"all {len(ids):,} string ids of its name table distinct, one per item"

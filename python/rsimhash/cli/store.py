@@ -12,7 +12,8 @@ A store is a directory::
       part-00001.npy ...      the next run's
 
 ``--against`` also takes an index file made by ``rsimhash index build``
-(``IDX`` and its ``IDX.ids``, which holds each item's fingerprint and id):
+(its items, ids and fingerprint settings are in the file; for a file made
+before index files kept ids, in ``IDX.ids`` beside it):
 refused before any work when its fingerprints were made with another
 shingle mode or width; its items are copied into the run's work directory
 as a part (``Stores.materialize``) before they are streamed.
@@ -187,13 +188,16 @@ def open_stores(directories: Sequence[str], args: argparse.Namespace, own: Optio
 
 def _check_index(path: str, args: argparse.Namespace) -> None:
     """Refuses an index file whose fingerprints were made otherwise than this run's."""
-    from .index import IdsFile
+    from .index import IdsFile, file_settings, load_index
 
-    ids = IdsFile(path)
-    try:
-        recorded = (ids.settings.get("mode"), ids.settings.get("width"))
-    finally:
-        ids.close()
+    settings = file_settings(load_index(path), path)
+    if settings is None:  # a file of the ids-file era: its settings are in IDX.ids
+        ids = IdsFile(path)
+        try:
+            settings = ids.settings
+        finally:
+            ids.close()
+    recorded = (settings.get("mode"), settings.get("width"))
     if recorded[0] is None:  # built from a hash TSV: its fingerprints' settings are not known
         if getattr(args, "format", None) not in ("hash", "lines"):
             raise UsageError(
@@ -212,11 +216,19 @@ def _check_index(path: str, args: argparse.Namespace) -> None:
 
 def _index_part(path: str, directory: str, n: int) -> str:
     """The items of index file ``path`` as a store part in ``directory``: the ``.npy`` path."""
-    from .index import IdsFile, load_index
+    from .index import IdsFile, file_settings, items_of, load_index
 
-    count = len(load_index(path))
-    fps = np.empty(count, dtype=np.uint64)
+    index = load_index(path)
     base = os.path.join(directory, f"against-{n:05d}")
+    if file_settings(index, path) is not None:  # made by index build: the ids are in the file
+        fps, names = items_of(index)
+        with open(base + ".ids", "xb") as out:
+            out.write("".join(name.replace("\n", " ") + "\n" for name in names).encode("utf-8", "surrogateescape"))
+        np.save(base + ".npy", fps)
+        return base + ".npy"
+    count = len(index)
+    del index
+    fps = np.empty(count, dtype=np.uint64)
     ids = IdsFile(path)
     try:
         with open(base + ".ids", "xb") as out:
