@@ -251,6 +251,15 @@ def _write_ids(out: IdsWriter, ids: List[Any], fps: np.ndarray) -> None:
     out.write(utf8("".join(f"{h}\t{i}\n" for h, i in zip(fps.tolist(), ids))), len(ids))
 
 
+def _text_ids(ids: List[Any]) -> List[str]:
+    """Record ids as the index file keeps them: text, which must be UTF-8
+    (an ``UnencodableError`` naming an id that is not, such as one holding a
+    lone surrogate from a JSON escape)."""
+    text = [str(i) for i in ids]
+    utf8("\t".join(text))
+    return text
+
+
 def _no_stdout(path: str, what: str) -> None:
     if path == "-":
         raise UsageError(f"{what} must be a file, not stdout")
@@ -273,7 +282,7 @@ def build(args: argparse.Namespace) -> int:
         for chunk in prefetch(source.chunks()):
             fps = fingerprints_of(chunk, settings["mode"] or "words", settings["width"], args.threads)
             ids, fps = stored.new(str(args.input), chunk.ids, fps)
-            index.add(fps, ids=[str(i) for i in ids])
+            index.add(fps, ids=_text_ids(ids))
             progress.update(source.position(), source.records)
         save_index(index, args.output)
         _drop_old_ids_file(args.output)
@@ -318,7 +327,7 @@ def add(args: argparse.Namespace) -> int:
             fps = fingerprints_of(chunk, settings["mode"] or "words", settings["width"], args.threads)
             ids, fps = stored.new(str(args.input), chunk.ids, fps)
             try:
-                index.add(fps, ids=[str(i) for i in ids])
+                index.add(fps, ids=_text_ids(ids))
             except TypeError as e:  # keyed by ints: made in Python, its metadata set by hand
                 raise CliError(f"{args.index}: {e}") from None
             progress.update(source.position(), source.records)
