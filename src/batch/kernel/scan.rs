@@ -8,9 +8,16 @@ use super::*;
 
 impl TableKernel<'_> {
     /// Compares the keys of every group sharing the prefix in a sorted bucket.
-    pub(super) fn scan(&self, keys: &[u64], pos: &[u32], found: &mut Found, copies: &mut Copies) {
+    ///
+    /// # Errors
+    /// [`Error::Interrupted`](crate::Error::Interrupted) when `control` is
+    /// cancelled: looked at between groups, every few million comparisons
+    /// (a small table is one bucket of large groups).
+    pub(super) fn scan(&self, keys: &[u64], pos: &[u32], found: &mut Found, copies: &mut Copies, control: &Control) -> Result<()> {
+        const CHECK_COMPARISONS: usize = 1 << 22;
         let mask = self.prefix_mask;
         let n = keys.len();
+        let mut compared = 0usize;
         let mut i = 0;
         while i + 1 < n {
             if (keys[i] ^ keys[i + 1]) & mask != 0 {
@@ -26,8 +33,14 @@ impl TableKernel<'_> {
             } else {
                 self.group_pairs(&keys[i..end], &pos[i..end], &mut found.pairs);
             }
+            compared += (end - i) * (end - i);
+            if compared >= CHECK_COMPARISONS {
+                control.check()?;
+                compared = 0;
+            }
             i = end;
         }
+        Ok(())
     }
 
     /// The pairs of a group with copies of a fingerprint (identical keys)
