@@ -387,7 +387,7 @@ impl<'d> TableKernel<'d> {
                 for size in sizes {
                     let (k, p) = (&mut keys[at..at + size], &mut pos[at..at + size]);
                     self.sort_bucket(k, p, sk, sp);
-                    self.scan(k, p, &mut found, copies);
+                    self.scan(k, p, &mut found, copies, control)?;
                     at += size;
                 }
                 control.advance(at as u64);

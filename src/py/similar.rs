@@ -13,7 +13,7 @@ use super::convert::{pairs_array, threads_int, u64_array, width_arg, Int};
 use super::detach;
 use super::fingerprint::{arrow_slices, collect_texts, shingling, threads};
 use super::text::Utf8Texts;
-use crate::batch::{ClusterMethod, Control};
+use crate::batch::ClusterMethod;
 use crate::fingerprint::Fingerprinter;
 use crate::similar::{self, Candidates, Corpus, Measure, OnlineDedup, PairSweep, Similar, StreamVerifier};
 
@@ -170,7 +170,7 @@ impl PySimilarCorpus {
         let (mut held, mut arrow) = (None, None);
         let slices = text_slices(texts, &mut held, &mut arrow)?;
         let inner = &self.inner;
-        detach::run(py, threads, || write(inner).add_utf8(&slices, &Control::default()))
+        run(py, threads, None, |c| write(inner).add_utf8(&slices, c))
     }
 
     /// Every verified pair: `(pairs, similarity)`, positions in the order added.
@@ -287,7 +287,7 @@ impl PyStreamVerifier {
             None => &[],
         };
         let inner = &self.inner;
-        let found = detach::run(py, threads, || write(inner).feed(first, &slices, pairs, last, links, &Control::default()))?;
+        let found = run(py, threads, None, |c| write(inner).feed(first, &slices, pairs, last, links, c))?;
         let hi = found.iter().map(|&(p, _)| p >> 32).collect();
         let lo = found.iter().map(|&(p, _)| p & u64::from(u32::MAX)).collect();
         let sims = found.iter().map(|&(_, s)| s).collect();
@@ -335,7 +335,7 @@ impl PyOnlineDedup {
         let (mut held, mut arrow) = (None, None);
         let slices = text_slices(texts, &mut held, &mut arrow)?;
         let inner = &self.inner;
-        let c = detach::run(py, threads, || write(inner).add_utf8(&slices, &Control::default()))?;
+        let c = run(py, threads, None, |c| write(inner).add_utf8(&slices, c))?;
         Ok((PyArray1::from_vec(py, c.keep), PyArray1::from_vec(py, c.matched), PyArray1::from_vec(py, c.similarity)))
     }
 

@@ -103,13 +103,10 @@ impl Corpus {
         let found = Mutex::new(Vec::new());
         let job = batch::Options { memory_limit: u64::MAX, ..batch::Options::new(self.opts.candidates.k) };
         batch::for_each_pair(&Source::Memory(&rep_fps), &job, control, &|pairs| {
-            let kept: Vec<(u64, f32)> = pairs
-                .iter()
-                .filter_map(|&p| {
-                    let (a, b) = (reps[(p >> 32) as usize], reps[p as u32 as usize]);
-                    verifier.check(a, b).map(|s| (u64::from(a) << 32 | u64::from(b), s))
-                })
-                .collect();
+            let kept = super::online::check_pairs(&pairs, control, |p| {
+                let (a, b) = (reps[(p >> 32) as usize], reps[p as u32 as usize]);
+                verifier.check(a, b).map(|s| (u64::from(a) << 32 | u64::from(b), s))
+            })?;
             found.lock().unwrap_or_else(|e| e.into_inner()).extend(kept);
             Ok(())
         })?;

@@ -14,7 +14,48 @@ use super::verify::first_copy;
 use super::Similar;
 use crate::batch::{self, Source};
 use crate::job::Control;
-use crate::{Index, Result};
+use crate::{Error, Index, Result};
+
+/// Text bytes of the pieces [`OnlineDedup::add_utf8`] works in: the
+/// command line's chunks (`rsimhash._records.CHUNK_BYTES`).
+pub const PIECE_BYTES: usize = 8 << 20;
+
+/// Candidate pairs checked between two looks at the cancel flag: well under
+/// a tenth of a second of work.
+const CHECK_PAIRS: usize = 1024;
+
+/// The candidate pairs of one batch of the kernel that `alike` keeps, in
+/// their order, checked on all threads: a small table is a single batch,
+/// which would otherwise be checked on one.
+///
+/// # Errors
+/// [`Error::Interrupted`] when `control` is cancelled (looked at every
+/// [`CHECK_PAIRS`] pairs).
+pub(crate) fn check_pairs<F>(pairs: &[u64], control: &Control, alike: F) -> Result<Vec<(u64, f32)>>
+where
+    F: Fn(u64) -> Option<(u64, f32)> + Sync,
+{
+    let parts: Vec<Vec<(u64, f32)>> = pairs
+        .par_chunks(CHECK_PAIRS)
+        .map(|part| {
+            control.check()?;
+            Ok(part.iter().filter_map(|&p| alike(p)).collect())
+        })
+        .collect::<Result<_>>()?;
+    Ok(parts.concat())
+}
+
+/// The end of the piece of `texts` that starts at `start`: at least one
+/// text, then as many as fit `budget` bytes.
+fn piece_end<T: AsRef<[u8]>>(texts: &[T], start: usize, budget: usize) -> usize {
+    let mut bytes = 0;
+    let mut end = start;
+    while end < texts.len() && (end == start || bytes + texts[end].as_ref().len() <= budget) {
+        bytes += texts[end].as_ref().len();
+        end += 1;
+    }
+    end
+}
 
 /// A kept document's set and buckets.
 struct Kept {
@@ -58,6 +99,8 @@ pub struct OnlineDedup {
     positions: Vec<u64>,
     seen: u64,
     set_values: usize,
+    /// [`PIECE_BYTES`], smaller in tests.
+    piece_bytes: usize,
 }
 
 impl OnlineDedup {
@@ -65,7 +108,7 @@ impl OnlineDedup {
     /// As [`Index::new`] for the candidates' `k`.
     pub fn new(opts: Similar) -> Result<OnlineDedup> {
         let index = Index::new(opts.candidates.k, None, None)?;
-        Ok(OnlineDedup { opts, index, kept: Vec::new(), positions: Vec::new(), seen: 0, set_values: 0 })
+        Ok(OnlineDedup { opts, index, kept: Vec::new(), positions: Vec::new(), seen: 0, set_values: 0, piece_bytes: PIECE_BYTES })
     }
 
     /// Documents seen so far.
@@ -81,11 +124,53 @@ impl OnlineDedup {
     /// The next documents of the stream (UTF-8): which stay, and what each
     /// dropped one matched.
     ///
+    /// The documents are taken in pieces of about [`PIECE_BYTES`] of text,
+    /// as the command line reads its input: every candidate pair inside a
+    /// piece is checked, but a later piece's documents are checked against
+    /// the kept documents only, so a corpus given whole costs no more than
+    /// the same corpus given a chunk at a time (the answer is the same
+    /// either way).
+    ///
     /// # Errors
-    /// [`Error::InvalidUtf8`] naming a text by its place in `texts` (the
-    /// chunk is then not taken); [`Error::InvalidParameter`] past 2^32 - 2
-    /// kept documents; [`Error::Interrupted`] when `control` is cancelled.
+    /// [`Error::InvalidUtf8`] naming a text by its place in `texts`;
+    /// [`Error::InvalidParameter`] past 2^32 - 2 kept documents;
+    /// [`Error::Interrupted`] when `control` is cancelled (checked between
+    /// pieces and within each). After an error the stream is as it was
+    /// before the call: none of `texts` is taken.
     pub fn add_utf8<T: AsRef<[u8]> + Sync>(&mut self, texts: &[T], control: &Control) -> Result<ChunkDedup> {
+        let (kept, seen, set_values) = (self.kept.len(), self.seen, self.set_values);
+        let mut out =
+            ChunkDedup { keep: Vec::with_capacity(texts.len()), matched: Vec::with_capacity(texts.len()), similarity: Vec::with_capacity(texts.len()) };
+        let mut start = 0;
+        while start < texts.len() {
+            let end = piece_end(texts, start, self.piece_bytes);
+            match self.add_piece(&texts[start..end], control) {
+                Ok(c) => {
+                    out.keep.extend(c.keep);
+                    out.matched.extend(c.matched);
+                    out.similarity.extend(c.similarity);
+                }
+                Err(e) => {
+                    // Undone: the pieces taken by this call leave the index and the sets.
+                    let ids: Vec<u64> = (kept as u64..self.kept.len() as u64).collect();
+                    self.index.remove(&ids);
+                    self.kept.truncate(kept);
+                    self.positions.truncate(kept);
+                    (self.seen, self.set_values) = (seen, set_values);
+                    return Err(match e {
+                        Error::InvalidUtf8 { index, valid_up_to } => Error::InvalidUtf8 { index: index + start, valid_up_to },
+                        e => e,
+                    });
+                }
+            }
+            start = end;
+        }
+        Ok(out)
+    }
+
+    /// One piece of [`Self::add_utf8`].
+    fn add_piece<T: AsRef<[u8]> + Sync>(&mut self, texts: &[T], control: &Control) -> Result<ChunkDedup> {
+        control.check()?;
         let opts = self.opts;
         let made: Vec<(u64, Kept)> = super::fingerprints_and_sets(texts, &opts, control)?.into_iter().map(|(fp, set)| (fp, Kept::new(set))).collect();
         control.check()?;
@@ -109,12 +194,16 @@ impl OnlineDedup {
         }
         let found_before: Vec<Option<(u64, f32)>> = (0..reps.len())
             .into_par_iter()
+            .with_min_len(64)
             .map(|q| {
+                if q % 64 == 0 {
+                    control.check()?;
+                }
                 let mut ids = hits.ids[starts[q]..starts[q + 1]].to_vec();
                 ids.sort_unstable();
-                ids.into_iter().find_map(|id| self.kept[id as usize].alike(&made[reps[q]].1, &opts).map(|s| (self.positions[id as usize], s)))
+                Ok(ids.into_iter().find_map(|id| self.kept[id as usize].alike(&made[reps[q]].1, &opts).map(|s| (self.positions[id as usize], s))))
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let mut earlier: Vec<Option<(u64, f32)>> = vec![None; n];
         for (&r, e) in reps.iter().zip(found_before) {
             earlier[r] = e;
@@ -123,14 +212,11 @@ impl OnlineDedup {
         // Alike pairs of first copies inside the chunk, by later document.
         let inside = Mutex::new(Vec::new());
         let job = batch::Options { memory_limit: u64::MAX, ..batch::Options::new(opts.candidates.k) };
-        batch::for_each_pair(&Source::Memory(&rep_fps), &job, &Control::default(), &|pairs| {
-            let found: Vec<(u64, f32)> = pairs
-                .iter()
-                .filter_map(|&p| {
-                    let (a, b) = (reps[(p >> 32) as usize], reps[p as u32 as usize]);
-                    made[a].1.alike(&made[b].1, &opts).map(|s| ((b as u64) << 32 | a as u64, s))
-                })
-                .collect();
+        batch::for_each_pair(&Source::Memory(&rep_fps), &job, control, &|pairs| {
+            let found = check_pairs(&pairs, control, |p| {
+                let (a, b) = (reps[(p >> 32) as usize], reps[p as u32 as usize]);
+                made[a].1.alike(&made[b].1, &opts).map(|s| ((b as u64) << 32 | a as u64, s))
+            })?;
             inside.lock().unwrap_or_else(|e| e.into_inner()).extend(found);
             Ok(())
         })?;
@@ -225,6 +311,42 @@ mod tests {
                 }
                 assert_eq!(online.seen(), texts.len() as u64);
             }
+            // One call, worked in pieces of a few texts: the same answer.
+            let mut online = OnlineDedup::new(opts).unwrap();
+            online.piece_bytes = 200;
+            let whole = online.add_utf8(&texts, &control).unwrap();
+            assert_eq!(whole.keep, d.keep, "pieces at {threshold}");
         }
+    }
+
+    /// A call that fails in a later piece (bad UTF-8, or cancelled) takes
+    /// none of its texts: the stream goes on as if it had not been made.
+    #[test]
+    fn a_failed_call_takes_nothing() {
+        let texts: Vec<Vec<u8>> = (0..60).map(|i| format!("item {} of the list and {} more", i % 7, i % 3).into_bytes()).collect();
+        let candidates = Candidates { shingling: Shingling::new(Mode::Words, Some(1)).unwrap(), k: 12 };
+        let opts = Similar::new(0.6, Measure::Jaccard, Shingling::new(Mode::Words, Some(2)).unwrap(), candidates).unwrap();
+        let control = Control::default();
+        let mut fresh = OnlineDedup::new(opts).unwrap();
+        fresh.add_utf8(&texts[..10], &control).unwrap();
+        let expected = fresh.add_utf8(&texts[10..], &control).unwrap();
+
+        let mut online = OnlineDedup::new(opts).unwrap();
+        online.piece_bytes = 100;
+        online.add_utf8(&texts[..10], &control).unwrap();
+        let state = |o: &OnlineDedup| (o.seen(), o.kept.len(), o.positions.len(), o.set_values, o.index.len());
+        let before = state(&online);
+        let mut bad = texts[10..].to_vec();
+        bad[45] = vec![b'a', 0xff];
+        match online.add_utf8(&bad, &control) {
+            Err(Error::InvalidUtf8 { index, .. }) => assert_eq!(index, 45),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(state(&online), before);
+        let cancelled = Control::default();
+        cancelled.cancel();
+        assert!(matches!(online.add_utf8(&texts[10..], &cancelled), Err(Error::Interrupted)));
+        assert_eq!(state(&online), before);
+        assert_eq!(online.add_utf8(&texts[10..], &control).unwrap(), expected);
     }
 }

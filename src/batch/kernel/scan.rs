@@ -8,9 +8,16 @@ use super::*;
 
 impl TableKernel<'_> {
     /// Compares the keys of every group sharing the prefix in a sorted bucket.
-    pub(super) fn scan(&self, keys: &[u64], pos: &[u32], found: &mut Found, copies: &mut Copies) {
+    ///
+    /// # Errors
+    /// [`Error::Interrupted`](crate::Error::Interrupted) when `control` is
+    /// cancelled: looked at between groups, every few million comparisons
+    /// (a small table is one bucket of large groups).
+    pub(super) fn scan(&self, keys: &[u64], pos: &[u32], found: &mut Found, copies: &mut Copies, control: &Control) -> Result<()> {
+        const CHECK_COMPARISONS: usize = 1 << 22;
         let mask = self.prefix_mask;
         let n = keys.len();
+        let mut compared = 0usize;
         let mut i = 0;
         while i + 1 < n {
             if (keys[i] ^ keys[i + 1]) & mask != 0 {
@@ -23,11 +30,19 @@ impl TableKernel<'_> {
             }
             if self.collapse {
                 self.collapsed_pairs(&keys[i..end], &pos[i..end], found, copies);
+            } else if (end - i) * (end - i) > CHECK_COMPARISONS {
+                self.group_pairs_checked(&keys[i..end], &pos[i..end], &mut found.pairs, CHECK_COMPARISONS, control)?;
             } else {
                 self.group_pairs(&keys[i..end], &pos[i..end], &mut found.pairs);
             }
+            compared += (end - i) * (end - i);
+            if compared >= CHECK_COMPARISONS {
+                control.check()?;
+                compared = 0;
+            }
             i = end;
         }
+        Ok(())
     }
 
     /// The pairs of a group with copies of a fingerprint (identical keys)
@@ -116,17 +131,52 @@ impl TableKernel<'_> {
 
     #[inline]
     pub(super) fn group_pairs(&self, keys: &[u64], pos: &[u32], found: &mut Vec<Pair>) {
+        self.group_rows(keys, pos, 0..keys.len(), found);
+    }
+
+    /// The pairs of a group whose smaller index is in `rows`.
+    #[inline]
+    fn group_rows(&self, keys: &[u64], pos: &[u32], rows: std::ops::Range<usize>, found: &mut Vec<Pair>) {
         #[cfg(target_arch = "x86_64")]
         if keys.len() >= WIDE_GROUP {
             match self.wide {
                 // SAFETY: `wide` says the CPU has AVX-512F and VPOPCNTDQ.
-                Wide::Avx512 => return unsafe { self.group_pairs_wide(keys, pos, found) },
+                Wide::Avx512 => return unsafe { self.group_pairs_wide(keys, pos, rows, found) },
                 // SAFETY: `wide` says the CPU has AVX2.
-                Wide::Avx2 => return unsafe { self.group_pairs_avx2(keys, pos, found) },
+                Wide::Avx2 => return unsafe { self.group_pairs_avx2(keys, pos, rows, found) },
                 Wide::Scalar => {}
             }
         }
-        self.group_pairs_scalar(keys, pos, found);
+        if rows == (0..keys.len()) {
+            return self.group_pairs_scalar(keys, pos, found);
+        }
+        for a in rows {
+            for b in a + 1..keys.len() {
+                if self.design.reported(self.t, keys[a] ^ keys[b], self.k).is_some() {
+                    found.push(pack(pos[a], pos[b]));
+                }
+            }
+        }
+    }
+
+    /// [`Self::group_pairs`] a block of rows at a time, with a look at
+    /// `control` after each block of about `check` comparisons: one group
+    /// of a small table at wide `k` can hold most of its items.
+    pub(super) fn group_pairs_checked(&self, keys: &[u64], pos: &[u32], found: &mut Vec<Pair>, check: usize, control: &Control) -> Result<()> {
+        let n = keys.len();
+        let mut a = 0;
+        while a < n {
+            let mut end = a;
+            let mut compared = 0;
+            while end < n && compared < check {
+                compared += n - end - 1;
+                end += 1;
+            }
+            self.group_rows(keys, pos, a..end, found);
+            control.check()?;
+            a = end;
+        }
+        Ok(())
     }
 
     /// [`Self::group_pairs_scalar`], four keys a step, for CPUs with AVX2
@@ -138,13 +188,13 @@ impl TableKernel<'_> {
     /// The CPU has AVX2.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn group_pairs_avx2(&self, keys: &[u64], pos: &[u32], found: &mut Vec<Pair>) {
+    pub(super) unsafe fn group_pairs_avx2(&self, keys: &[u64], pos: &[u32], rows: std::ops::Range<usize>, found: &mut Vec<Pair>) {
         use std::arch::x86_64::*;
         let n = keys.len();
         let nibbles = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
         let low = _mm256_set1_epi8(0x0f);
         let limit = _mm256_set1_epi64x(i64::from(self.k));
-        for a in 0..n {
+        for a in rows.clone() {
             let ka = keys[a];
             let va = _mm256_set1_epi64x(ka as i64);
             // The mask of the keys b..b + 4 within k of `ka`.
@@ -198,11 +248,11 @@ impl TableKernel<'_> {
     /// The CPU has AVX-512F and AVX-512 VPOPCNTDQ.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512vpopcntdq")]
-    pub(super) unsafe fn group_pairs_wide(&self, keys: &[u64], pos: &[u32], found: &mut Vec<Pair>) {
+    pub(super) unsafe fn group_pairs_wide(&self, keys: &[u64], pos: &[u32], rows: std::ops::Range<usize>, found: &mut Vec<Pair>) {
         use std::arch::x86_64::*;
         let n = keys.len();
         let limit = _mm512_set1_epi64(i64::from(self.k));
-        for a in 0..n {
+        for a in rows.clone() {
             let ka = keys[a];
             let va = _mm512_set1_epi64(ka as i64);
             // The mask of the keys b..b + 8 within k of `ka`.

@@ -117,8 +117,25 @@ fn avx2_and_scalar_groups_agree() {
     each_group(|kt, keys, pos, scalar, case| {
         let mut avx2 = Vec::new();
         // SAFETY: AVX2, checked above.
-        unsafe { kt.group_pairs_avx2(keys, pos, &mut avx2) };
+        unsafe { kt.group_pairs_avx2(keys, pos, 0..keys.len(), &mut avx2) };
         assert_eq!(scalar, avx2, "AVX2: {case}");
+    });
+}
+
+/// A group compared a block of rows at a time (so that Ctrl-C is seen
+/// inside one large group) gives the same pairs in the same order; a
+/// cancelled job stops after its first block.
+#[test]
+fn groups_in_blocks_agree() {
+    each_group(|kt, keys, pos, scalar, case| {
+        for check in [1, 7, 1000] {
+            let mut blocks = Vec::new();
+            kt.group_pairs_checked(keys, pos, &mut blocks, check, &Control::default()).unwrap();
+            assert_eq!(scalar, blocks, "blocks of {check} comparisons: {case}");
+        }
+        let cancelled = Control::default();
+        cancelled.cancel();
+        assert!(matches!(kt.group_pairs_checked(keys, pos, &mut Vec::new(), 1, &cancelled), Err(crate::Error::Interrupted)));
     });
 }
 
@@ -144,7 +161,7 @@ fn avx512_and_scalar_groups_agree() {
     each_group(|kt, keys, pos, scalar, case| {
         let mut avx512 = Vec::new();
         // SAFETY: checked above.
-        unsafe { kt.group_pairs_wide(keys, pos, &mut avx512) };
+        unsafe { kt.group_pairs_wide(keys, pos, 0..keys.len(), &mut avx512) };
         assert_eq!(scalar, avx512, "AVX-512: {case}");
     });
 }
