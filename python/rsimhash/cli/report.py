@@ -213,7 +213,7 @@ def _inputs(args: argparse.Namespace, run_info: Any, fingerprints: bool, reporte
         return [Shard("<stdin>", lambda: iter(()))]
     mode, width, _ = run_info.fingerprinting()
     passes = [1 if reported else 0]
-    bad = [0] * (len(args.input) if is_sharded(args.input) else 1)
+    bad_counts = [0] * (len(args.input) if is_sharded(args.input) else 1)
     left = [getattr(args, "sample", None)]  # records still to read: cluster --sample N counts across shards
 
     def blocks(i: int, path: str, rel: Optional[str]) -> Iterator[Any]:
@@ -235,8 +235,8 @@ def _inputs(args: argparse.Namespace, run_info: Any, fingerprints: bool, reporte
                 yield _block(chunk, mode, width, args.threads)
                 if left[0] is not None:
                     left[0] -= len(chunk)
-            bad[i] = source.bad.count
-            run_info.bad_lines = sum(bad)
+            bad_counts[i] = source.bad.count
+            run_info.bad_lines = sum(bad_counts)
 
     if is_sharded(args.input):
         return [Shard(s.rel, functools.partial(blocks, i, s.path, s.rel)) for i, s in enumerate(args.input)]
