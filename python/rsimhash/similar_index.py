@@ -133,6 +133,11 @@ class SimilarIndex:
         measure: str = "jaccard",
     ):
         check_shingles(shingles)
+        if isinstance(candidates, str) and candidates == "exact":
+            raise ValueError(
+                'SimilarIndex takes simhash candidates ("auto" or (mode, width, k)); an online exact index '
+                'is not built yet: use rsimhash.similar_pairs(..., candidates="exact") for every pair'
+            )
         self._core = _rsimhash.SimilarIndex(
             _threshold(threshold), measure=measure, shingles=shingles, width=width, candidates=candidates_arg(candidates)
         )
