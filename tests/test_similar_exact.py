@@ -141,9 +141,48 @@ def test_cli_exact_and_auto_say_which(tmp_path):
     assert "simhash candidates (words width 1 within 16 bits)" in proc.stderr.decode(), proc.stderr
     proc = ok(
         run_cli(
-            "find-all", "--input", path, "--jaccard", "0.3", "--candidates", "exact", "--memory-limit", "1KiB",
-            "--output", tmp_path / "q.tsv",
+            "find-all",
+            "--input",
+            path,
+            "--jaccard",
+            "0.3",
+            "--candidates",
+            "exact",
+            "--memory-limit",
+            "1KiB",
+            "--output",
+            tmp_path / "q.tsv",
         )
     )
     assert "exact join" in proc.stderr.decode(), proc.stderr
     assert (tmp_path / "q.tsv").read_bytes() == (tmp_path / "pairs-exact.tsv").read_bytes()
+
+
+def test_cli_dedup_exact(tmp_path):
+    texts = [
+        " ".join(f"w{i}" for i in range(40)),
+        " ".join(f"w{i}" for i in range(20)) + " " + " ".join(f"x{i}" for i in range(20)),
+        "something else entirely, with words of its own",
+        " ".join(f"w{i}" for i in range(40)),
+        "",
+        "",
+    ]
+    path = tmp_path / "in.jsonl"
+    lines = [json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts)]
+    path.write_text("".join(lines))
+    keep = rsimhash.dedup(texts, jaccard=0.3)
+    assert keep.tolist() == [True, False, True, False, True, False]
+    for how in ("exact", "auto"):
+        out, removed = tmp_path / f"kept-{how}.jsonl", tmp_path / f"removed-{how}.tsv"
+        proc = ok(
+            run_cli("dedup", "--input", path, "--jaccard", "0.3", "--candidates", how, "--output", out, "--removed", removed)
+        )
+        assert "exact join" in proc.stderr.decode(), proc.stderr
+        assert out.read_text() == "".join(line for line, k in zip(lines, keep.tolist()) if k)
+        rows = read_tsv(removed.read_bytes())
+        assert rows[1:] == [["d1", "d0", rows[1][2]], ["d3", "d0", "1"], ["d5", "d4", "1"]]
+        assert float(rows[1][2]) == pytest.approx(rsimhash.jaccard(texts[0], texts[1]), abs=1e-6)
+    proc = ok(
+        run_cli("dedup", "--input", path, "--jaccard", "0.3", "--candidates", "words,1,3", "--output", tmp_path / "k.jsonl")
+    )
+    assert "simhash candidates (words width 1 within 3 bits)" in proc.stderr.decode(), proc.stderr

@@ -88,6 +88,8 @@ def dedup(
     if jaccard is not None and _exact(candidates):
         from .similar import SimilarCorpus
 
+        if mode not in ("words", "chars"):
+            raise ValueError(f'mode must be "words" or "chars", got {mode!r}')
         # Every set held, then every pair by the exact join, then the dedup.
         corpus = SimilarCorpus(jaccard, shingles=mode, width=width, candidates="exact", measure=measure)
         for p in pieces:

@@ -17,8 +17,8 @@
 //!    `|x| - o + 1` ranks of each. For Jaccard, `|x ∩ y| >= t |y|` for the
 //!    larger `y`, so each set's first `|y| - ceil(t |y|) + 1` ranks are
 //!    indexed; for containment the larger set's partner may be tiny, so all
-//!    of it is. Values held by one set only are never indexed: they match
-//!    nothing.
+//!    of it is. Values held by one set only match nothing: they rank first
+//!    and are only counted (a set of them alone is left out of the join).
 //! 4. **Probe.** Each set `x` (on rayon threads) reads the lists of its
 //!    first `|x| - o_min + 1` ranks, `o_min` the least overlap a partner at
 //!    least its size needs, over the sets after it in size order only, and
@@ -31,8 +31,9 @@
 //!    computed as [`super::similarity`] computes it, in `f64`, and kept
 //!    when it is at least the threshold.
 //!
-//! Memory beside the sets: 16 bytes a value while ranking (the hashes
-//! sorted), then 4 bytes a value (the ranks) and 8 bytes an indexed value.
+//! Memory beside the sets: 8 bytes a value while ranking (the hashes
+//! sorted, one array), then 12 bytes a value held by two sets or more (its
+//! hash and count, and its rank in each set) and 8 bytes an indexed one.
 
 use rayon::prelude::*;
 
@@ -43,15 +44,25 @@ use crate::Result;
 /// Marks a partner the positional filter has ruled out.
 const PRUNED: u32 = u32::MAX;
 
-/// Sets as ascending arrays of ranks, one flat array.
+/// Sets as ascending arrays of the ranks of their shared values (those in
+/// two sets or more), one flat array, and how many values of each set are
+/// its own (in no other set: they precede the shared ones in the order and
+/// never match).
 struct Ranked {
     values: Vec<u32>,
     starts: Vec<usize>,
+    own: Vec<u32>,
 }
 
 impl Ranked {
+    /// Set `i`'s shared ranks.
     fn get(&self, i: usize) -> &[u32] {
         &self.values[self.starts[i]..self.starts[i + 1]]
+    }
+
+    /// Set `i`'s size, its own values included.
+    fn size(&self, i: usize) -> usize {
+        self.own[i] as usize + self.starts[i + 1] - self.starts[i]
     }
 }
 
@@ -97,51 +108,52 @@ fn indexed_len(n: usize, t: f64, measure: Measure) -> usize {
     }
 }
 
-/// The ranks of each set: hashes ranked by document frequency (rarest
-/// first, ties by hash), each set's ranks ascending. Returns the ranked
-/// sets and how many ranks belong to values in one set only (the first
-/// ranks: they match nothing).
-fn rank<S: AsRef<[u64]> + Sync>(sets: &[&S], control: &Control) -> Result<(Ranked, u32)> {
-    let mut starts = Vec::with_capacity(sets.len() + 1);
-    starts.push(0usize);
-    for s in sets {
-        starts.push(starts[starts.len() - 1] + s.as_ref().len());
-    }
-    let total = starts[sets.len()];
-    let mut all: Vec<u64> = Vec::with_capacity(total);
-    for s in sets {
-        all.extend_from_slice(s.as_ref());
-    }
-    all.par_sort_unstable();
+/// The ranks of each set: the values in two sets or more ranked by
+/// document frequency (rarest first, ties by hash), each set's ranks
+/// ascending, and the count of its values in no other set.
+fn rank<S: AsRef<[u64]> + Sync>(sets: &[&S], control: &Control) -> Result<Ranked> {
+    let parts: Vec<&[u64]> = sets.iter().map(|s| s.as_ref()).collect();
+    let all = crate::tables::radix::par_sort_parts(&parts);
     control.check()?;
-    // Distinct values and their counts.
-    let mut distinct: Vec<(u32, u64)> = Vec::new();
+    // The shared values (in hash order) and how many sets hold each.
+    let mut shared: Vec<u64> = Vec::new();
+    let mut counts: Vec<u32> = Vec::new();
     let mut i = 0;
     while i < all.len() {
         let mut j = i + 1;
         while j < all.len() && all[j] == all[i] {
             j += 1;
         }
-        distinct.push(((j - i).min(u32::MAX as usize) as u32, all[i]));
+        if j - i > 1 {
+            shared.push(all[i]);
+            counts.push((j - i).min(u32::MAX as usize) as u32);
+        }
         i = j;
     }
     drop(all);
-    let singles = distinct.iter().filter(|d| d.0 == 1).count() as u32;
-    // The rank of each distinct value, by (count, hash).
-    let mut order: Vec<u32> = (0..distinct.len() as u32).collect();
-    order.par_sort_unstable_by_key(|&d| distinct[d as usize]);
-    let mut rank_of = vec![0u32; distinct.len()];
-    for (r, &d) in order.iter().enumerate() {
-        rank_of[d as usize] = r as u32;
+    // Ranks by (count, hash): a counting sort by count, stable in hash order.
+    let top = counts.iter().copied().max().unwrap_or(0) as usize;
+    let mut at = vec![0u32; top + 2];
+    for &c in &counts {
+        at[c as usize + 1] += 1;
     }
-    drop(order);
-    let hashes: Vec<u64> = distinct.iter().map(|d| d.1).collect();
-    drop(distinct);
+    for c in 1..at.len() {
+        at[c] += at[c - 1];
+    }
+    let rank_of: Vec<u32> = counts
+        .iter()
+        .map(|&c| {
+            let r = at[c as usize];
+            at[c as usize] += 1;
+            r
+        })
+        .collect();
+    drop(counts);
     // The top bits of a hash narrow its search to a few values (hashes are uniform).
-    let bits = (usize::BITS - hashes.len().leading_zeros()).clamp(1, 24);
+    let bits = (usize::BITS - shared.len().leading_zeros()).clamp(1, 24);
     let shift = 64 - bits;
     let mut bucket = vec![0u32; (1usize << bits) + 1];
-    for &h in &hashes {
+    for &h in &shared {
         bucket[(h >> shift) as usize + 1] += 1;
     }
     for b in 1..bucket.len() {
@@ -150,24 +162,30 @@ fn rank<S: AsRef<[u64]> + Sync>(sets: &[&S], control: &Control) -> Result<(Ranke
     let lookup = |h: u64| {
         let b = (h >> shift) as usize;
         let (lo, hi) = (bucket[b] as usize, bucket[b + 1] as usize);
-        let at = lo + hashes[lo..hi].partition_point(|&x| x < h);
-        rank_of[at]
+        let at = lo + shared[lo..hi].partition_point(|&x| x < h);
+        (at < hi && shared[at] == h).then(|| rank_of[at])
     };
-    let mut values = vec![0u32; total];
-    let mut rest: &mut [u32] = &mut values;
-    let mut pieces = Vec::with_capacity(sets.len());
-    for s in sets {
-        let (head, tail) = rest.split_at_mut(s.as_ref().len());
-        pieces.push(head);
-        rest = tail;
+    let ranked: Vec<(Vec<u32>, u32)> = parts
+        .par_iter()
+        .with_min_len(64)
+        .map(|s| {
+            let mut mine: Vec<u32> = s.iter().filter_map(|&h| lookup(h)).collect();
+            mine.sort_unstable();
+            let own = (s.len() - mine.len()) as u32;
+            (mine, own)
+        })
+        .collect();
+    let mut starts = Vec::with_capacity(sets.len() + 1);
+    starts.push(0usize);
+    for (r, _) in &ranked {
+        starts.push(starts[starts.len() - 1] + r.len());
     }
-    pieces.into_par_iter().zip(sets.par_iter()).with_min_len(64).for_each(|(out, s)| {
-        for (o, &h) in out.iter_mut().zip(s.as_ref()) {
-            *o = lookup(h);
-        }
-        out.sort_unstable();
-    });
-    Ok((Ranked { values, starts }, singles))
+    let own = ranked.iter().map(|r| r.1).collect();
+    let mut values = Vec::with_capacity(starts[sets.len()]);
+    for (r, _) in ranked {
+        values.extend_from_slice(&r);
+    }
+    Ok(Ranked { values, starts, own })
 }
 
 /// Posting lists of the indexed ranks: for each rank, the sets (by place
@@ -178,15 +196,19 @@ struct Postings {
 }
 
 impl Postings {
-    fn build(ranked: &Ranked, order: &[u32], singles: u32, t: f64, measure: Measure) -> Postings {
+    /// The shared ranks among the first `indexed_len` of each set's values
+    /// (its own values come first), set by set in size order.
+    fn build(ranked: &Ranked, order: &[u32], t: f64, measure: Measure) -> Postings {
         let n_ranks = ranked.values.iter().max().map_or(0, |&m| m as usize + 1);
+        let indexed = |d: usize| {
+            let own = ranked.own[d] as usize;
+            let s = ranked.get(d);
+            (own, &s[..indexed_len(own + s.len(), t, measure).saturating_sub(own).min(s.len())])
+        };
         let mut starts = vec![0usize; n_ranks + 1];
         for &d in order {
-            let s = ranked.get(d as usize);
-            for &r in &s[..indexed_len(s.len(), t, measure)] {
-                if r >= singles {
-                    starts[r as usize + 1] += 1;
-                }
+            for &r in indexed(d as usize).1 {
+                starts[r as usize + 1] += 1;
             }
         }
         for r in 1..starts.len() {
@@ -195,12 +217,10 @@ impl Postings {
         let mut fill = starts.clone();
         let mut entries = vec![(0u32, 0u32); starts[n_ranks]];
         for (place, &d) in order.iter().enumerate() {
-            let s = ranked.get(d as usize);
-            for (j, &r) in s[..indexed_len(s.len(), t, measure)].iter().enumerate() {
-                if r >= singles {
-                    entries[fill[r as usize]] = (place as u32, j as u32);
-                    fill[r as usize] += 1;
-                }
+            let (own, ranks) = indexed(d as usize);
+            for (j, &r) in ranks.iter().enumerate() {
+                entries[fill[r as usize]] = (place as u32, (own + j) as u32);
+                fill[r as usize] += 1;
             }
         }
         Postings { starts, entries }
@@ -259,12 +279,13 @@ fn join_distinct<S: AsRef<[u64]> + Sync>(sets: &[&S], t: f64, measure: Measure, 
     if sets.len() < 2 {
         return Ok(Vec::new());
     }
-    let (ranked, singles) = rank(sets, control)?;
-    // Size order: smallest first, ties by place.
-    let mut order: Vec<u32> = (0..sets.len() as u32).collect();
-    order.sort_by_key(|&d| (ranked.get(d as usize).len(), d));
-    let lens: Vec<usize> = order.iter().map(|&d| ranked.get(d as usize).len()).collect();
-    let postings = Postings::build(&ranked, &order, singles, t, measure);
+    let ranked = rank(sets, control)?;
+    // Size order, smallest first, ties by place; a set with no shared value
+    // is alike no other (thresholds are above 0) and is left out.
+    let mut order: Vec<u32> = (0..sets.len() as u32).filter(|&d| !ranked.get(d as usize).is_empty()).collect();
+    order.sort_by_key(|&d| (ranked.size(d as usize), d));
+    let lens: Vec<usize> = order.iter().map(|&d| ranked.size(d as usize)).collect();
+    let postings = Postings::build(&ranked, &order, t, measure);
     control.check()?;
     let n = order.len();
     let chunk = (n / (rayon::current_num_threads() * 16)).clamp(64, 1 << 14);
@@ -277,8 +298,8 @@ fn join_distinct<S: AsRef<[u64]> + Sync>(sets: &[&S], t: f64, measure: Measure, 
             let mut touched: Vec<u32> = Vec::new();
             let mut out = Vec::new();
             for &px in part {
-                let x = ranked.get(order[px] as usize);
-                let nx = x.len();
+                let (dx, nx) = (order[px] as usize, lens[px]);
+                let (x, own_x) = (ranked.get(dx), ranked.own[dx] as usize);
                 let o_min = need(nx, nx, t, measure);
                 if o_min > nx {
                     continue;
@@ -294,10 +315,10 @@ fn join_distinct<S: AsRef<[u64]> + Sync>(sets: &[&S], t: f64, measure: Measure, 
                 if end <= px + 1 {
                     continue;
                 }
-                for (i, &r) in x[..nx + 1 - o_min].iter().enumerate() {
-                    if r < singles {
-                        continue;
-                    }
+                // x's probe prefix: its first nx - o_min + 1 values, own ones first.
+                let probe = (nx + 1 - o_min).saturating_sub(own_x).min(x.len());
+                for (k, &r) in x[..probe].iter().enumerate() {
+                    let i = own_x + k;
                     let list = postings.list(r);
                     let from = list.partition_point(|&(p, _)| p as usize <= px);
                     for &(py, j) in &list[from..] {
@@ -311,33 +332,27 @@ fn join_distinct<S: AsRef<[u64]> + Sync>(sets: &[&S], t: f64, measure: Measure, 
                         }
                         let ny = lens[py];
                         let o = need(nx, ny, t, measure);
-                        if c as usize + 1 + (nx - i - 1).min(ny - j as usize - 1) < o {
-                            if c == 0 {
-                                touched.push(py as u32);
-                            }
-                            counts[py] = PRUNED;
-                            continue;
-                        }
                         if c == 0 {
                             touched.push(py as u32);
                         }
-                        counts[py] = c + 1;
+                        counts[py] = if c as usize + 1 + (nx - i - 1).min(ny - j as usize - 1) < o { PRUNED } else { c + 1 };
                     }
                 }
                 for &py in &touched {
                     let py = py as usize;
                     if counts[py] != PRUNED {
-                        let y = ranked.get(order[py] as usize);
-                        let o = need(nx, y.len(), t, measure);
-                        if let Some(common) = overlap_at_least(x, y, o) {
+                        let dy = order[py] as usize;
+                        let ny = lens[py];
+                        let o = need(nx, ny, t, measure);
+                        // Own values never match: the merge of the shared ones decides.
+                        if let Some(common) = overlap_at_least(x, ranked.get(dy), o) {
                             let whole = match measure {
-                                Measure::Jaccard => nx + y.len() - common,
+                                Measure::Jaccard => nx + ny - common,
                                 Measure::Containment => nx,
                             };
                             let s = common as f64 / whole as f64;
                             if s >= t {
-                                let (a, b) = (order[px], order[py]);
-                                out.push((u64::from(a) << 32 | u64::from(b), s as f32));
+                                out.push((u64::from(order[px]) << 32 | u64::from(order[py]), s as f32));
                             }
                         }
                     }
@@ -349,6 +364,7 @@ fn join_distinct<S: AsRef<[u64]> + Sync>(sets: &[&S], t: f64, measure: Measure, 
             Ok(out)
         })
         .collect();
+    control.advance((sets.len() - n) as u64);
     Ok(found?.concat())
 }
 
