@@ -116,6 +116,8 @@ def test_bad_candidates_are_refused():
         rsimhash.similar_pairs(["a"], 0.5, candidates="fast")
     with pytest.raises(ValueError, match="online exact index"):
         rsimhash.SimilarIndex(0.5, candidates="exact")
+    with pytest.raises(ValueError, match="batch jobs take simhash candidates"):
+        rsimhash.batch.similar_pairs(["a b c"], 0.5, candidates="exact")
 
 
 def test_cli_exact_and_auto_say_which(tmp_path):
