@@ -131,7 +131,8 @@ fn rank<S: AsRef<[u64]> + Sync>(sets: &[&S], control: &Control) -> Result<Ranked
         i = j;
     }
     drop(all);
-    // Ranks by (count, hash): a counting sort by count, stable in hash order.
+    // Ranks by (count, hash): a counting sort by count, stable in hash order,
+    // each kept beside its hash (one cache miss a lookup, not two).
     let top = counts.iter().copied().max().unwrap_or(0) as usize;
     let mut at = vec![0u32; top + 2];
     for &c in &counts {
@@ -140,20 +141,22 @@ fn rank<S: AsRef<[u64]> + Sync>(sets: &[&S], control: &Control) -> Result<Ranked
     for c in 1..at.len() {
         at[c] += at[c - 1];
     }
-    let rank_of: Vec<u32> = counts
+    let table: Vec<(u64, u32)> = shared
         .iter()
-        .map(|&c| {
+        .zip(&counts)
+        .map(|(&h, &c)| {
             let r = at[c as usize];
             at[c as usize] += 1;
-            r
+            (h, r)
         })
         .collect();
-    drop(counts);
-    // The top bits of a hash narrow its search to a few values (hashes are uniform).
-    let bits = (usize::BITS - shared.len().leading_zeros()).clamp(1, 24);
+    drop((shared, counts));
+    // The top bits of a hash narrow its search to about four values (hashes
+    // are uniform), from a table a quarter of their number.
+    let bits = (usize::BITS - table.len().leading_zeros()).saturating_sub(2).clamp(1, 24);
     let shift = 64 - bits;
     let mut bucket = vec![0u32; (1usize << bits) + 1];
-    for &h in &shared {
+    for &(h, _) in &table {
         bucket[(h >> shift) as usize + 1] += 1;
     }
     for b in 1..bucket.len() {
@@ -161,18 +164,34 @@ fn rank<S: AsRef<[u64]> + Sync>(sets: &[&S], control: &Control) -> Result<Ranked
     }
     let lookup = |h: u64| {
         let b = (h >> shift) as usize;
-        let (lo, hi) = (bucket[b] as usize, bucket[b + 1] as usize);
-        let at = lo + shared[lo..hi].partition_point(|&x| x < h);
-        (at < hi && shared[at] == h).then(|| rank_of[at])
+        table[bucket[b] as usize..bucket[b + 1] as usize].iter().find(|e| e.0 >= h).filter(|e| e.0 == h).map(|e| e.1)
     };
+    // Lookups in hash order, a range of the table at a time for a block of
+    // sets (each set ascends by hash): the range stays in cache while the
+    // block's values in it are looked up, instead of a cache miss a value.
+    let range_bits = (usize::BITS - (table.len() / 4096).leading_zeros()).clamp(1, bits);
     let ranked: Vec<(Vec<u32>, u32)> = parts
-        .par_iter()
-        .with_min_len(64)
-        .map(|s| {
-            let mut mine: Vec<u32> = s.iter().filter_map(|&h| lookup(h)).collect();
-            mine.sort_unstable();
-            let own = (s.len() - mine.len()) as u32;
-            (mine, own)
+        .par_chunks(1024)
+        .flat_map_iter(|block| {
+            let mut mine: Vec<Vec<u32>> = block.iter().map(|s| Vec::with_capacity(s.len())).collect();
+            let mut at = vec![0usize; block.len()];
+            for range in 0..1u64 << range_bits {
+                for (k, s) in block.iter().enumerate() {
+                    let mut i = at[k];
+                    while i < s.len() && s[i] >> (64 - range_bits) == range {
+                        if let Some(r) = lookup(s[i]) {
+                            mine[k].push(r);
+                        }
+                        i += 1;
+                    }
+                    at[k] = i;
+                }
+            }
+            mine.into_iter().zip(block).map(|(mut m, s)| {
+                m.sort_unstable();
+                let own = (s.len() - m.len()) as u32;
+                (m, own)
+            })
         })
         .collect();
     let mut starts = Vec::with_capacity(sets.len() + 1);
@@ -247,7 +266,9 @@ fn overlap_at_least(x: &[u32], y: &[u32], need: usize) -> Option<usize> {
     (n >= need).then_some(n)
 }
 
-/// Every pair of `sets` (ascending arrays of distinct values) whose
+/// Every pair of `sets` (ascending arrays of distinct values, as
+/// [`crate::Fingerprinter::shingle_set`] makes them: a set out of order
+/// gives a wrong answer) whose
 /// similarity under `measure` is at least `threshold`, as `lower << 32 |
 /// higher` by position with the similarity as [`super::similarity`]
 /// gives it, rounded to `f32`; ascending. Two empty sets are alike (1).
@@ -258,6 +279,7 @@ fn overlap_at_least(x: &[u32], y: &[u32], need: usize) -> Option<usize> {
 /// cancelled.
 pub fn self_join<S: AsRef<[u64]> + Sync>(sets: &[S], threshold: f64, measure: Measure, control: &Control) -> Result<Vec<(u64, f32)>> {
     super::check_threshold(threshold)?;
+    debug_assert!(sets.iter().all(|s| s.as_ref().windows(2).all(|w| w[0] < w[1])), "sets ascend");
     if sets.len() as u64 >= u64::from(u32::MAX) {
         return Err(crate::Error::invalid("sets", "fewer than 2**32 - 1", sets.len()));
     }
