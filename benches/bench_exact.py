@@ -33,6 +33,10 @@ pairs. datasketch ``MinHashLSH`` (128 permutations, its own bands at each
 threshold): signatures from the prebuilt hash sets plus insert and query,
 timed once, its candidate pairs scored against the truth.
 
+Copies: 100, 1,000 and 10,000 copies of one text beside 199 others, at
+0.9: with ``copies="first"`` the time must follow the texts, with
+``copies="all"`` the pairs listed (c (c - 1) / 2), never a square of checks.
+
 Usage::
 
     python benches/bench_exact.py                   # 8,000 base docs, 3 rounds
@@ -253,6 +257,21 @@ def main(argv: Any = None) -> int:
                 lsh[t] = (took[0],) + score(found, truth, t)
     out["datasketch"] = {str(t): v for t, v in lsh.items()}
 
+    # -- copies: time follows the texts (copies="first") and the pairs (copies="all"), never a square of checks
+    scaling = []
+    one = texts[0]
+    near = texts[1:200]
+    for c in (100, 1000, 10000):
+        group = [one] * c + near
+        first: List[float] = []
+        for _ in range(args.repeat):
+            clock(lambda: rsimhash.similar_pairs(group, 0.9, candidates="exact", progress=False, copies="first"), first)
+        every: List[float] = []
+        for _ in range(args.repeat):
+            n_all = len(clock(lambda: rsimhash.similar_pairs(group, 0.9, candidates="exact", progress=False), every)[0])
+        scaling.append((c, statistics.median(first), statistics.median(every), n_all))
+    out["copies"] = scaling
+
     # -- the tables
     print()
     print(f"recall / precision against brute force ({len(sub):,} documents; pairs in the truth)")
@@ -286,6 +305,11 @@ def main(argv: Any = None) -> int:
         print("threshold | s | recall | precision")
         for t, (took_s, r, p, _, _) in lsh.items():
             print(f"{t:9} | {took_s:5.2f} | {r:.4f} | {p:.4f}")
+    print()
+    print("copies of one text (and 199 others) at 0.9, exact: seconds with copies='first' and copies='all'")
+    print("copies | first s | all s | pairs (all)")
+    for c, f, e, n in scaling:
+        print(f"{c:6,} | {f:7.4f} | {e:5.3f} | {n:,}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1, default=str)
