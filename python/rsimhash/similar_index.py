@@ -292,8 +292,9 @@ class SimilarIndex:
         ``candidates`` (``(mode, width, k)``), the candidates' fingerprint
         index's ``design``, ``k`` and ``tables``, ``nbytes`` (the memory
         held: shingle sets and fingerprint index), ``keys`` (``"int"``,
-        ``"str"``, or ``None`` until an add stores something) and
-        ``spec_version``.
+        ``"str"``, or ``None`` until an add stores something),
+        ``spec_version`` and ``exact`` (``False``: queries take the simhash
+        candidates; ``similar_pairs`` takes the exact join).
 
         >>> index = rsimhash.SimilarIndex(0.8)
         >>> index.add(["the cat sat on the mat", "a dog barked at the moon"]).tolist()
@@ -319,6 +320,7 @@ class SimilarIndex:
             "nbytes": self._core.nbytes,
             "keys": keys,
             "spec_version": _rsimhash.SPEC_VERSION,
+            "exact": False,  # queries take simhash candidates (no online exact index yet)
         }
 
     def __contains__(self, id: Any) -> bool:
