@@ -188,3 +188,26 @@ def test_cli_dedup_exact(tmp_path):
         run_cli("dedup", "--input", path, "--jaccard", "0.3", "--candidates", "words,1,3", "--output", tmp_path / "k.jsonl")
     )
     assert "simhash candidates (words width 1 within 3 bits)" in proc.stderr.decode(), proc.stderr
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=_HC)
+@given(texts=corpus_with_copies(TEXT), threshold=st.sampled_from(THRESHOLDS))
+def test_exact_clusters_are_the_components_of_every_alike_pair(texts, threshold):
+    sets = [ref_set(t, "words", 2) for t in texts]
+    parent = list(range(len(texts)))
+
+    def root(x):
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for i, j in all_alike(sets, threshold):
+        parent[root(i)] = root(j)
+    groups = {}
+    for i in range(len(texts)):
+        groups.setdefault(root(i), []).append(i)
+    corpus = rsimhash.similar.SimilarCorpus(threshold, width=2, candidates="exact")
+    corpus.add(texts)
+    members, starts = corpus.clusters(progress=False)
+    got = [members[a:b].tolist() for a, b in zip(starts[:-1].tolist(), starts[1:].tolist())]
+    assert sorted(got) == sorted(g for g in groups.values() if len(g) > 1)
