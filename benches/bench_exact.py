@@ -37,9 +37,14 @@ Copies: 100, 1,000 and 10,000 copies of one text beside 199 others, at
 0.9: with ``copies="first"`` the time must follow the texts, with
 ``copies="all"`` the pairs listed (c (c - 1) / 2), never a square of checks.
 
+``--real JSONL`` takes bench_quality.py's corpus of real text instead
+(manual pages in every installed language, ``/usr/share/doc``; built at
+that path when missing), its first ``--docs`` documents.
+
 Usage::
 
     python benches/bench_exact.py                   # 8,000 base docs, 3 rounds
+    python benches/bench_exact.py --real /tmp/rsimhash-bench/quality.jsonl --docs 13000
     python benches/bench_exact.py --docs 2000 --truth-docs 1000 --repeat 1   # quick
 """
 
@@ -156,6 +161,13 @@ def main(argv: Any = None) -> int:
     ap.add_argument("--no-sss", action="store_true")
     ap.add_argument("--no-datasketch", action="store_true")
     ap.add_argument("--json", default=None)
+    ap.add_argument(
+        "--real",
+        metavar="JSONL",
+        default=None,
+        help="real text instead of the synthetic corpus: bench_quality's corpus (built there when missing), "
+        "its first --docs documents in file order",
+    )
     args = ap.parse_args(argv)
 
     import numpy as np
@@ -165,9 +177,16 @@ def main(argv: Any = None) -> int:
 
     info = machine_info(rsimhash, np)
     print(f"# {info['cpu']}, {info['nproc']} usable cores, Python {info['python']}, load {info['loadavg']}")
-    texts = make_corpus(args.docs, args.max_words, args.seed, args.size_mb)
-    mb = sum(len(t.encode()) for t in texts) / 1e6
-    print(f"# corpus: {len(texts):,} documents ({args.docs:,} base, seed {args.seed}), {mb:.1f} MB")
+    if args.real:
+        from bench_quality import load_texts
+
+        texts = load_texts(args.real, args.docs)
+        mb = sum(len(t.encode()) for t in texts) / 1e6
+        print(f"# corpus: {len(texts):,} documents of real text ({args.real}), {mb:.1f} MB")
+    else:
+        texts = make_corpus(args.docs, args.max_words, args.seed, args.size_mb)
+        mb = sum(len(t.encode()) for t in texts) / 1e6
+        print(f"# corpus: {len(texts):,} documents ({args.docs:,} base, seed {args.seed}), {mb:.1f} MB")
     out: Dict[str, Any] = {"machine": info, "docs": len(texts), "mb": mb}
 
     # -- recall and precision against brute force
