@@ -21,6 +21,11 @@ from cli_helpers import assert_one_error, leftovers, make_records, ok, read_tsv,
 from reference_v1 import features, fnv1a64
 
 T = 0.8
+# The three ways (in memory, two passes, stdin) write the same bytes for the
+# same candidates; "auto" takes the exact join in memory and these
+# candidates in two passes (tests/test_similar_exact.py), so they are named.
+CAND = tuple(rsimhash._rsimhash.auto_candidates(T))
+CAND_ARG = ",".join(map(str, CAND))
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +60,8 @@ def _runs(corpus: Dict[str, Any], tmp_path: Any, *args: Any, output: str = "out"
     ):
         dest = tmp_path / f"{output}-{how}"
         source = "-" if stdin is not None else corpus["path"]
-        proc = ok(run_cli(*args, "--input", source, "--output", dest, *extra, input=stdin))
+        cand = [] if "--candidates" in [str(a) for a in args] else ["--candidates", CAND_ARG]
+        proc = ok(run_cli(*args, "--input", source, "--output", dest, *cand, *extra, input=stdin))
         if how == "two-pass" and "--sample" not in [str(a) for a in args]:
             assert "batch engine" in proc.stderr.decode(), proc.stderr
         outs.append(dest.read_bytes())
@@ -87,7 +93,7 @@ def test_find_all_jaccard(corpus: Dict[str, Any], tmp_path: Any, measure: str) -
     out = _runs(corpus, tmp_path, "find-all", "--jaccard", T, "--measure", measure)[0]
     rows = read_tsv(out)
     assert rows[0] == ["id_a", "id_b", measure]
-    pairs, sims = rsimhash.similar_pairs(corpus["texts"], T, measure=measure)
+    pairs, sims = rsimhash.similar_pairs(corpus["texts"], T, measure=measure, candidates=CAND)
     assert len(pairs) > 50
     ids = corpus["ids"]
     expected = [[ids[a], ids[b], _fmt(s)] for (a, b), s in zip(pairs.tolist(), sims.tolist())]
@@ -107,7 +113,7 @@ def test_cluster_jaccard(corpus: Dict[str, Any], tmp_path: Any) -> None:
     ids = corpus["ids"]
     assert rows[1:] == [[ids[m], str(c)] for m, c in zip(members.tolist(), labels.tolist())]
     # Connected components of the verified pairs, by a union-find here.
-    pairs, _ = rsimhash.similar_pairs(corpus["texts"], T)
+    pairs, _ = rsimhash.similar_pairs(corpus["texts"], T, candidates=CAND)
     parent = list(range(len(ids)))
 
     def root(x: int) -> int:
@@ -131,7 +137,7 @@ def test_cluster_jaccard_leader_all_sample(corpus: Dict[str, Any], tmp_path: Any
     out = _runs(corpus, tmp_path, "cluster", "--jaccard", T, "--method", "leader", "--all", "--sample", 400)[0]
     rows = read_tsv(out)[1:]
     assert len(rows) == 400
-    keep = rsimhash.dedup(corpus["texts"][:400], jaccard=T)
+    keep = rsimhash.dedup(corpus["texts"][:400], jaccard=T, candidates=CAND)
     leaders = [rows[[r[0] for r in rows].index(corpus["ids"][i])][1] for i in np.flatnonzero(keep).tolist()]
     assert len(set(leaders)) == len(leaders) == len({c for _, c in rows})
 
@@ -139,7 +145,7 @@ def test_cluster_jaccard_leader_all_sample(corpus: Dict[str, Any], tmp_path: Any
 def test_dedup_jaccard(corpus: Dict[str, Any], tmp_path: Any) -> None:
     _runs(corpus, tmp_path, "dedup", "--jaccard", T, "--removed", tmp_path / "removed.tsv")
     kept = (tmp_path / "out-memory").read_bytes()
-    keep = rsimhash.dedup(corpus["texts"], jaccard=T)
+    keep = rsimhash.dedup(corpus["texts"], jaccard=T, candidates=CAND)
     lines = corpus["data"].splitlines(keepends=True)
     assert kept == b"".join(line for line, k in zip(lines, keep.tolist()) if k)
     assert 50 < int(np.count_nonzero(~keep)) < 400
@@ -160,6 +166,8 @@ def test_dedup_jaccard_removed(corpus: Dict[str, Any], tmp_path: Any) -> None:
                 T,
                 "--removed",
                 removed,
+                "--candidates",
+                CAND_ARG,
                 *extra,
             )
         )
@@ -186,10 +194,10 @@ def test_dedup_jaccard_parquet(corpus: Dict[str, Any], tmp_path: Any) -> None:
     tables = []
     for extra in ([], ["--memory-limit", "16KiB"]):
         out = tmp_path / f"kept{len(extra)}.parquet"
-        ok(run_cli("dedup", "--input", path, "--output", out, "--jaccard", T, *extra))
+        ok(run_cli("dedup", "--input", path, "--output", out, "--jaccard", T, "--candidates", CAND_ARG, *extra))
         tables.append(pq.read_table(out))
     assert tables[0].equals(tables[1])
-    keep = rsimhash.dedup(corpus["texts"], jaccard=T)
+    keep = rsimhash.dedup(corpus["texts"], jaccard=T, candidates=CAND)
     assert tables[0].column("id").to_pylist() == [i for i, k in zip(corpus["ids"], keep.tolist()) if k]
 
 

@@ -45,12 +45,16 @@ class Settings:
     """Checked settings of verified near-duplicates."""
 
     def __init__(self, threshold: Any, *, measure: str, shingles: str, width: Optional[int], candidates: Any):
-        from .similar import _threshold, candidates_arg, check_shingles
+        from .similar import _threshold, candidates_arg, check_shingles, join_is_exact
 
         check_shingles(shingles)
         self.threshold = _threshold(threshold)
         self.measure, self.shingles, self.width = measure, shingles, width
         chosen = candidates_arg(candidates)
+        # "exact" and "auto": the exact join where every set is held in
+        # memory, else (and in the two passes) the automatic candidates.
+        self.exact = join_is_exact(candidates)
+        self.forced = isinstance(candidates, str) and candidates == "exact"
         # Refuses a bad threshold, measure or shingling before any work.
         self.verifier()
         self.candidates: Candidates = chosen if chosen is not None else _core.auto_candidates(self.threshold)

@@ -59,9 +59,10 @@ def dedup(
 
     With ``jaccard=T``: False exactly for each text whose shingle set (SPEC
     v1 shingles of ``mode``/``width``, words of 3 by default) is at least
-    ``T`` alike the set of a text kept before it, among the candidates
-    (``candidates="auto"`` or ``(mode, width, k)``; see
-    ``rsimhash.similar_pairs``); ``k`` is then the candidates' business,
+    ``T`` alike the set of a text kept before it: every such text with
+    ``candidates="exact"`` or ``"auto"`` (the exact join of all the sets,
+    held in memory), else among the candidates ``(mode, width, k)`` (only
+    the kept texts' sets held; see ``rsimhash.similar_pairs``); ``k`` is then the candidates' business,
     and giving it is a ``ValueError`` (as ``--distance`` with ``--jaccard``
     is on the command line). ``k`` defaults to 3 without ``jaccard=``.
 
@@ -84,7 +85,17 @@ def dedup(
 
     present, missing = _nulls.split(texts, nulls)
     pieces = list(_texts.pieces(present))
-    if jaccard is not None:
+    if jaccard is not None and _exact(candidates):
+        from .similar import SimilarCorpus
+
+        if mode not in ("words", "chars"):
+            raise ValueError(f'mode must be "words" or "chars", got {mode!r}')
+        # Every set held, then every pair by the exact join, then the dedup.
+        corpus = SimilarCorpus(jaccard, shingles=mode, width=width, candidates="exact", measure=measure)
+        for p in pieces:
+            corpus._core.add(p.core() if isinstance(p, _texts.ArrowBuffers) else p, threads=threads)
+        keep = corpus.dedup(threads=threads, progress=False)[0]
+    elif jaccard is not None:
         from ._rsimhash import OnlineDedup
         from .similar import _threshold, candidates_arg
 
@@ -103,6 +114,12 @@ def dedup(
         full[~missing] = keep
         keep = full
     return _mask_like(texts, keep)
+
+
+def _exact(candidates: Any) -> bool:
+    from .similar import join_is_exact
+
+    return join_is_exact(candidates)
 
 
 def _mask_like(texts: Any, keep: np.ndarray) -> Any:

@@ -34,7 +34,7 @@ from . import _rsimhash, _texts
 
 __all__ = ["jaccard", "shingles", "similar_pairs"]
 
-CandidatesArg = Union[str, Tuple[str, int, int]]
+CandidatesArg = Union[str, Tuple[str, int, int]]  # "auto", "exact" or (mode, width, k)
 
 
 def similar_pairs(
@@ -78,8 +78,13 @@ def similar_pairs(
     ``shingles`` (``"words"`` or ``"chars"``) and ``width`` (3 in either
     mode unless given: pass ``width=4`` for the character 4-grams that
     ``fingerprints`` and ``dedup(jaccard=, mode="chars")`` default to).
-    ``candidates``: ``"auto"``, or ``(mode, width, k)``: fingerprints of
-    that mode and width within ``k`` bits. ``progress``: as in
+    ``candidates``: ``"exact"``, every pair at least ``threshold`` alike
+    by the exact set-similarity join (prefix filter, AllPairs/PPJoin:
+    recall 1); ``(mode, width, k)``, the pairs of fingerprints of that mode
+    and width within ``k`` bits, each checked; ``"auto"`` (the default),
+    exact here, where every set is held in memory (the beyond-memory jobs
+    of ``rsimhash.batch`` take the simhash candidates).
+    ``progress``: as in
     ``rsimhash.batch`` (a bar on a terminal by default).
 
     >>> pairs, sim = rsimhash.similar_pairs(
@@ -177,8 +182,14 @@ class SimilarCorpus:
         measure: str = "jaccard",
     ):
         check_shingles(shingles)
+        exact = join_is_exact(candidates)
         self._core = _rsimhash.SimilarCorpus(
-            _threshold(threshold), measure=measure, shingles=shingles, width=width, candidates=candidates_arg(candidates)
+            _threshold(threshold),
+            measure=measure,
+            shingles=shingles,
+            width=width,
+            candidates=None if exact else candidates_arg(candidates),
+            exact=exact,
         )
 
     def add(self, texts: Any, *, threads: Optional[int] = None) -> None:
@@ -212,6 +223,11 @@ class SimilarCorpus:
         return self._core.candidates
 
     @property
+    def exact(self) -> bool:
+        """Whether the pairs come from the exact join."""
+        return self._core.exact
+
+    @property
     def nbytes(self) -> int:
         return self._core.nbytes
 
@@ -219,11 +235,22 @@ class SimilarCorpus:
         return len(self._core)
 
 
+def join_is_exact(candidates: CandidatesArg) -> bool:
+    """Whether a job that holds every set in memory takes the exact join:
+    for ``"exact"`` and ``"auto"``; a ``(mode, width, k)`` is checked."""
+    if isinstance(candidates, str) and candidates in ("exact", "auto"):
+        return True
+    candidates_arg(candidates)
+    return False
+
+
 def candidates_arg(candidates: CandidatesArg) -> Optional[Tuple[str, Optional[int], int]]:
-    """``None`` for ``"auto"``, else a checked ``(mode, width, k)``."""
+    """``None`` for ``"auto"`` (and ``"exact"``, where a job cannot take
+    the exact join: the automatic candidates), else a checked ``(mode,
+    width, k)``."""
     if isinstance(candidates, str):
-        if candidates != "auto":
-            raise ValueError(f'candidates must be "auto" or a (mode, width, k) tuple, got {candidates!r}')
+        if candidates not in ("auto", "exact"):
+            raise ValueError(f'candidates must be "auto", "exact" or a (mode, width, k) tuple, got {candidates!r}')
         return None
     try:
         mode, width, k = candidates

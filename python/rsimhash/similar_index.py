@@ -133,6 +133,11 @@ class SimilarIndex:
         measure: str = "jaccard",
     ):
         check_shingles(shingles)
+        if isinstance(candidates, str) and candidates == "exact":
+            raise ValueError(
+                'SimilarIndex takes simhash candidates ("auto" or (mode, width, k)); an online exact index '
+                'is not built yet: use rsimhash.similar_pairs(..., candidates="exact") for every pair'
+            )
         self._core = _rsimhash.SimilarIndex(
             _threshold(threshold), measure=measure, shingles=shingles, width=width, candidates=candidates_arg(candidates)
         )
@@ -287,8 +292,9 @@ class SimilarIndex:
         ``candidates`` (``(mode, width, k)``), the candidates' fingerprint
         index's ``design``, ``k`` and ``tables``, ``nbytes`` (the memory
         held: shingle sets and fingerprint index), ``keys`` (``"int"``,
-        ``"str"``, or ``None`` until an add stores something) and
-        ``spec_version``.
+        ``"str"``, or ``None`` until an add stores something),
+        ``spec_version`` and ``exact`` (``False``: queries take the simhash
+        candidates; ``similar_pairs`` takes the exact join).
 
         >>> index = rsimhash.SimilarIndex(0.8)
         >>> index.add(["the cat sat on the mat", "a dog barked at the moon"]).tolist()
@@ -314,6 +320,7 @@ class SimilarIndex:
             "nbytes": self._core.nbytes,
             "keys": keys,
             "spec_version": _rsimhash.SPEC_VERSION,
+            "exact": False,  # queries take simhash candidates (no online exact index yet)
         }
 
     def __contains__(self, id: Any) -> bool:

@@ -152,15 +152,23 @@ fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 #[pymethods]
 impl PySimilarCorpus {
     #[new]
-    #[pyo3(signature = (threshold, *, measure = "jaccard", shingles = "words", width = None, candidates = None))]
+    #[pyo3(signature = (threshold, *, measure = "jaccard", shingles = "words", width = None, candidates = None, exact = false))]
     fn new(
         threshold: f64,
         measure: &str,
         shingles: &str,
         #[pyo3(from_py_with = width_arg)] width: Option<Int>,
         candidates: Option<(String, Option<Int>, Int)>,
+        exact: bool,
     ) -> PyResult<Self> {
-        Ok(PySimilarCorpus { inner: RwLock::new(Corpus::new(settings(threshold, measure, shingles, width, candidates)?)) })
+        let opts = settings(threshold, measure, shingles, width, candidates)?.with_exact(exact);
+        Ok(PySimilarCorpus { inner: RwLock::new(Corpus::new(opts)) })
+    }
+
+    /// Whether pairs come from the exact join (else from the candidates).
+    #[getter]
+    fn exact(&self) -> bool {
+        read(&self.inner).opts().exact
     }
 
     /// Adds texts: a sequence of str, or `(offsets, data)` of an Arrow column.

@@ -97,6 +97,9 @@ impl Corpus {
 
     /// The alike pairs of first copies, `lower << 32 | higher` by position, ascending.
     fn first_pairs(&self, first: &[u32], control: &Control) -> Result<Vec<(u64, f32)>> {
+        if self.opts.exact {
+            return self.exact_pairs(first, control);
+        }
         let verifier = Verifier::new(&self.sets, &self.opts);
         let reps: Vec<u32> = (0..first.len() as u32).filter(|&i| first[i as usize] == i).collect();
         let rep_fps: Vec<u64> = reps.iter().map(|&r| self.fps[r as usize]).collect();
@@ -112,6 +115,20 @@ impl Corpus {
         })?;
         let mut found = found.into_inner().unwrap_or_else(|e| e.into_inner());
         found.par_sort_unstable_by_key(|&(p, _)| p);
+        Ok(found)
+    }
+
+    /// [`Self::first_pairs`] by the exact join of the first copies' sets.
+    fn exact_pairs(&self, first: &[u32], control: &Control) -> Result<Vec<(u64, f32)>> {
+        let reps: Vec<u32> = (0..first.len() as u32).filter(|&i| first[i as usize] == i).collect();
+        let sets: Vec<&[u64]> = reps.iter().map(|&r| &self.sets[r as usize][..]).collect();
+        control.begin(sets.len() as u64);
+        control.step("exact join".into(), sets.len() as u64);
+        let mut found = super::exact::self_join(&sets, self.opts.threshold, self.opts.measure, control)?;
+        for p in &mut found {
+            p.0 = u64::from(reps[(p.0 >> 32) as usize]) << 32 | u64::from(reps[p.0 as u32 as usize]);
+        }
+        // Positions ascend with places among the first copies: still sorted.
         Ok(found)
     }
 

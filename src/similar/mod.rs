@@ -19,6 +19,8 @@
 //! nothing (0). A pair is kept when its similarity, in double precision, is
 //! at least the threshold; it is reported rounded to `f32`.
 //!
+//! - [`exact`]: every pair at least the threshold alike by the prefix-filter
+//!   join (AllPairs, PPJoin), no candidates and no misses.
 //! - [`overlap`]: the similarity of two sets, and cheap ways to rule a pair out.
 //! - [`Verifier`]: candidate pairs checked against sets held in memory.
 //! - [`Corpus`]: documents gathered a chunk at a time, then all their pairs.
@@ -31,6 +33,7 @@
 
 pub mod copies;
 mod corpus;
+pub mod exact;
 mod index;
 mod online;
 pub mod overlap;
@@ -150,6 +153,10 @@ pub struct Similar {
     /// The shingles whose sets are compared.
     pub sets: Shingling,
     pub candidates: Candidates,
+    /// Every pair by the exact set-similarity join ([`exact`]) instead of
+    /// the candidates' pairs: recall 1. Jobs that hold every set in memory
+    /// ([`Corpus`]) honour it; the others use the candidates.
+    pub exact: bool,
 }
 
 impl Similar {
@@ -161,7 +168,12 @@ impl Similar {
         if candidates.k > crate::tables::plan::MAX_K {
             return Err(Error::invalid("k", "at most 16 for candidates", candidates.k));
         }
-        Ok(Similar { threshold, measure, sets, candidates })
+        Ok(Similar { threshold, measure, sets, candidates, exact: false })
+    }
+
+    /// The same settings, finding pairs by the exact join when `exact`.
+    pub fn with_exact(self, exact: bool) -> Similar {
+        Similar { exact, ..self }
     }
 }
 
@@ -187,7 +199,9 @@ fn fingerprints_and_sets<T: AsRef<[u8]> + Sync>(texts: &[T], opts: &Similar, con
             || Fingerprinter::new(opts.candidates.shingling),
             |f, (index, bytes)| {
                 let text = std::str::from_utf8(bytes.as_ref()).map_err(|e| Error::InvalidUtf8 { index, valid_up_to: e.valid_up_to() })?;
-                let (fp, set) = f.fingerprint_and_set(text, opts.sets);
+                // The exact join needs no fingerprint: the set alone, from
+                // the same one tokenization.
+                let (fp, set) = if opts.exact { (0, f.shingle_set(text, opts.sets)) } else { f.fingerprint_and_set(text, opts.sets) };
                 if index % 1024 == 0 {
                     control.check()?;
                 }

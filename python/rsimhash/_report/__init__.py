@@ -298,20 +298,31 @@ def _dedup(column: _Column, ids: List[Any], run: Run, cache: Dict[str, np.ndarra
         kept = matched[gone].astype(np.int64)
         dist = hamming(fps[gone], fps[kept]) if len(gone) else np.zeros(0, np.uint8)
         return outputs.removed([names[i] for i in gone.tolist()], [names[i] for i in kept.tolist()], dist, "distance")
-    from .._rsimhash import OnlineDedup
-    from ..similar import _threshold, candidates_arg
+    from .._rsimhash import OnlineDedup, SimilarCorpus
+    from ..similar import _threshold, candidates_arg, join_is_exact
 
-    online = OnlineDedup(
-        _threshold(run.jaccard),
-        measure=run.measure,
-        shingles=run.mode,
-        width=run.width,
-        candidates=candidates_arg(run.candidates),
-    )
-    answers = [online.add(p.core() if isinstance(p, _texts.ArrowBuffers) else p, threads=threads) for p in column.pieces]
-    keep, matched, sims = (_concat([a[i] for a in answers]) for i in range(3))
-    gone = np.flatnonzero(~np.asarray(keep, dtype=bool))
-    kept = np.asarray(matched)[gone].astype(np.int64)
+    pieces = [p.core() if isinstance(p, _texts.ArrowBuffers) else p for p in column.pieces]
+    sims: Any
+    if join_is_exact(run.candidates):  # the exact join, as the run took it in memory
+        corpus = SimilarCorpus(_threshold(run.jaccard), measure=run.measure, shingles=run.mode, width=run.width, exact=True)
+        for p in pieces:
+            corpus.add(p, threads=threads)
+        _, dropped, matched, dropped_sims = corpus.dedup(threads=threads)
+        gone, kept = dropped.astype(np.intp), matched.astype(np.int64)
+        sims = np.zeros(len(names), np.float32)
+        sims[gone] = dropped_sims
+    else:
+        online = OnlineDedup(
+            _threshold(run.jaccard),
+            measure=run.measure,
+            shingles=run.mode,
+            width=run.width,
+            candidates=candidates_arg(run.candidates),
+        )
+        answers = [online.add(p, threads=threads) for p in pieces]
+        keep, matched_at, sims = (_concat([a[i] for a in answers]) for i in range(3))
+        gone = np.flatnonzero(~np.asarray(keep, dtype=bool))
+        kept = np.asarray(matched_at)[gone].astype(np.int64)
     return outputs.removed(
         [names[i] for i in gone.tolist()],
         [names[i] for i in kept.tolist()],

@@ -241,6 +241,11 @@ def _verified(
     from .._similar_passes import Settings, TwoPass
     from ._texts_in import reader
 
+    if isinstance(candidates, str) and candidates == "exact":
+        raise ValueError(
+            'the batch jobs take simhash candidates ("auto" or (mode, width, k)); candidates="exact" needs every '
+            'set in memory: use rsimhash.similar_pairs(..., candidates="exact") or rsimhash.dedup(..., jaccard=)'
+        )
     settings = Settings(threshold, measure=measure, shingles=shingles, width=width, candidates=candidates)
     read = reader(texts, column, max_record_mb)
     with ExitStack() as stack:

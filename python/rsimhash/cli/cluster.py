@@ -223,6 +223,7 @@ def _run_verified(args: argparse.Namespace) -> int:
                 [
                     count(source.records, "record") + " read",
                     f"{clusters:,} {what} holding {count(members, 'record')} ({args.measure} at least {args.jaccard:g})",
+                    records.join_part(),
                     bad_lines_part(source),
                 ]
                 + ([engine_part(workspace)] if records.two is not None else []),

@@ -2,7 +2,11 @@
 set is at least T alike (``--measure``) the set of a record kept before it,
 checked exactly for each candidate pair of fingerprints (``similar_pairs.py``).
 
-In memory, one pass: the records go through ``OnlineDedup`` a chunk at a
+With the exact join (``--candidates exact``, or ``auto`` when every
+record's set and the records fit ``--memory-limit``): every record gathered,
+every alike pair by the exact join, then the kept records written.
+
+With candidates, in memory, one pass: the records go through ``OnlineDedup`` a chunk at a
 time, which holds the kept records' sets only. When those could outgrow
 ``--memory-limit`` (estimated from the input's size), two passes: candidate
 fingerprints spilled and paired by the batch engine, then the records read
@@ -45,9 +49,66 @@ def run(
     if removed is not None:
         removed.write(removed_header(similar_pairs.similarity_column(args), hasattr(source, "shard_of")))
     fits = path == "-" or first is None or similar_pairs.text_bytes(source) * similar_pairs.SET_BYTES_PER_TEXT_BYTE <= limit
+    # The exact join holds every record's set and the records themselves.
+    exact_fits = path == "-" or first is None or similar_pairs.text_bytes(source) * EXACT_BYTES_PER_TEXT_BYTE <= limit
+    if opts.forced or (opts.exact and exact_fits):
+        return _in_memory_exact(args, opts, source, chunks, out, removed)
     if fits and path == args.input:
         return _in_memory(args, opts, source, chunks, out, removed)
     return _two_pass(args, opts, source, chunks, out, removed, limit, workspace, path)
+
+
+# The exact dedup holds every record's set (``SET_BYTES_PER_TEXT_BYTE``) and
+# the records read, to write the kept ones once every pair is known.
+EXACT_BYTES_PER_TEXT_BYTE = 3
+
+
+def _in_memory_exact(
+    args: argparse.Namespace, opts: Any, source: Source, chunks: Iterator[Chunk], out: Output, removed: Optional[Output]
+) -> int:
+    """``--candidates exact`` (or ``auto`` where it fits): every record's set
+    gathered, every alike pair by the exact join, then the kept records
+    written in input order."""
+    from .. import _rsimhash
+
+    corpus = _rsimhash.SimilarCorpus(opts.threshold, **similar_pairs.core_settings(opts), exact=True)
+    progress = Progress("dedup", source.total, args.quiet)
+    held: list = []
+    for chunk in chunks:
+        for piece in similar_pairs.pieces(chunk):
+            corpus.add(piece, threads=args.threads)
+        held.append(chunk)
+        progress.update(source.position(), source.records, shards_done(source))
+    progress.close()
+    keep, dropped, matched, sims = similar_pairs.with_bars(
+        args, "dedup", lambda bars: corpus.dedup(threads=args.threads, progress=bars)
+    )
+    writer = kept_writer(out, lambda: source)
+    ids: list = []
+    try:
+        position = 0
+        for chunk in held:
+            writer.write(chunk, keep[position : position + len(chunk)])
+            ids.extend(chunk.ids if removed is not None else ())
+            position += len(chunk)
+    except BaseException:
+        writer.discard()
+        raise
+    writer.close()
+    if removed is not None and len(dropped):
+        step = 1 << 16
+        for lo in range(0, len(dropped), step):
+            d, m = dropped[lo : lo + step].astype(np.int64), matched[lo : lo + step].astype(np.int64)
+            shards = shard_names(source, source.shard_of(d), m) if hasattr(source, "shard_of") else None
+            write_removed(
+                removed,
+                [ids[i] for i in d.tolist()],
+                [ids[i] for i in m.tolist()],
+                similar_pairs.fmt(sims[lo : lo + step]),
+                shards,
+            )
+    summary(progress, args, source, len(dropped), [similar_pairs.join_part(True, opts)])
+    return 0
 
 
 def _in_memory(
@@ -65,7 +126,7 @@ def _in_memory(
         writer.discard()  # the shard being written; those finished stay
         raise
     writer.close()
-    summary(progress, args, source, n_removed, [])
+    summary(progress, args, source, n_removed, [similar_pairs.join_part(False, opts)])
     return 0
 
 
@@ -147,5 +208,5 @@ def _two_pass(
         second.close()
         if ids is not None:
             ids.close()
-    summary(progress, args, source, n_removed, [engine_part(workspace)])
+    summary(progress, args, source, n_removed, [similar_pairs.join_part(False, opts), engine_part(workspace)])
     return 0

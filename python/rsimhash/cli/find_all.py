@@ -307,6 +307,7 @@ def _run_verified(args: argparse.Namespace) -> int:
                 [
                     count(source.records, "record") + " read",
                     count(len(lower), "pair") + f" at least {args.jaccard:g} alike ({args.measure})",
+                    records.join_part(),
                     bad_lines_part(source),
                 ]
                 + ([engine_part(workspace)] if records.two is not None else []),

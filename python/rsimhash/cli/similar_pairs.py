@@ -3,9 +3,11 @@ confirmed by the exact similarity of shingle sets (see ``rsimhash.similar``).
 
 The sets are of SPEC v1 shingles of ``--mode``/``--width`` (words of 3 by
 default); ``--measure`` is ``jaccard`` or ``containment``; ``--candidates``
-is ``auto`` (the fingerprints and k that found 97 % of the pairs at the
-threshold on a real-text corpus) or ``MODE,WIDTH,K``, as ``rsimhash tune``
-recommends.
+is ``exact`` (the exact set-similarity join of every record's set, in
+memory: every pair), ``MODE,WIDTH,K`` (simhash candidates, as ``rsimhash
+tune`` recommends) or ``auto``: exact when the sets fit ``--memory-limit``,
+else the fingerprints and k that found 97 % of the pairs at the threshold
+on a real-text corpus.
 
 In memory, one pass: ``find-all`` and ``cluster`` gather every record's
 fingerprint and set (about 8 bytes a distinct shingle, 1.5 times the text
@@ -50,11 +52,11 @@ def threshold(text: str) -> float:
 
 
 def candidates(text: str) -> Any:
-    if text == "auto":
-        return "auto"
+    if text in ("auto", "exact"):
+        return text
     parts = text.split(",")
     if len(parts) != 3 or parts[0] not in ("words", "chars"):
-        raise argparse.ArgumentTypeError(f"expected auto or MODE,WIDTH,K such as words,1,7, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected auto, exact or MODE,WIDTH,K such as words,1,7, got {text!r}")
     try:
         width, k = int(parts[1]), int(parts[2])
     except ValueError:
@@ -89,10 +91,13 @@ def add_arguments(p: argparse.ArgumentParser, what: str) -> None:
     g.add_argument(
         "--candidates",
         type=candidates,
-        metavar="auto|MODE,WIDTH,K",
+        metavar="auto|exact|MODE,WIDTH,K",
         default="auto",
-        help="with --jaccard: the candidate pairs, fingerprints of MODE and WIDTH within K bits "
-        "(as 'rsimhash tune' recommends); auto picks them for T. Default: %(default)s",
+        help="with --jaccard: exact (every pair at least T alike, by the exact set-similarity join of "
+        "every record's set, held in memory), or the candidate pairs, fingerprints of MODE and WIDTH "
+        "within K bits (as 'rsimhash tune' recommends); auto takes exact when the sets fit "
+        "--memory-limit, else the candidates it picks for T, and the summary line says which. "
+        "Default: %(default)s",
     )
 
 
@@ -107,7 +112,8 @@ def settings(args: argparse.Namespace) -> Any:
     try:
         return Settings(args.jaccard, measure=args.measure, shingles=args.mode, width=args.width, candidates=args.candidates)
     except (ValueError, TypeError) as e:
-        raise UsageError(f"--candidates {','.join(map(str, args.candidates))}: {e}") from None
+        given = args.candidates if isinstance(args.candidates, str) else ",".join(map(str, args.candidates))
+        raise UsageError(f"--candidates {given}: {e}") from None
 
 
 def check_format(source: Source) -> None:
@@ -207,6 +213,14 @@ def with_bars(args: argparse.Namespace, desc: str, job: Any) -> Any:
         bars.close()
 
 
+def join_part(exact: bool, opts: Any) -> str:
+    """The summary line's word on where the pairs came from."""
+    if exact:
+        return "exact join"
+    mode, width, k = opts.candidates
+    return f"simhash candidates ({mode} width {width} within {k} bits)"
+
+
 def core_settings(opts: Any) -> dict:
     """Keyword arguments of the core's verified classes."""
     return dict(measure=opts.measure, shingles=opts.shingles, width=opts.width, candidates=opts.candidates)
@@ -231,7 +245,11 @@ class Gathered:
 
         self.opts = opts
         fits = path == "-" or first is None or text_bytes(source) * SET_BYTES_PER_TEXT_BYTE <= limit
-        self.corpus = _rsimhash.SimilarCorpus(opts.threshold, **core_settings(opts)) if fits else None
+        # --candidates exact holds every set whatever the limit; auto takes
+        # the exact join when they fit, the candidates' two passes when not.
+        fits = fits or opts.forced
+        self.exact = fits and opts.exact
+        self.corpus = _rsimhash.SimilarCorpus(opts.threshold, **core_settings(opts), exact=self.exact) if fits else None
         self.two = None if fits else SecondPass(args, opts, workspace, path, limit, full_rows=False)
 
     def add(self, chunk: Chunk, threads: Optional[int]) -> None:
@@ -241,6 +259,9 @@ class Gathered:
         else:
             assert self.two is not None
             self.two.first(chunk)
+
+    def join_part(self) -> str:
+        return join_part(self.exact, self.opts)
 
     def close(self) -> None:
         if self.two is not None:

@@ -1,0 +1,136 @@
+use super::*;
+use crate::similar::similarity;
+use proptest::prelude::*;
+
+/// Every pair at least `t` alike, by comparing all pairs.
+fn brute(sets: &[Vec<u64>], t: f64, measure: Measure) -> Vec<(u64, f32)> {
+    let mut out = Vec::new();
+    for a in 0..sets.len() {
+        for b in a + 1..sets.len() {
+            let s = similarity(&sets[a], &sets[b], measure);
+            if s >= t {
+                out.push(((a as u64) << 32 | b as u64, s as f32));
+            }
+        }
+    }
+    out
+}
+
+fn set_of(values: Vec<u64>) -> Vec<u64> {
+    let mut s = values;
+    s.sort_unstable();
+    s.dedup();
+    s
+}
+
+/// Sets drawn from a small universe (so that they overlap), with empty
+/// sets, one-value sets, copies and the extreme hashes among them.
+fn corpus() -> impl Strategy<Value = Vec<Vec<u64>>> {
+    let value = prop_oneof![0u64..24, Just(u64::MAX), Just(0u64)];
+    let fresh = prop::collection::vec(value, 0..14).prop_map(set_of);
+    prop::collection::vec((fresh, 0usize..4), 0..28).prop_map(|drawn| {
+        let mut sets: Vec<Vec<u64>> = Vec::new();
+        for (s, copy) in drawn {
+            // A copy of an earlier set now and then.
+            if copy == 0 && !sets.is_empty() {
+                let again = sets[s.len() % sets.len()].clone();
+                sets.push(again);
+            } else {
+                sets.push(s);
+            }
+        }
+        sets
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// The join finds exactly the pairs brute force finds, with the same
+    /// similarities, at every threshold from 0.05 to 1 and both measures.
+    #[test]
+    fn join_is_brute_force(sets in corpus(), containment in any::<bool>()) {
+        let measure = if containment { Measure::Containment } else { Measure::Jaccard };
+        for step in 1..=20 {
+            let t = f64::from(step) * 0.05;
+            let got = self_join(&sets, t, measure, &Control::default()).unwrap();
+            prop_assert_eq!(got, brute(&sets, t, measure), "{} at {}", measure, t);
+        }
+    }
+
+    /// Thresholds that are not round numbers, where the f64 test decides.
+    #[test]
+    fn odd_thresholds(sets in corpus(), t in 0.01f64..1.0, containment in any::<bool>()) {
+        let measure = if containment { Measure::Containment } else { Measure::Jaccard };
+        prop_assert_eq!(self_join(&sets, t, measure, &Control::default()).unwrap(), brute(&sets, t, measure));
+    }
+}
+
+/// Larger random sets over a Zipf-like universe: long prefixes, long lists.
+#[test]
+fn larger_sets_match_brute_force() {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let base: Vec<Vec<u64>> = (0..40).map(|_| set_of((0..60).map(|_| next() % 400).collect())).collect();
+    let mut sets = base.clone();
+    for s in &base {
+        let mut edited: Vec<u64> = s.iter().copied().filter(|_| next() % 10 != 0).collect();
+        edited.extend((0..next() % 8).map(|_| 1000 + next() % 50));
+        sets.push(set_of(edited));
+    }
+    for measure in [Measure::Jaccard, Measure::Containment] {
+        for t in [0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 1.0] {
+            let got = self_join(&sets, t, measure, &Control::default()).unwrap();
+            assert_eq!(got, brute(&sets, t, measure), "{measure} at {t}");
+        }
+    }
+}
+
+/// A thousand copies of one set and a few near copies: the copies are
+/// joined once, and their pairs listed.
+#[test]
+fn copies_are_joined_once() {
+    let one: Vec<u64> = (0..50).collect();
+    let mut sets = vec![one.clone(); 1000];
+    sets.push((25..75).collect());
+    sets.push(vec![]);
+    sets.push(vec![]);
+    let got = self_join(&sets, 0.9, Measure::Jaccard, &Control::default()).unwrap();
+    // 1000 * 999 / 2 copies, the two empty sets, and not the half copy.
+    assert_eq!(got.len(), 1000 * 999 / 2 + 1);
+    assert_eq!(got.last().unwrap(), &((1001u64 << 32 | 1002), 1.0));
+    let got = self_join(&sets, 0.9, Measure::Containment, &Control::default()).unwrap();
+    assert_eq!(got.len(), 1000 * 999 / 2 + 1);
+}
+
+#[test]
+fn thresholds_are_checked() {
+    let sets: Vec<Vec<u64>> = vec![vec![1], vec![1]];
+    for t in [0.0, -1.0, 1.5, f64::NAN] {
+        assert!(self_join(&sets, t, Measure::Jaccard, &Control::default()).is_err());
+    }
+}
+
+#[test]
+fn need_is_the_least_overlap() {
+    for measure in [Measure::Jaccard, Measure::Containment] {
+        for nx in 1..40usize {
+            for ny in nx..50usize {
+                for step in 1..=100 {
+                    let t = f64::from(step) / 100.0;
+                    let alike = |o: usize| {
+                        let whole = if measure == Measure::Jaccard { nx + ny - o } else { nx };
+                        o as f64 / whole as f64 >= t
+                    };
+                    let want = (1..=nx).find(|&o| alike(o)).unwrap_or(nx + 1);
+                    assert_eq!(need(nx, ny, t, measure), want, "{nx} {ny} {t}");
+                }
+            }
+        }
+    }
+}
