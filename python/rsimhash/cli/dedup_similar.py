@@ -49,8 +49,9 @@ def run(
     if removed is not None:
         removed.write(removed_header(similar_pairs.similarity_column(args), hasattr(source, "shard_of")))
     fits = path == "-" or first is None or similar_pairs.text_bytes(source) * similar_pairs.SET_BYTES_PER_TEXT_BYTE <= limit
-    # The exact join holds every record's set and the records themselves.
-    exact_fits = path == "-" or first is None or similar_pairs.text_bytes(source) * EXACT_BYTES_PER_TEXT_BYTE <= limit
+    # The exact join holds every record's set and the records themselves: a
+    # stream of unknown size (stdin) keeps to the candidates unless told.
+    exact_fits = first is None or (path != "-" and similar_pairs.text_bytes(source) * EXACT_BYTES_PER_TEXT_BYTE <= limit)
     if opts.forced or (opts.exact and exact_fits):
         return _in_memory_exact(args, opts, source, chunks, out, removed)
     if fits and path == args.input:
