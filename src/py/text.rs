@@ -4,7 +4,12 @@
 //! itself (for an ASCII str, its own data): no copy, no new object. It has
 //! been in CPython's ABI since 3.3 and in the limited API since 3.10; pyo3-ffi
 //! hides it from abi3-py39 builds, so it is declared here. Every CPython this
-//! abi3 wheel can load into exports it.
+//! abi3 wheel can load into exports it: on Windows the symbol is imported
+//! from `python3.dll` (raw-dylib, as pyo3 links everything else there), which
+//! exports it from 3.10 on, so Windows builds are abi3-py310 (Cargo.toml).
+//! Every `extern` block of the bindings carries that link attribute; a test
+//! (`tests/test_windows_link.py`) holds them to it, since only a Windows
+//! build would notice a missing one.
 
 use std::os::raw::c_char;
 
@@ -15,6 +20,8 @@ use pyo3::types::{PyBytes, PyString};
 
 use super::convert::type_name;
 
+// Without the attribute the Windows link has no library to find it in.
+#[cfg_attr(windows, link(name = "python3", kind = "raw-dylib"))]
 extern "C" {
     fn PyUnicode_AsUTF8AndSize(unicode: *mut ffi::PyObject, size: *mut ffi::Py_ssize_t) -> *const c_char;
 }
