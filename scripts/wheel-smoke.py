@@ -53,7 +53,7 @@ def make_texts(n: int = 300, seed: int = 41) -> list[str]:
     rnd = random.Random(seed)
     texts = ["", " ", "a", "😀", "e\u0301"]
     while len(texts) < n:
-        words = rnd.choice([3, 12, 60, 400, 1200])
+        words = rnd.choice([3, 12, 60, 150, 500])
         pools = rnd.sample(range(len(POOLS)), rnd.randint(1, 3))
         parts = []
         for _ in range(rnd.randint(1, words)):
