@@ -48,7 +48,7 @@ PLATFORMS = {
 # Legacy names of the same tags (PEP 599 -> PEP 600).
 ALIASES = {"manylinux2014_x86_64": "manylinux_2_17_x86_64", "manylinux2014_aarch64": "manylinux_2_17_aarch64"}
 
-# What llvm-objdump -f calls each architecture.
+# What llvm-readobj calls each architecture.
 OBJDUMP_ARCH = {
     ("linux", "x86_64"): "x86_64",
     ("linux", "aarch64"): "aarch64",
@@ -155,14 +155,24 @@ def check_linux(binary: Path, plat: str, r: Report, auditwheel: str | None) -> N
 
 def check_macos(binary: Path, spec: dict, r: Report) -> None:
     heads = llvm("llvm-objdump", "--macho", "--private-headers", str(binary))
-    libs = set(re.findall(r"^\s*name (\S+) \(offset", heads, re.M))
+    # The dylibs it loads: LC_LOAD_DYLIB and kin, not LC_ID_DYLIB or the dyld of LC_LOAD_DYLINKER.
+    libs = set()
+    for command in heads.split("Load command")[1:]:
+        kind = re.search(r"cmd (LC_\w+)", command)
+        name = re.search(r"^\s*name (\S+) \(offset", command, re.M)
+        if kind and name and kind.group(1) in ("LC_LOAD_DYLIB", "LC_LOAD_WEAK_DYLIB", "LC_REEXPORT_DYLIB", "LC_LAZY_LOAD_DYLIB"):
+            libs.add(name.group(1))
     r.check(not any("ython" in n for n in libs), "links no libpython or Python framework")
     r.check(libs <= MACOS_LIBS, f"links only system libraries: {', '.join(sorted(libs))}")
     minos = re.search(r"cmd LC_BUILD_VERSION.*?minos (\d+)\.(\d+)", heads, re.S) or re.search(
         r"cmd LC_VERSION_MIN_MACOSX.*?version (\d+)\.(\d+)", heads, re.S
     )
     got = (int(minos.group(1)), int(minos.group(2))) if minos else None
-    r.check(got is not None and got <= spec["minos"], f"minimum OS: macOS {got} (tag says {spec['minos']})")
+    shown = "%d.%d" % got if got else "?"
+    r.check(got is not None and got <= spec["minos"], f"minimum OS: macOS {shown} (tag: %d.%d)" % spec["minos"])
+    if spec["arch"] == "arm64":
+        # Apple silicon runs only signed code: the linker's ad-hoc signature must be there.
+        r.check("cmd LC_CODE_SIGNATURE" in heads, "carries a code signature (LC_CODE_SIGNATURE; arm64 runs only signed code)")
     exports = llvm("llvm-nm", "-g", "--defined-only", str(binary)).split()
     r.check("_PyInit__rsimhash" in exports, "exports PyInit__rsimhash")
     undefined = llvm("llvm-nm", "-u", str(binary)).split()
@@ -237,10 +247,11 @@ def check_wheel(wheel: Path, auditwheel: str | None) -> tuple[Report, set[str]]:
         with tempfile.TemporaryDirectory() as tmp:
             binary = Path(tmp) / Path(ext[0]).name
             binary.write_bytes(zf.read(ext[0]))
-            head = llvm("llvm-objdump", "-f", str(binary))
-            arch = re.search(r"architecture: (\S+)", head)
+            # llvm-readobj, not llvm-objdump -f, which refuses zig's Mach-O files.
+            head = llvm("llvm-readobj", "--file-headers", str(binary))
+            arch = re.search(r"^Arch: (\S+)", head, re.M)
             want_arch = OBJDUMP_ARCH.get((spec["os"], spec["arch"]))
-            fmt = re.search(r"file format (\S+)", head)
+            fmt = re.search(r"^Format: (.+)$", head, re.M)
             r.check(
                 arch is not None and arch.group(1) == want_arch,
                 f"binary: {fmt.group(1) if fmt else '?'}, architecture {arch.group(1) if arch else '?'}",
