@@ -63,6 +63,8 @@ def test_windows_reads_text_without_pyunicode_asutf8andsize():
     assert set(by_cfg) == {"windows", "not(windows)"}, "src/py/text.rs: one utf8() for Windows, one for the rest"
     assert "PyUnicode_AsUTF8AndSize" not in by_cfg["windows"] and "PyUnicode_AsUTF8String" in by_cfg["windows"]
     assert "PyUnicode_AsUTF8AndSize" in by_cfg["not(windows)"]
+    # Declared for the others only: unused on Windows, it would be dead code there.
+    assert re.search(r"#\[cfg\(not\(windows\)\)\]\s*\n\s*fn PyUnicode_AsUTF8AndSize\(", text)
     # Called nowhere else: a call outside the non-Windows reader would be imported on Windows too.
     rest = text
     for body in by_cfg.values():

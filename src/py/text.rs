@@ -28,10 +28,11 @@ use pyo3::types::{PyBytes, PyString};
 
 use super::convert::type_name;
 
-// Without the attribute a Windows link has no library to find it in (it is
-// not called there: see the module docs).
+// Without the attribute a Windows link has no library to find these in.
 #[cfg_attr(windows, link(name = "python3", kind = "raw-dylib"))]
 extern "C" {
+    // Not on Windows, where 3.9's python3.dll lacks it (see the module docs).
+    #[cfg(not(windows))]
     fn PyUnicode_AsUTF8AndSize(unicode: *mut ffi::PyObject, size: *mut ffi::Py_ssize_t) -> *const c_char;
 }
 
