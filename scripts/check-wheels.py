@@ -214,7 +214,8 @@ def check_windows(binary: Path, r: Report) -> None:
     minor = re.search(r"MinorSubsystemVersion: (\d+)", hdr)
     version = f"{major.group(1)}.{minor.group(1)}" if major and minor else "?"
     r.check(
-        major is not None and int(major.group(1)) <= 6, f"minimum OS: subsystem version {version} (6.x: Windows Vista/7 or later)"
+        major is not None and int(major.group(1)) <= 6,
+        f"minimum OS: PE subsystem version {version}, none newer asked for (Rust's std needs Windows 10)",
     )
 
 
