@@ -19,8 +19,6 @@
 //! build.) `tests/test_windows_link.py` holds the sources to both points,
 //! since only a Windows build would notice.
 
-use std::os::raw::c_char;
-
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -33,7 +31,7 @@ use super::convert::type_name;
 extern "C" {
     // Not on Windows, where 3.9's python3.dll lacks it (see the module docs).
     #[cfg(not(windows))]
-    fn PyUnicode_AsUTF8AndSize(unicode: *mut ffi::PyObject, size: *mut ffi::Py_ssize_t) -> *const c_char;
+    fn PyUnicode_AsUTF8AndSize(unicode: *mut ffi::PyObject, size: *mut ffi::Py_ssize_t) -> *const std::os::raw::c_char;
 }
 
 /// A str's UTF-8 bytes and the object that holds them, or `None` (with a
