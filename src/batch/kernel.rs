@@ -72,7 +72,9 @@ pub(crate) struct TableKernel<'d> {
     /// What becomes of groups of more first copies than
     /// [`super::dense::DENSE_GROUP`].
     dense: Dense,
-    /// How large groups are compared (AVX-512 or AVX2 popcounts).
+    /// How large groups are compared (AVX-512 or AVX2 popcounts; other
+    /// CPUs have only the scalar loop).
+    #[cfg(target_arch = "x86_64")]
     wide: Wide,
 }
 
@@ -99,9 +101,12 @@ struct Copies {
 
 /// Groups from this many keys go through the eight-wide comparison; in
 /// smaller ones the scalar loop's setup is cheaper.
+#[cfg(target_arch = "x86_64")]
 const WIDE_GROUP: usize = 24;
 
-/// How large groups are compared on this CPU.
+/// How large groups are compared on this CPU (x86-64 only: elsewhere every
+/// group goes through the scalar loop).
+#[cfg(target_arch = "x86_64")]
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Wide {
     /// One key at a time.
@@ -113,15 +118,13 @@ enum Wide {
 }
 
 /// The widest comparison of groups this CPU has.
+#[cfg(target_arch = "x86_64")]
 fn wide_popcount() -> Wide {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if crate::cpu::x86_has!("avx512f", "avx512vpopcntdq") {
-            return Wide::Avx512;
-        }
-        if crate::cpu::x86_has!("avx2") {
-            return Wide::Avx2;
-        }
+    if crate::cpu::x86_has!("avx512f", "avx512vpopcntdq") {
+        return Wide::Avx512;
+    }
+    if crate::cpu::x86_has!("avx2") {
+        return Wide::Avx2;
     }
     Wide::Scalar
 }
@@ -248,6 +251,7 @@ impl<'d> TableKernel<'d> {
             bucket_bits: spec.prefix.min(bucket_bits).min(MAX_BUCKET_BITS),
             collapse,
             dense,
+            #[cfg(target_arch = "x86_64")]
             wide: wide_popcount(),
         }
     }

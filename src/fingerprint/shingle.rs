@@ -40,6 +40,7 @@ pub(crate) trait Sink {
 
     /// The vote, when the sink is one that may take the vector kernel's
     /// counts (an AVX2 CPU, no `RSIMHASH_PORTABLE`).
+    #[cfg(target_arch = "x86_64")]
     fn wide(&mut self) -> Option<&mut Tally> {
         None
     }
@@ -51,6 +52,7 @@ impl Sink for Tally {
         Tally::add(self, hashes);
     }
 
+    #[cfg(target_arch = "x86_64")]
     fn wide(&mut self) -> Option<&mut Tally> {
         self.avx2().then_some(self)
     }
@@ -66,6 +68,7 @@ impl Sink for Vec<u64> {
 /// costs more than it saves.
 const SPLIT_MIN: usize = 64;
 /// Bytes below which a text is not cut in four for the vector kernel.
+#[cfg(target_arch = "x86_64")]
 const WIDE_MIN: usize = 256;
 /// Slots of a stream's ring of hashes.
 const RING: usize = 256;
@@ -145,7 +148,9 @@ trait Lanes: Sized {
     fn split(units: &[u8], count: usize) -> Option<(&[u8], &[u8])>;
     /// Splits `units` in four parts the same way (each after the first
     /// starts `W - 1` units before its cut), or None when the cuts do not
-    /// fall on four distinct units with `W - 1` units before each.
+    /// fall on four distinct units with `W - 1` units before each (for the
+    /// AVX2 kernel, so x86-64 only).
+    #[cfg(target_arch = "x86_64")]
     fn split4(units: &[u8]) -> Option<[&[u8]; 4]>;
     /// Hashes the first `steps` bytes of each part with AVX2, voting the
     /// shingles completed there into `votes`; returns each part's lanes to
@@ -161,6 +166,7 @@ trait Lanes: Sized {
 /// first starting `back` units before its cut. `cut(at)` is the first unit
 /// boundary at or after byte `at` (where the next part's own units start),
 /// `before(c)` the start of the unit that ends at boundary `c`.
+#[cfg(target_arch = "x86_64")]
 fn split4_by(units: &[u8], back: usize, cut: impl Fn(usize) -> Option<usize>, before: impl Fn(usize) -> Option<usize>) -> Option<[&[u8]; 4]> {
     let len = units.len();
     let mut ends = [len; 4];
@@ -322,6 +328,7 @@ impl<const W: usize> Lanes for WordLanes<W> {
         Some((&stream[..=cut], &stream[space + 1..]))
     }
 
+    #[cfg(target_arch = "x86_64")]
     fn split4(stream: &[u8]) -> Option<[&[u8]; 4]> {
         // A part ends with the space after its last token; the next one
         // starts after the space W tokens before that.
@@ -395,6 +402,7 @@ impl<const W: usize> Lanes for CharLanes<W> {
         Some((&text[..cut], &text[b_start..]))
     }
 
+    #[cfg(target_arch = "x86_64")]
     fn split4(text: &[u8]) -> Option<[&[u8]; 4]> {
         // A part ends before a code point; the next one starts W - 1 code
         // points before that.

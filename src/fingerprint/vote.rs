@@ -36,23 +36,22 @@ pub(crate) struct Tally {
     pending: usize,
     totals: [u32; 64],
     n: u64,
+    /// Whether the AVX2 kernels count (x86-64 only: other CPUs always run
+    /// the portable loop).
+    #[cfg(target_arch = "x86_64")]
     avx2: bool,
 }
 
 impl Default for Tally {
     fn default() -> Self {
-        Tally { counts: [0; 64], pending: 0, totals: [0; 64], n: 0, avx2: has_avx2() }
-    }
-}
-
-fn has_avx2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        crate::cpu::x86_has!("avx2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
+        Tally {
+            counts: [0; 64],
+            pending: 0,
+            totals: [0; 64],
+            n: 0,
+            #[cfg(target_arch = "x86_64")]
+            avx2: crate::cpu::x86_has!("avx2"),
+        }
     }
 }
 
@@ -60,16 +59,21 @@ impl Tally {
     /// A tally that never uses AVX2 (to test the portable path).
     #[cfg(test)]
     fn portable() -> Self {
-        Tally { avx2: false, ..Tally::default() }
+        #[cfg(target_arch = "x86_64")]
+        return Tally { avx2: false, ..Tally::default() };
+        #[cfg(not(target_arch = "x86_64"))]
+        Tally::default()
     }
 
     /// Whether AVX2 kernels may vote into this tally ([`Self::add_counts`]).
+    #[cfg(target_arch = "x86_64")]
     pub(crate) fn avx2(&self) -> bool {
         self.avx2
     }
 
     /// Adds votes counted elsewhere: `ones[j]` hashes with bit `j` set, of
-    /// `n` hashes in all.
+    /// `n` hashes in all (by the AVX2 kernels of `shingle`).
+    #[cfg(target_arch = "x86_64")]
     pub(crate) fn add_counts(&mut self, ones: &[u32; 64], n: u64) {
         for (t, &o) in self.totals.iter_mut().zip(ones) {
             *t += o;

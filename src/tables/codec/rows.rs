@@ -40,7 +40,9 @@ const MAX_KEY_BITS: usize = MAX_CODE_LEN as usize + 63;
 #[derive(Clone, Debug)]
 pub struct RowTable {
     table: Box<Table>,
-    /// No code is longer than 10 bits: the loop reads a quarter of the table.
+    /// No code is longer than 10 bits: the loop reads a quarter of the table
+    /// (the x86-64 assembly's shortcut; the portable loop needs no flag).
+    #[cfg(target_arch = "x86_64")]
     short: bool,
 }
 
@@ -65,7 +67,11 @@ impl RowTable {
                 *slot = [len as u8, h as u8, (h + len) as u8, wide];
             }
         }
-        RowTable { table, short: decoder.mask < 1 << 10 }
+        RowTable {
+            table,
+            #[cfg(target_arch = "x86_64")]
+            short: decoder.mask < 1 << 10,
+        }
     }
 }
 
@@ -98,6 +104,9 @@ pub fn decode_rows(data: &[u8], decoder: &Decoder, rt: &RowTable, starts: [usize
 enum Loop {
     /// The assembly where the CPU has BMI1 and BMI2, else the portable loop.
     Best,
+    /// The portable loop even where the assembly could run (elsewhere than
+    /// on x86-64, `Best` is this loop already).
+    #[cfg(any(test, target_arch = "x86_64"))]
     Portable,
     /// The assembly for codes of any length, on any table.
     #[cfg(all(test, target_arch = "x86_64"))]
@@ -164,6 +173,9 @@ unsafe fn lockstep_loop(by: Loop, data: &[u8], rt: &RowTable, steps: usize, pos:
         let (data, steps) = (data.as_ptr(), steps - 1);
         return if rt.short && by == Loop::Best { asm::short(data, table, out, steps, pos) } else { asm::any(data, table, out, steps, pos) };
     }
+    // Elsewhere than on x86-64 every loop is the portable one.
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = by;
     portable_loop(data, rt, steps, pos, rows)
 }
 
@@ -439,9 +451,10 @@ mod tests {
         let rt = RowTable::new(&decoder);
         let mut rows = Rows::new();
         let blocks = e.first.len();
-        let mut loops = vec![Loop::Best, Loop::Portable];
         #[cfg(target_arch = "x86_64")]
-        loops.push(Loop::Long);
+        let loops = [Loop::Best, Loop::Portable, Loop::Long];
+        #[cfg(not(target_arch = "x86_64"))]
+        let loops = [Loop::Best, Loop::Portable];
         for by in loops {
             for b in (0..blocks.saturating_sub(LANES - 1)).step_by(3) {
                 let counts: [usize; LANES] = std::array::from_fn(|l| (e.ranks[b + l + 1] - e.ranks[b + l]) as usize);
