@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import glob
-import hashlib
 import io
 import os
 import shutil
@@ -25,8 +24,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 from cli_helpers import make_records, write_jsonl  # noqa: E402
-from rsimhash import _gate  # noqa: E402
 from rsimhash.cli import main  # noqa: E402
+from test_write_gate import snapshot  # noqa: E402
 
 EXAMPLES = int(os.environ.get("RSIMHASH_GATE_EXAMPLES", "40"))
 
@@ -52,24 +51,6 @@ OUTPUTS = [
     "in/link/k.jsonl",
 ]
 EXTRAS = [None, "out/removed.tsv", "removed.tsv", "in/a.jsonl", "in/sub/r.tsv", "k.jsonl"]
-
-
-def snapshot(top: str) -> dict:
-    """Relative path -> sha256 (or link target) of everything under ``top``,
-    not following links; lock files (they name their last holder) aside."""
-    found = {}
-    for folder, dirs, files in os.walk(top):
-        for name in dirs + files:
-            path = os.path.join(folder, name)
-            rel = os.path.relpath(path, top)
-            if name == _gate.LOCK:
-                continue
-            if os.path.islink(path):
-                found[rel] = "-> " + os.readlink(path)
-            elif name in files:
-                with open(path, "rb") as f:
-                    found[rel] = hashlib.sha256(f.read()).hexdigest()
-    return found
 
 
 def under(rel: str, given: str, cwd: str, top: str) -> bool:

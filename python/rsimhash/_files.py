@@ -19,7 +19,7 @@ import os
 import re
 import secrets
 import shutil
-from typing import IO, Any, Optional, Pattern
+from typing import IO, Any, Iterator, Optional, Pattern
 
 MARKER = "rsimhash-temporary"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -42,6 +42,16 @@ def create_fresh(path: str, buffering: int = -1) -> IO[bytes]:
     except FileNotFoundError:
         pass
     return create_new(path, buffering)
+
+
+def blocks(path: str, size: int = 4 << 20) -> Iterator[bytes]:
+    """The bytes of file ``path``, ``size`` at a time."""
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(size)
+            if not block:
+                return
+            yield block
 
 
 def pid_alive(pid: int) -> bool:

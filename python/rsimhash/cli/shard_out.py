@@ -41,7 +41,7 @@ import zlib
 from typing import Any, Dict, List, Sequence, Set
 
 from .. import _gate
-from .._files import create_fresh, temporary_name
+from .._files import blocks, create_fresh, temporary_name
 from .errors import InputError, UsageError
 from .outputs import Output, sync_files
 from .shards import Shards
@@ -83,12 +83,9 @@ def run_digest(args: argparse.Namespace, shards: Shards) -> str:
 
 def _crc(path: str) -> int:
     crc = 0
-    with open(path, "rb") as f:
-        while True:
-            block = f.read(4 << 20)
-            if not block:
-                return crc
-            crc = zlib.crc32(block, crc)
+    for block in blocks(path):
+        crc = zlib.crc32(block, crc)
+    return crc
 
 
 def _is_ours(name: str) -> bool:

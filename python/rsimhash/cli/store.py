@@ -46,7 +46,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .._files import create_new, temporary_name
+from .._files import blocks, create_new, temporary_name
 from .errors import InputError, UsageError
 
 MANIFEST = "store.json"
@@ -157,13 +157,7 @@ def check_part(path: str) -> int:
 
 
 def _count_lines(path: str) -> int:
-    lines = 0
-    with open(path, "rb") as f:
-        while True:
-            block = f.read(4 << 20)
-            if not block:
-                return lines
-            lines += block.count(b"\n")
+    return sum(block.count(b"\n") for block in blocks(path))
 
 
 def open_stores(directories: Sequence[str], args: argparse.Namespace, own: Optional[Dict[str, int]] = None) -> "Stores":
