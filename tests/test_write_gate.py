@@ -346,6 +346,7 @@ def test_a_long_output_name_gets_a_temporary_name_that_fits(tmp_path):
 def test_a_manifest_that_cannot_be_written_names_its_path_and_leaves_nothing(tmp_path, monkeypatch):
     import errno
 
+    from rsimhash import _files
     from rsimhash.cli import shard_out
 
     class Full:
@@ -362,7 +363,7 @@ def test_a_manifest_that_cannot_be_written_names_its_path_and_leaves_nothing(tmp
         def write(self, data):
             raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(shard_out, "create_fresh", Full)
+    monkeypatch.setattr(_files, "create_new", Full)
     outputs = object.__new__(shard_out.ShardOutputs)
     outputs.directory, outputs.run, outputs.written, outputs.finished = str(tmp_path), "x", [], {}
     with pytest.raises(shard_out.InputError, match="rsimhash-shards.json: cannot write: No space left"):

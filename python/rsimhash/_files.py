@@ -14,6 +14,7 @@ directories, as the Rust core writes its own (``src/files.rs``).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -115,6 +116,37 @@ def temporary_name(path: str) -> str:
     name = stem(name)
     remove_stale(directory, re.compile(re.escape(f".{name}.") + r"(?P<pid>\d+)\.[0-9a-f]+\.tmp"))
     return os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+
+
+def write_whole(path: str, data: Any, *, replace: bool = True, sync: bool = False) -> None:
+    """``data`` written to ``path`` whole or not at all: into a temporary name
+    beside it (created new), with ``sync`` fsynced, then renamed over
+    ``path`` (``replace``) or linked where no file is (``FileExistsError``
+    where one is; on a file system without hard links, renamed there). The
+    temporary file never outlives the call."""
+    tmp = temporary_name(path)
+    try:
+        with create_new(tmp) as f:
+            f.write(data)
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
+        if replace:
+            os.replace(tmp, path)
+            return
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise
+        except OSError:  # no hard links here: the caller's lock keeps other writers out
+            if os.path.lexists(path):
+                raise FileExistsError(errno.EEXIST, "File exists", path) from None
+            os.rename(tmp, path)
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 def own_directory(parent: Optional[str], prefix: str) -> str:

@@ -118,3 +118,11 @@ def ranked(names: np.ndarray, name: str) -> Tuple[np.ndarray, np.ndarray]:
     ranks = np.empty(len(names), dtype=np.uint64)
     ranks[order] = np.arange(len(names), dtype=np.uint64)
     return ranks, by_rank
+
+
+def not_utf8(value: str, at: int) -> str:
+    """The words naming an id that UTF-8 cannot hold, ``value[at]`` being the
+    lone surrogate in it (as a JSON escape such as ``"\\ud800"`` makes): the
+    id shown with escapes, so that the message itself can be printed."""
+    shown = value.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+    return f"the id {shown!r} cannot be written as UTF-8 (it holds the lone surrogate U+{ord(value[at]):04X})"

@@ -56,18 +56,7 @@ class Report(str):
     def save(self, path: Any) -> None:
         """Writes the page to ``path`` (UTF-8), whole or not at all: under a
         temporary name beside it, renamed over it when complete."""
-        path = os.fspath(path)
-        tmp = _files.temporary_name(path)
-        try:
-            with _files.create_new(tmp) as f:
-                f.write(str(self).encode("utf-8", "surrogatepass"))
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        _files.write_whole(os.fspath(path), str(self).encode("utf-8", "surrogatepass"))
 
 
 class _Column:

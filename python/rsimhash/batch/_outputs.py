@@ -12,7 +12,7 @@ from typing import Any, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from .. import _arrow, _files
+from .. import _arrow, _files, _ids
 from .._optional import module
 
 ROWS = 1 << 20  # rows written at a time
@@ -144,11 +144,7 @@ def _utf8_ids(ids: List[Any], path: str) -> List[Any]:
             try:
                 x.encode("utf-8")
             except UnicodeEncodeError as e:
-                shown = x.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
-                code = f"U+{ord(x[e.start]):04X}"
-                raise ValueError(
-                    f"{path}: the id {shown!r} cannot be written as UTF-8 (it holds the lone surrogate {code})"
-                ) from None
+                raise ValueError(f"{path}: {_ids.not_utf8(x, e.start)}") from None
     return ids
 
 

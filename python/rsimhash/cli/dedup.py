@@ -39,12 +39,13 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
+from .._gate import is_special
 from .._records import Chunk, Source
 from . import similar_pairs
 from .dedup_writer import Kept, bits, kept_writer, removed_header, shard_names, shards_done, summary, write_removed
 from .errors import UsageError
 from .options import add_distance, add_input, add_memory, add_run, add_text, make_index, memory_limit, open_source
-from .outputs import Output, Outputs, _is_special
+from .outputs import Output, Outputs
 from .pipeline import fingerprints_of, prefetch
 from .progress import Progress
 from .shards import is_sharded, resolve_args
@@ -156,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     explicit = args.memory_limit is not None or args.workdir is not None
     need_ids = args.removed is not None or args.save_fingerprints is not None
     shard_out = None
-    if sharded and args.output != "-" and not _is_special(args.output):
+    if sharded and not is_special(args.output):
         from .shard_out import ShardOutputs
 
         shard_out = ShardOutputs(args.output, args.input, args)  # refuses a directory of other files before any work

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 
+from .._ids import not_utf8
 from .._records.errors import RecordError
 
 EXIT_OK = 0
@@ -101,9 +102,4 @@ def utf8(text: str) -> bytes:
         start = max(text.rfind("\t", 0, e.start), text.rfind("\n", 0, e.start)) + 1
         ends = [i for i in (text.find("\t", e.end), text.find("\n", e.end)) if i >= 0]
         field = text[start : min(ends) if ends else len(text)]
-        shown = field.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
-        code = f"U+{ord(text[e.start]):04X}"
-        raise UnencodableError(
-            f"the id {shown!r} cannot be written as UTF-8 (it holds the lone surrogate {code}, as a JSON escape "
-            "can make); fix it in the input"
-        ) from None
+        raise UnencodableError(f"{not_utf8(field, e.start - start)}; fix it in the input") from None

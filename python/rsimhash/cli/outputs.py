@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import gzip
 import os
-import stat
 import sys
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Deque, List, Optional
 
 from .._files import create_new, temporary_name
+from .._gate import is_special
 from .._optional import module
 from .errors import InputError, UsageError
 from .stdio import stdout_binary
@@ -101,7 +101,7 @@ class Output:
         if os.path.isdir(path):
             raise InputError(path, None, "cannot write: it is a directory")
         name = os.path.basename(path)
-        if _is_special(path):
+        if is_special(path):
             try:
                 self._raw = open(path, "wb", buffering=1 << 20)  # closed by commit or discard
             except OSError as e:
@@ -223,15 +223,6 @@ class Output:
         self._tmp = None
 
 
-def _is_special(path: str) -> bool:
-    """Whether ``path`` exists and is not a regular file or a directory."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
-
-
 def sync_files(paths: List[str]) -> None:
     """fsync of each file, then of each of their directories."""
     for path in paths:
@@ -275,7 +266,7 @@ class Outputs:
         # Two files under one name would overwrite each other; a device such
         # as /dev/null takes both.
         same = path != "-" and any(os.path.abspath(o.path) == os.path.abspath(path) for o in self._items)
-        if same and not _is_special(path):
+        if same and not is_special(path):
             raise UsageError(f"{path} is given as two outputs")
         out = Output(path)
         self._items.append(out)

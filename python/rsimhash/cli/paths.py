@@ -14,7 +14,7 @@ import argparse
 import os
 from typing import Any, Callable, Dict, Optional
 
-from .._gate import Plan
+from .._gate import Plan, is_special
 from .shards import is_sharded, resolve_args
 
 
@@ -51,7 +51,7 @@ def _records(args: argparse.Namespace, plan: Plan, lenient: Optional[str] = None
     """``dedup``, ``cluster``, ``find-all``: shards in, one output (or a directory of them)."""
     _inputs(plan, args, lenient)
     _against(plan, args)
-    sharded_out = args.command == "dedup" and is_sharded(args.input) and args.output != "-" and not _special(args.output)
+    sharded_out = args.command == "dedup" and is_sharded(args.input) and not is_special(args.output)
     if sharded_out:
         plan.tree("--output", args.output, [(s.rel, s.path) for s in args.input])
     else:
@@ -61,20 +61,6 @@ def _records(args: argparse.Namespace, plan: Plan, lenient: Optional[str] = None
     store = getattr(args, "save_fingerprints", None)
     if store is not None:
         plan.store("--save-fingerprints", store)
-
-
-def _special(path: str) -> bool:
-    from .._gate import is_special
-
-    return is_special(path)
-
-
-def _dedup(args: argparse.Namespace, plan: Plan) -> None:
-    _records(args, plan)
-
-
-def _cluster(args: argparse.Namespace, plan: Plan) -> None:
-    _records(args, plan)
 
 
 def _find_all(args: argparse.Namespace, plan: Plan) -> None:
@@ -118,8 +104,8 @@ def _index(args: argparse.Namespace, plan: Plan) -> None:
 
 
 _COMMANDS: Dict[str, Callable[[argparse.Namespace, Plan], None]] = {
-    "dedup": _dedup,
-    "cluster": _cluster,
+    "dedup": _records,
+    "cluster": _records,
     "find-all": _find_all,
     "fingerprint": _fingerprint,
     "tune": _tune,

@@ -41,7 +41,7 @@ import zlib
 from typing import Any, Dict, List, Sequence, Set
 
 from .. import _gate
-from .._files import blocks, create_fresh, temporary_name
+from .._files import blocks, write_whole
 from .errors import InputError, UsageError
 from .outputs import Output, sync_files
 from .shards import Shards
@@ -174,17 +174,10 @@ class ShardOutputs:
 
     def _save(self) -> None:
         path = os.path.join(self.directory, MANIFEST)
-        tmp = temporary_name(path)
         data = {"format": FORMAT, "version": VERSION, "run": self.run, "written": self.written, "finished": self.finished}
-        try:
-            with create_fresh(tmp) as f:
-                f.write(json.dumps(data, indent=1, sort_keys=True).encode("utf-8", "surrogatepass"))
-            os.replace(tmp, path)
+        try:  # synced with the shards at the end of the run (``sync``)
+            write_whole(path, json.dumps(data, indent=1, sort_keys=True).encode("utf-8", "surrogatepass"))
         except OSError as e:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
             raise InputError(path, None, f"cannot write: {e.strerror or e}") from None
 
     def sync(self) -> None:

@@ -46,7 +46,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from .._files import blocks, create_new, temporary_name
+from .._files import blocks, write_whole
 from .errors import InputError, UsageError
 
 MANIFEST = "store.json"
@@ -335,29 +335,11 @@ def save(
 
 
 def _place(path: str, data: Any, replace: bool = False) -> None:
-    """``data`` written to ``path`` through a temporary file, synced; linked
-    into place only where no file is (``replace``: renamed over one)."""
-    tmp = temporary_name(path)
+    """``data`` written to ``path`` whole and synced; linked into place only
+    where no file is (``replace``: renamed over one)."""
     try:
-        with create_new(tmp) as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        if replace:
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                raise InputError(path, None, "exists already: another run added this part; run again") from None
-            except OSError:  # a file system without hard links: the store's lock keeps others out
-                if os.path.lexists(path):
-                    raise InputError(path, None, "exists already: another run added this part; run again") from None
-                os.rename(tmp, path)
+        write_whole(path, data, replace=replace, sync=True)
+    except FileExistsError:
+        raise InputError(path, None, "exists already: another run added this part; run again") from None
     except OSError as e:
         raise InputError(path, None, f"cannot write: {e.strerror or e}") from None
-    finally:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
