@@ -5,10 +5,12 @@
 //! The prefix-filter join of AllPairs and PPJoin (Bayardo, Ma, Srikant,
 //! WWW 2007; Xiao, Wang, Lin, Yu, WWW 2008), on the sets' FNV-1a 64 hashes:
 //!
-//! 1. **Token order.** Every distinct hash is counted over the sets (one
-//!    sort), and ranked by its document frequency, rarest first, ties broken
-//!    by the hash, so the order (and the answer's order of work) is
-//!    deterministic. Each set becomes an ascending array of `u32` ranks.
+//! 1. **Token order.** Every distinct hash is counted over the sets
+//!    (scattered by its top bits and counted bucket by bucket in a table
+//!    that stays in cache), and ordered rarest first by a rarity class of
+//!    its document frequency, then by a fixed order within the class, so
+//!    the work is the same on every run. Each set becomes an ascending
+//!    array of `u32` ranks ([`rank`]).
 //! 2. **Copies.** Sets equal value by value form a group, joined once: a
 //!    thousand copies of a page cost one set in the join, and their
 //!    `c (c - 1) / 2` pairs are listed from the groups (output size).
@@ -26,14 +28,19 @@
 //!    filter). The positional filter drops a partner as soon as the common
 //!    values counted so far and those that could still come fall short of
 //!    the pair's overlap.
-//! 5. **Verification.** Each surviving partner is merged with `x` by rank,
-//!    stopping once the overlap can no longer be reached; the similarity is
+//! 5. **Verification.** Each surviving partner is merged with `x` by rank
+//!    from just after the last common value the probe counted (every one
+//!    before it was counted, none after), stopping once the overlap can no
+//!    longer be reached; the similarity is
 //!    computed as [`super::similarity`] computes it, in `f64`, and kept
 //!    when it is at least the threshold.
 //!
-//! Memory beside the sets: 8 bytes a value while ranking (the hashes
-//! sorted, one array), then 12 bytes a value held by two sets or more (its
-//! hash and count, and its rank in each set) and 8 bytes an indexed one.
+//! Memory beside the sets: 12 bytes a value while ranking (the hashes
+//! scattered, and which shared value each is), then 4 bytes a value held
+//! by two sets or more (its rank in each set) and 8 bytes an indexed one.
+
+use std::sync::atomic::AtomicU32;
+use std::sync::atomic::Ordering::Relaxed;
 
 use rayon::prelude::*;
 
@@ -108,103 +115,274 @@ fn indexed_len(n: usize, t: f64, measure: Measure) -> usize {
     }
 }
 
-/// The ranks of each set: the values in two sets or more ranked by
-/// document frequency (rarest first, ties by hash), each set's ranks
-/// ascending, and the count of its values in no other set.
+/// The ranks of each set: the values in two sets or more in a fixed order,
+/// rarest first, each set's ranks ascending, and the count of its values in
+/// no other set.
+///
+/// The order is by rarity class (the number of sets holding a value, exact
+/// up to 33, then by powers of two: what the prefix filter needs of it is
+/// that the rare values come first), then by the top bits of the hash, then
+/// by the first set holding the value: a fixed order, so the work is the
+/// same on every run, and any order gives the same answer.
+///
+/// No global sort of the values and no lookup of each value's rank: the
+/// values are scattered into buckets by their top bits (each block of sets
+/// into buckets of its own, so the threads write apart), each bucket's
+/// values are counted in a small hash table that stays in cache (which also
+/// notes, for each value met, which distinct value it is), the few distinct
+/// shared values are ranked by one counting sort on their class, and each
+/// block then walks its sets in the scatter's own order to read every
+/// value's rank back from where it was scattered. A set, read in hash
+/// order, meets the values of each class in rank order (but for values
+/// sharing a bucket): a counting sort by class and an insertion pass order
+/// it.
 fn rank<S: AsRef<[u64]> + Sync>(sets: &[&S], control: &Control) -> Result<Ranked> {
     let parts: Vec<&[u64]> = sets.iter().map(|s| s.as_ref()).collect();
-    let all = crate::tables::radix::par_sort_parts(&parts);
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    // Buckets of about 256 values: a bucket's table (16 bytes a slot, twice
+    // its values) is 8 KiB, in L1.
+    let bits = (usize::BITS - (total / 256).leading_zeros()).clamp(1, 16);
+    let blocks = scatter_blocks(&parts, bits);
     control.check()?;
-    // The shared values (in hash order) and how many sets hold each.
-    let mut shared: Vec<u64> = Vec::new();
-    let mut counts: Vec<u32> = Vec::new();
-    let mut i = 0;
-    while i < all.len() {
-        let mut j = i + 1;
-        while j < all.len() && all[j] == all[i] {
-            j += 1;
-        }
-        if j - i > 1 {
-            shared.push(all[i]);
-            counts.push((j - i).min(u32::MAX as usize) as u32);
-        }
-        i = j;
+    // Bucket by bucket, in groups on the threads: each group's shared
+    // values' counts in the order met, and which of them each value
+    // scattered is (its place among them, or NOT_SHARED).
+    let groups = (rayon::current_num_threads() * 8).min(1 << bits);
+    let per = (1usize << bits).div_ceil(groups);
+    let counted: Vec<Vec<u32>> = (0..groups).into_par_iter().map(|g| count_buckets(&blocks, g * per..((g + 1) * per).min(1 << bits))).collect();
+    control.check()?;
+    // Ranks by (class, order met): a counting sort by class over the
+    // groups in bucket order. `first[g]` is group g's first shared value's
+    // number among all of them.
+    let mut first = Vec::with_capacity(groups + 1);
+    first.push(0usize);
+    for c in &counted {
+        first.push(first[first.len() - 1] + c.len());
     }
-    drop(all);
-    // Ranks by (count, hash): a counting sort by count, stable in hash order,
-    // each kept beside its hash (one cache miss a lookup, not two).
-    let top = counts.iter().copied().max().unwrap_or(0) as usize;
-    let mut at = vec![0u32; top + 2];
-    for &c in &counts {
-        at[c as usize + 1] += 1;
+    let mut class_starts = [0u32; CLASSES + 1];
+    for &c in counted.iter().flatten() {
+        class_starts[class(c) + 1] += 1;
     }
-    for c in 1..at.len() {
-        at[c] += at[c - 1];
+    for c in 1..class_starts.len() {
+        class_starts[c] += class_starts[c - 1];
     }
-    let table: Vec<(u64, u32)> = shared
+    let mut at = class_starts;
+    let rank_of: Vec<u32> = counted
         .iter()
-        .zip(&counts)
-        .map(|(&h, &c)| {
-            let r = at[c as usize];
-            at[c as usize] += 1;
-            (h, r)
+        .flatten()
+        .map(|&c| {
+            let r = at[class(c)];
+            at[class(c)] += 1;
+            r
         })
         .collect();
-    drop((shared, counts));
-    // The top bits of a hash narrow its search to about four values (hashes
-    // are uniform), from a table a quarter of their number.
-    let bits = (usize::BITS - table.len().leading_zeros()).saturating_sub(2).clamp(1, 24);
+    drop(counted);
     let shift = 64 - bits;
-    let mut bucket = vec![0u32; (1usize << bits) + 1];
-    for &(h, _) in &table {
-        bucket[(h >> shift) as usize + 1] += 1;
-    }
-    for b in 1..bucket.len() {
-        bucket[b] += bucket[b - 1];
-    }
-    let lookup = |h: u64| {
-        let b = (h >> shift) as usize;
-        table[bucket[b] as usize..bucket[b + 1] as usize].iter().find(|e| e.0 >= h).filter(|e| e.0 == h).map(|e| e.1)
-    };
-    // Lookups in hash order, a range of the table at a time for a block of
-    // sets (each set ascends by hash): the range stays in cache while the
-    // block's values in it are looked up, instead of a cache miss a value.
-    let range_bits = (usize::BITS - (table.len() / 4096).leading_zeros()).clamp(1, bits);
-    let ranked: Vec<(Vec<u32>, u32)> = parts
-        .par_chunks(1024)
-        .flat_map_iter(|block| {
-            let mut mine: Vec<Vec<u32>> = block.iter().map(|s| Vec::with_capacity(s.len())).collect();
-            let mut at = vec![0usize; block.len()];
-            for range in 0..1u64 << range_bits {
-                for (k, s) in block.iter().enumerate() {
-                    let mut i = at[k];
-                    while i < s.len() && s[i] >> (64 - range_bits) == range {
-                        if let Some(r) = lookup(s[i]) {
-                            mine[k].push(r);
-                        }
-                        i += 1;
+    let read = |b: usize, place: u32| rank_of[first[b / per] + place as usize];
+    let ranked: Vec<(Vec<u32>, Vec<usize>, Vec<u32>)> = blocks
+        .par_iter()
+        .map(|blk| {
+            let mut at = blk.starts.clone();
+            let (mut values, mut ends, mut own) = (Vec::new(), Vec::new(), Vec::new());
+            let (mut met, mut by_class) = (Vec::new(), [0u32; CLASSES + 1]);
+            for p in &parts[blk.sets.clone()] {
+                met.clear();
+                for &v in p.iter() {
+                    let b = (v >> shift) as usize;
+                    let place = blk.places[at[b] as usize].load(Relaxed);
+                    at[b] += 1;
+                    if place != NOT_SHARED {
+                        met.push(read(b, place));
                     }
-                    at[k] = i;
                 }
+                own.push((p.len() - met.len()) as u32);
+                // By class (ranks of a class are met in order but for those
+                // sharing a bucket), then by insertion.
+                let from = values.len();
+                by_class.fill(0);
+                for &r in &met {
+                    by_class[class_of_rank(r, &class_starts) + 1] += 1;
+                }
+                for c in 1..by_class.len() {
+                    by_class[c] += by_class[c - 1];
+                }
+                values.resize(from + met.len(), 0);
+                for &r in &met {
+                    let c = class_of_rank(r, &class_starts);
+                    values[from + by_class[c] as usize] = r;
+                    by_class[c] += 1;
+                }
+                insertion_sort(&mut values[from..]);
+                ends.push(values.len());
             }
-            mine.into_iter().zip(block).map(|(mut m, s)| {
-                m.sort_unstable();
-                let own = (s.len() - m.len()) as u32;
-                (m, own)
-            })
+            (values, ends, own)
         })
         .collect();
+    drop(blocks);
+    control.check()?;
     let mut starts = Vec::with_capacity(sets.len() + 1);
     starts.push(0usize);
-    for (r, _) in &ranked {
-        starts.push(starts[starts.len() - 1] + r.len());
-    }
-    let own = ranked.iter().map(|r| r.1).collect();
-    let mut values = Vec::with_capacity(starts[sets.len()]);
-    for (r, _) in ranked {
-        values.extend_from_slice(&r);
+    let (mut values, mut own) = (Vec::with_capacity(ranked.iter().map(|r| r.0.len()).sum()), Vec::with_capacity(sets.len()));
+    for (v, ends, o) in ranked {
+        let base = values.len();
+        values.extend_from_slice(&v);
+        starts.extend(ends.iter().map(|e| base + e));
+        own.extend_from_slice(&o);
     }
     Ok(Ranked { values, starts, own })
+}
+
+/// Rarity classes: counts 2 to 33 each a class of their own, then one a
+/// power of two (a `u32` count has at most 32 bits).
+const CLASSES: usize = 32 + 28;
+
+/// The rarity class of a value held by `count` sets (`count >= 2`).
+fn class(count: u32) -> usize {
+    if count <= 33 {
+        count as usize - 2
+    } else {
+        32 + (u32::BITS - count.leading_zeros()) as usize - 6
+    }
+}
+
+/// The class of rank `r`, from where each class's ranks start.
+fn class_of_rank(r: u32, starts: &[u32; CLASSES + 1]) -> usize {
+    starts.partition_point(|&s| s <= r) - 1
+}
+
+/// Orders a slice that is nearly in order (a few values out of place) in
+/// about one pass.
+fn insertion_sort(v: &mut [u32]) {
+    for i in 1..v.len() {
+        let x = v[i];
+        let mut j = i;
+        while j > 0 && v[j - 1] > x {
+            v[j] = v[j - 1];
+            j -= 1;
+        }
+        v[j] = x;
+    }
+}
+
+/// Marks a value scattered that no other set holds.
+const NOT_SHARED: u32 = u32::MAX;
+
+/// The values of a block of sets (`sets`, a range of them) in buckets by
+/// their top bits (bucket `b` is `starts[b]..starts[b + 1]`), and for each
+/// its place among the shared values of its group of buckets (written by
+/// the thread counting that group, so atomic; relaxed, as the threads are
+/// joined before it is read).
+struct Block {
+    sets: std::ops::Range<usize>,
+    values: Vec<u64>,
+    places: Vec<AtomicU32>,
+    starts: Vec<u32>,
+}
+
+/// `parts` cut into blocks of about equal values (a few a thread), each
+/// scattered into buckets by the top `bits` bits, on the threads.
+fn scatter_blocks(parts: &[&[u64]], bits: u32) -> Vec<Block> {
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let want = (rayon::current_num_threads() * 4).max(1);
+    let mut cuts = vec![0usize];
+    let mut sum = 0;
+    for (i, p) in parts.iter().enumerate() {
+        sum += p.len();
+        if sum * want >= total * cuts.len() && i + 1 < parts.len() {
+            cuts.push(i + 1);
+        }
+    }
+    cuts.push(parts.len());
+    cuts.dedup();
+    let shift = 64 - bits;
+    cuts.par_windows(2)
+        .map(|w| {
+            let mine = &parts[w[0]..w[1]];
+            let mut starts = vec![0u32; (1 << bits) + 1];
+            for p in mine {
+                for &v in p.iter() {
+                    starts[(v >> shift) as usize + 1] += 1;
+                }
+            }
+            for b in 1..starts.len() {
+                starts[b] += starts[b - 1];
+            }
+            let n = starts[1 << bits] as usize;
+            let mut values = vec![0u64; n];
+            let mut at = starts.clone();
+            for p in mine {
+                for &v in p.iter() {
+                    let b = (v >> shift) as usize;
+                    values[at[b] as usize] = v;
+                    at[b] += 1;
+                }
+            }
+            let places = (0..n).map(|_| AtomicU32::new(NOT_SHARED)).collect();
+            Block { sets: w[0]..w[1], values, places, starts }
+        })
+        .collect()
+}
+
+/// For the buckets `range` of every block: the count of each value held by
+/// two sets or more, in the order the values are first met (bucket by
+/// bucket, block by block, so by the first set holding them), each value's
+/// place in that order written beside it in its block.
+fn count_buckets(blocks: &[Block], range: std::ops::Range<usize>) -> Vec<u32> {
+    const EMPTY: u32 = u32::MAX;
+    let mut shared = Vec::new();
+    let mut table: Vec<(u64, u32)> = Vec::new();
+    let (mut group, mut counts, mut place): (Vec<u32>, Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new(), Vec::new());
+    for b in range {
+        let held = |blk: &Block| blk.starts[b] as usize..blk.starts[b + 1] as usize;
+        let n: usize = blocks.iter().map(|blk| held(blk).len()).sum();
+        if n < 2 {
+            continue;
+        }
+        // Open addressing on the hash's low bits (uniform, unlike the top
+        // ones the bucket shares), half full at most.
+        let mask = (2 * n).next_power_of_two() - 1;
+        table.clear();
+        table.resize(mask + 1, (0, EMPTY));
+        group.clear();
+        counts.clear();
+        for blk in blocks {
+            for &v in &blk.values[held(blk)] {
+                let mut i = v as usize & mask;
+                let g = loop {
+                    let (key, g) = table[i];
+                    if g == EMPTY {
+                        table[i] = (v, counts.len() as u32);
+                        counts.push(0);
+                        break counts.len() as u32 - 1;
+                    }
+                    if key == v {
+                        break g;
+                    }
+                    i = (i + 1) & mask;
+                };
+                counts[g as usize] += 1;
+                group.push(g);
+            }
+        }
+        place.clear();
+        place.resize(counts.len(), NOT_SHARED);
+        let mut e = 0;
+        for blk in blocks {
+            for slot in &blk.places[held(blk)] {
+                let g = group[e] as usize;
+                e += 1;
+                if counts[g] < 2 {
+                    continue;
+                }
+                if place[g] == NOT_SHARED {
+                    place[g] = shared.len() as u32;
+                    shared.push(counts[g]);
+                }
+                slot.store(place[g], Relaxed);
+            }
+        }
+    }
+    shared
 }
 
 /// Posting lists of the indexed ranks: for each rank, the sets (by place
@@ -314,80 +492,122 @@ fn join_distinct<S: AsRef<[u64]> + Sync>(sets: &[&S], t: f64, measure: Measure, 
     let places: Vec<usize> = (0..n).collect();
     let found: Result<Vec<Vec<(u64, f32)>>> = places
         .par_chunks(chunk)
-        .map(|part| {
-            control.check()?;
-            let mut counts = vec![0u32; n];
-            let mut touched: Vec<u32> = Vec::new();
-            let mut out = Vec::new();
-            for &px in part {
-                let (dx, nx) = (order[px] as usize, lens[px]);
-                let (x, own_x) = (ranked.get(dx), ranked.own[dx] as usize);
-                let o_min = need(nx, nx, t, measure);
-                if o_min > nx {
-                    continue;
+        .map_init(
+            || (vec![[0u32; 4]; n], Vec::new()),
+            |(partners, touched), part| {
+                control.check()?;
+                let mut out = Vec::new();
+                for &px in part {
+                    probe(px, &Probe { order: &order, lens: &lens, ranked: &ranked, postings: &postings, t, measure }, partners, touched, &mut out);
                 }
-                // The length filter: partners after x in size order, not too large.
-                let end = match measure {
-                    Measure::Containment => n,
-                    Measure::Jaccard => {
-                        let most = (nx as f64 / t * (1.0 + 1e-9)).floor() as usize + 1;
-                        px + 1 + lens[px + 1..].partition_point(|&l| l <= most)
-                    }
-                };
-                if end <= px + 1 {
-                    continue;
-                }
-                // x's probe prefix: its first nx - o_min + 1 values, own ones first.
-                let probe = (nx + 1 - o_min).saturating_sub(own_x).min(x.len());
-                for (k, &r) in x[..probe].iter().enumerate() {
-                    let i = own_x + k;
-                    let list = postings.list(r);
-                    let from = list.partition_point(|&(p, _)| p as usize <= px);
-                    for &(py, j) in &list[from..] {
-                        let py = py as usize;
-                        if py >= end {
-                            break;
-                        }
-                        let c = counts[py];
-                        if c == PRUNED {
-                            continue;
-                        }
-                        let ny = lens[py];
-                        let o = need(nx, ny, t, measure);
-                        if c == 0 {
-                            touched.push(py as u32);
-                        }
-                        counts[py] = if c as usize + 1 + (nx - i - 1).min(ny - j as usize - 1) < o { PRUNED } else { c + 1 };
-                    }
-                }
-                for &py in &touched {
-                    let py = py as usize;
-                    if counts[py] != PRUNED {
-                        let dy = order[py] as usize;
-                        let ny = lens[py];
-                        let o = need(nx, ny, t, measure);
-                        // Own values never match: the merge of the shared ones decides.
-                        if let Some(common) = overlap_at_least(x, ranked.get(dy), o) {
-                            let whole = match measure {
-                                Measure::Jaccard => nx + ny - common,
-                                Measure::Containment => nx,
-                            };
-                            let s = common as f64 / whole as f64;
-                            if s >= t {
-                                out.push((u64::from(order[px]) << 32 | u64::from(order[py]), s as f32));
-                            }
-                        }
-                    }
-                    counts[py] = 0;
-                }
-                touched.clear();
-            }
-            control.advance(part.len() as u64);
-            Ok(out)
-        })
+                control.advance(part.len() as u64);
+                Ok(out)
+            },
+        )
         .collect();
     control.advance((sets.len() - n) as u64);
     Ok(found?.concat())
+}
+
+/// What the probe of one set has found of a partner so far: the common
+/// values counted, the overlap the pair needs, and where in each set the
+/// last common value is (the verification resumes after it). An array of
+/// `u32`, not a struct, so that a thread's `vec![[0; 4]; n]` is memory the
+/// system zeroes when first touched, not `n` writes.
+type Partner = [u32; 4];
+const COUNT: usize = 0;
+const NEED: usize = 1;
+const AT_X: usize = 2;
+const AT_Y: usize = 3;
+
+/// What every probe reads: the sets in size order and their postings.
+struct Probe<'a> {
+    order: &'a [u32],
+    lens: &'a [usize],
+    ranked: &'a Ranked,
+    postings: &'a Postings,
+    t: f64,
+    measure: Measure,
+}
+
+/// The partners of the set at place `px` in size order (after it, and not
+/// too large) at least `t` alike, into `out` as `set << 32 | partner`.
+/// `partners` is all zero on entry and left so; `touched` empty.
+fn probe(px: usize, p: &Probe<'_>, partners: &mut [Partner], touched: &mut Vec<u32>, out: &mut Vec<(u64, f32)>) {
+    let (t, measure, n) = (p.t, p.measure, p.order.len());
+    let (dx, nx) = (p.order[px] as usize, p.lens[px]);
+    let (x, own_x) = (p.ranked.get(dx), p.ranked.own[dx] as usize);
+    let o_min = need(nx, nx, t, measure);
+    if o_min > nx {
+        return;
+    }
+    // The length filter: partners after x in size order, not too large.
+    let end = match measure {
+        Measure::Containment => n,
+        Measure::Jaccard => {
+            let most = (nx as f64 / t * (1.0 + 1e-9)).floor() as usize + 1;
+            px + 1 + p.lens[px + 1..].partition_point(|&l| l <= most)
+        }
+    };
+    if end <= px + 1 {
+        return;
+    }
+    // x's probe prefix: its first nx - o_min + 1 values, own ones first.
+    let prefix = (nx + 1 - o_min).saturating_sub(own_x).min(x.len());
+    for (k, &r) in x[..prefix].iter().enumerate() {
+        let i = own_x + k;
+        let list = p.postings.list(r);
+        let from = list.partition_point(|&(q, _)| q as usize <= px);
+        for &(py, j) in &list[from..] {
+            let py = py as usize;
+            if py >= end {
+                break;
+            }
+            let c = &mut partners[py];
+            if c[COUNT] == PRUNED {
+                continue;
+            }
+            let ny = p.lens[py];
+            if c[COUNT] == 0 {
+                touched.push(py as u32);
+                c[NEED] = need(nx, ny, t, measure) as u32;
+            }
+            // The positional filter: the common values so far and those
+            // that could still come fall short of the overlap needed.
+            if c[COUNT] as usize + 1 + (nx - i - 1).min(ny - j as usize - 1) < c[NEED] as usize {
+                c[COUNT] = PRUNED;
+            } else {
+                *c = [c[COUNT] + 1, c[NEED], k as u32, j];
+            }
+        }
+    }
+    for &py in touched.iter() {
+        let py = py as usize;
+        let c = std::mem::take(&mut partners[py]);
+        if c[COUNT] == PRUNED {
+            continue;
+        }
+        let dy = p.order[py] as usize;
+        let ny = p.lens[py];
+        // Every common value up to the last one counted was counted (ranks
+        // ascend in both sets), and none after it: the merge resumes there.
+        // Own values never match.
+        let y = p.ranked.get(dy);
+        let from_y = c[AT_Y] as usize - p.ranked.own[dy] as usize + 1;
+        let rest = (c[NEED] as usize).saturating_sub(c[COUNT] as usize);
+        if let Some(more) = overlap_at_least(&x[c[AT_X] as usize + 1..], &y[from_y..], rest) {
+            let common = c[COUNT] as usize + more;
+            let whole = match measure {
+                Measure::Jaccard => nx + ny - common,
+                Measure::Containment => nx,
+            };
+            let s = common as f64 / whole as f64;
+            if s >= t {
+                out.push((u64::from(p.order[px]) << 32 | u64::from(p.order[py]), s as f32));
+            }
+        }
+    }
+    touched.clear();
 }
 
 /// The pairs of the first sets of groups of equal sets made whole: each

@@ -134,3 +134,43 @@ fn need_is_the_least_overlap() {
         }
     }
 }
+
+/// Sets of full-width hashes, enough of them that the ranking spreads over
+/// many buckets, blocks and rarity classes (values held by 2 to 33 sets
+/// each a class, and by hundreds): the join is still brute force's.
+#[test]
+fn wide_hashes_over_many_buckets_match_brute_force() {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    // A universe where the first values are common and the rest rare.
+    let universe: Vec<u64> = (0..4000).map(|_| next()).chain([0, u64::MAX, 1 << 63]).collect();
+    let pick = |r: u64| universe[((r % 4003) * (r % 4003) / 4003) as usize];
+    let base: Vec<Vec<u64>> = (0..300).map(|_| set_of((0..(next() % 90)).map(|_| pick(next())).collect())).collect();
+    let mut sets = base.clone();
+    for s in base.iter().take(200) {
+        let mut edited: Vec<u64> = s.iter().copied().filter(|_| next() % 8 != 0).collect();
+        edited.extend((0..next() % 6).map(|_| next()));
+        sets.push(set_of(edited));
+    }
+    let total: usize = sets.iter().map(Vec::len).sum();
+    assert!(total > 16 * 256, "several buckets: {total} values");
+    for measure in [Measure::Jaccard, Measure::Containment] {
+        for t in [0.2, 0.5, 0.8, 0.9, 1.0] {
+            let got = self_join(&sets, t, measure, &Control::default()).unwrap();
+            assert_eq!(got, brute(&sets, t, measure), "{measure} at {t}");
+        }
+    }
+}
+
+#[test]
+fn classes_order_counts() {
+    let classes: Vec<usize> = (2..100_000u32).map(class).collect();
+    assert!(classes.windows(2).all(|w| w[0] <= w[1]));
+    assert_eq!((class(2), class(33), class(34)), (0, 31, 32));
+    assert!(class(u32::MAX) < CLASSES);
+}
