@@ -174,3 +174,25 @@ fn classes_order_counts() {
     assert_eq!((class(2), class(33), class(34)), (0, 31, 32));
     assert!(class(u32::MAX) < CLASSES);
 }
+
+/// The block merge counts what a plain merge counts, and stops only where
+/// the overlap cannot be reached.
+#[test]
+fn overlap_is_the_plain_merges() {
+    let mut x = 0x853c_49e6_748f_ea9bu64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for _ in 0..2000 {
+        let span = 4 + next() % 200;
+        let a: Vec<u32> = set_of((0..next() % 40).map(|_| next() % span).collect()).into_iter().map(|v| v as u32).collect();
+        let b: Vec<u32> = set_of((0..next() % 40).map(|_| next() % span).collect()).into_iter().map(|v| v as u32).collect();
+        let common = a.iter().filter(|v| b.binary_search(v).is_ok()).count();
+        for need in [0, common.saturating_sub(1), common, common + 1] {
+            assert_eq!(overlap_at_least(&a, &b, need), (common >= need).then_some(common), "{a:?} {b:?} {need}");
+        }
+    }
+}
