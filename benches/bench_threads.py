@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Per-thread CPU time of the main jobs: is any one thread a serial cap?
+
+Issue 42, item 5: the main job must use the cores it is given. On two cores
+that is measured by where the CPU time goes: no single thread of a run may
+spend more than 1/12 of the run's CPU time, so that nothing serial caps it
+below about twelve cores.
+
+Each job runs as a subprocess (``python -m rsimhash.cli ...``); this
+process reads ``/proc/PID/task/*/stat`` every ``--interval`` seconds and
+keeps each thread's latest user + system time (a thread that ends between
+two reads loses at most one interval). Reported per job: wall time, CPU
+time, the busiest threads by name (``comm``: the rayon workers, the
+reader, the writer, Python's main thread) with their share of the run's
+CPU, and whether the largest share is within the target.
+
+Jobs (the corpus of ``bench_dedup.py``, written once under
+``benches/data/``; the fingerprint file of ``bench_find_all_file.py``):
+
+* ``dedup-jsonl``: ``rsimhash dedup`` of the JSON lines corpus;
+* ``dedup-parquet``: the same as Parquet;
+* ``find-all``: ``rsimhash find-all`` of a file of 10^7 decimal
+  fingerprints (``--n``);
+* ``cluster``: ``rsimhash cluster`` of the JSON lines corpus.
+
+Usage::
+
+    python benches/bench_threads.py                       # 1 GB corpus, 3 rounds
+    python benches/bench_threads.py --size-mb 128 --rounds 1 --jobs dedup-jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, List, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from bench_dedup import DATA_DIR, build_corpus, parquet_copy, warm  # noqa: E402
+from bench_fingerprint import machine_info  # noqa: E402
+
+TARGET_SHARE = 1 / 12
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def thread_times(pid: int) -> Dict[int, Tuple[str, float]]:
+    """Each live thread of ``pid``: its name and CPU seconds so far."""
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                stat = f.read()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        # The name is in parentheses and may hold spaces; fields follow it.
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        utime, stime = int(fields[11]), int(fields[12])
+        out[int(tid)] = (name, (utime + stime) / CLOCK_TICKS)
+    return out
+
+
+def run(cmd: List[str], interval: float) -> Dict[str, object]:
+    """Runs ``cmd``, sampling its threads; returns wall, CPU and per-thread times."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    seen: Dict[int, Tuple[str, float]] = {}
+    while proc.poll() is None:
+        seen.update(thread_times(proc.pid))
+        time.sleep(interval)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed with exit code {proc.returncode}")
+    total = sum(t for _, t in seen.values())
+    return {"wall": wall, "cpu": total, "threads": sorted(seen.values(), key=lambda x: -x[1])}
+
+
+def fingerprint_file(n: int) -> str:
+    import numpy as np
+
+    path = os.path.join(DATA_DIR, f"threads-fps-{n}.txt")
+    if not os.path.exists(path):
+        os.makedirs(DATA_DIR, exist_ok=True)
+        rng = np.random.default_rng(42)
+        fps = rng.integers(0, np.iinfo(np.uint64).max, size=n, dtype=np.uint64, endpoint=True)
+        with open(path + ".part", "w") as f:
+            for lo in range(0, n, 1 << 20):
+                f.write("\n".join(map(str, fps[lo : lo + (1 << 20)].tolist())) + "\n")
+        os.replace(path + ".part", path)
+    return path
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size-mb", type=float, default=1000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--dup-share", type=float, default=0.2)
+    ap.add_argument("--n", type=int, default=10**7, help="fingerprints in the find-all file")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--interval", type=float, default=0.02)
+    ap.add_argument("--jobs", default="dedup-jsonl,dedup-parquet,find-all,cluster")
+    args = ap.parse_args()
+
+    corpus = build_corpus(args.size_mb, args.seed, args.dup_share)
+    jobs = args.jobs.split(",")
+    cli = [sys.executable, "-m", "rsimhash.cli"]
+    with tempfile.TemporaryDirectory(dir=DATA_DIR) as out:
+        cmds = {
+            "dedup-jsonl": [*cli, "dedup", "--input", corpus, "--output", f"{out}/kept.jsonl", "--quiet"],
+            "dedup-parquet": [
+                *cli,
+                "dedup",
+                "--input",
+                parquet_copy(corpus) if "dedup-parquet" in jobs else "",
+                "--output",
+                f"{out}/kept.parquet",
+                "--quiet",
+            ],
+            "find-all": [
+                *cli,
+                "find-all",
+                "--input",
+                fingerprint_file(args.n) if "find-all" in jobs else "",
+                "--output",
+                f"{out}/pairs.tsv",
+                "--quiet",
+            ],
+            "cluster": [*cli, "cluster", "--input", corpus, "--output", f"{out}/clusters.tsv", "--quiet"],
+        }
+        for job in jobs:
+            if job not in cmds:
+                raise SystemExit(f"unknown job {job!r}; choose from {', '.join(cmds)}")
+            warm(cmds[job][cmds[job].index("--input") + 1])
+        import numpy as np
+
+        import rsimhash
+
+        info = machine_info(rsimhash, np)
+        print(f"# {info['cpu']}, {info['nproc']} usable cores, load {info['loadavg']}")
+        print(f"# {args.rounds} rounds, threads sampled every {args.interval * 1000:g} ms; target: no thread over 1/12 of CPU")
+        results: Dict[str, List[Dict[str, object]]] = {j: [] for j in jobs}
+        for _ in range(args.rounds):
+            for job in jobs:  # interleaved, so a busy neighbour hits all alike
+                for name in os.listdir(out):
+                    os.unlink(os.path.join(out, name))
+                results[job].append(run(cmds[job], args.interval))
+        print()
+        print("| job | wall s | CPU s | busiest thread (share of CPU) | next | target 1/12 |")
+        print("| --- | ---: | ---: | --- | --- | --- |")
+        for job in jobs:
+            rs = results[job]
+            mid = sorted(rs, key=lambda r: r["cpu"])[len(rs) // 2]
+            share = lambda t: f"{t[0]} {t[1] / mid['cpu']:.1%}"  # noqa: E731
+            top = mid["threads"]
+            biggest = statistics.median(r["threads"][0][1] / r["cpu"] for r in rs)
+            print(
+                f"| {job} | {statistics.median(r['wall'] for r in rs):.2f} | {statistics.median(r['cpu'] for r in rs):.2f} "
+                f"| {share(top[0])} | {share(top[1]) if len(top) > 1 else '-'} "
+                f"| {'met' if biggest <= TARGET_SHARE else 'missed'} ({biggest:.1%}) |"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
