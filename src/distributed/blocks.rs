@@ -91,8 +91,10 @@ impl ShuffleTables {
                 let spec = &self.design.tables()[t];
                 let b = self.bucket_bits(t, bits);
                 let mut counts = vec![0u64; 1 << b];
-                for &fp in fps {
-                    counts[Self::bucket(spec.perm.apply(fp), b)] += 1;
+                // Each item's bucket, kept for the scatter (b is at most 16 bits).
+                let of: Vec<u16> = fps.iter().map(|&fp| Self::bucket(spec.perm.apply(fp), b) as u16).collect();
+                for &x in &of {
+                    counts[x as usize] += 1;
                 }
                 let mut at = Vec::with_capacity(counts.len());
                 let mut sum = 0u64;
@@ -101,8 +103,8 @@ impl ShuffleTables {
                     sum += c;
                 }
                 let starts = at.clone();
-                for (&fp, &id) in fps.iter().zip(ids) {
-                    let slot = &mut at[Self::bucket(spec.perm.apply(fp), b)];
+                for ((&fp, &id), &x) in fps.iter().zip(ids).zip(&of) {
+                    let slot = &mut at[x as usize];
                     out[*slot as usize] = [fp, id];
                     *slot += 1;
                 }
@@ -145,7 +147,16 @@ impl ShuffleTables {
         for item in items.iter_mut() {
             item[0] = perm.apply(item[0]);
         }
-        items.sort_unstable_by_key(|&[key, id]| (key, id as i64));
+        // By key alone (cheaper than by the pair), then each run of copies by id.
+        items.sort_unstable_by_key(|&[key, _]| key);
+        let mut i = 0;
+        while i < items.len() {
+            let end = i + items[i..].iter().position(|x| x[0] != items[i][0]).unwrap_or(items.len() - i);
+            if end - i > 1 {
+                items[i..end].sort_unstable_by_key(|&[_, id]| id as i64);
+            }
+            i = end;
+        }
         let mut starts: Vec<u32> = Vec::new();
         let mut keys: Vec<u64> = Vec::new();
         for (i, item) in items.iter().enumerate() {

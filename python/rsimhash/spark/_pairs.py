@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -59,9 +59,10 @@ CHUNK_ITEMS = 1 << 22
 # Items of a (table, bucket) a reducer gets, about: sets the bucket bits.
 BUCKET_ITEMS = 1 << 17
 # Bytes of blocks a reduce partition gets at most, about (with evenly
-# filled buckets): sets the partitions, and keeps an Arrow batch of them
-# well below the 2 GiB a binary column holds.
-PARTITION_BYTES = 512 << 20
+# filled buckets): sets the partitions. A reduce task holds its partition's
+# blocks (one Arrow batch of them: a binary column holds at most 2 GiB,
+# eight times this).
+PARTITION_BYTES = 256 << 20
 
 
 def integral(data_type: Any) -> bool:
@@ -99,11 +100,7 @@ def packed_pairs(items: Any, k: int, blocks: int, n: int, output: str) -> Any:
     block_schema = StructType([StructField("key", IntegerType(), False), StructField("block", BinaryType(), False)])
     pair_schema = StructType([StructField("a", LongType(), False), StructField("b", LongType(), False)])
     blocks_df = items.select(F.col("fp"), F.col("id").cast("long")).mapInArrow(_pack(k, blocks, bits), block_schema)
-    return (
-        blocks_df.repartition(partitions, "key")
-        .sortWithinPartitions("key")
-        .mapInArrow(_reduce(k, blocks, bits, output), pair_schema)
-    )
+    return blocks_df.repartition(partitions, "key").mapInArrow(_reduce(k, blocks, bits, output), pair_schema)
 
 
 def _pack(k: int, blocks: int, bits: int) -> Any:
@@ -159,19 +156,16 @@ def _reduce(k: int, blocks: int, bits: int, output: str) -> Any:
         from rsimhash._rsimhash import ShuffleTables
 
         shuffle = ShuffleTables(k, blocks)
-        key: Optional[int] = None
-        parts: List[Any] = []
+        # The partition's blocks by bucket (no sort in Spark: it would copy
+        # them all once more); the batches stay referenced until the end.
+        parts: Dict[int, List[Any]] = {}
         for batch in batches:
             keys = batch.column(0).to_numpy(zero_copy_only=False)
             column = batch.column(1)
             for i in range(len(keys)):
-                if keys[i] != key:
-                    if parts:
-                        yield from _reduced(shuffle, key, bits, parts, output, pa)
-                    key, parts = int(keys[i]), []
-                parts.append(column[i].as_buffer())
-        if parts:
-            yield from _reduced(shuffle, key, bits, parts, output, pa)
+                parts.setdefault(int(keys[i]), []).append(column[i].as_buffer())
+        for key in sorted(parts):
+            yield from _reduced(shuffle, key, bits, parts.pop(key), output, pa)
 
     return reduce
 
