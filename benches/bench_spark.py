@@ -8,7 +8,8 @@ Data: seeded random fingerprints, 1 % of them a copy of an earlier one with
 Parquet ``(id, fp)`` under ``--data-dir``. Each size runs:
 
 * ``batch.find_all(fps, k=3)`` in this process (median of ``--repeat``);
-* ``near_duplicate_pairs`` on a ``local[2]`` session reading the Parquet
+* ``near_duplicate_pairs`` on a ``local[2]`` session (and on a standalone
+  cluster of two one-core workers on 127.0.0.1, ``--masters``) reading the Parquet
   file, its pairs counted (and, up to 10^6, compared with find_all's), timed
   whole (``--repeat`` runs, a fresh job each); the stages' executor run
   time, tasks, shuffle bytes and records from Spark's REST API.
@@ -21,8 +22,8 @@ The extrapolation divides the measured per-fingerprint costs (executor CPU
 seconds and shuffled bytes per fingerprint and table) into the cluster the
 paper describes (8 x 10^9 fingerprints, 200 mappers).
 
-    python benches/bench_spark.py                    # 10^6 and 10^7, about 5 minutes
-    python benches/bench_spark.py --sizes 1e6 --repeat 1    # a minute
+    python benches/bench_spark.py                    # 10^6 and 10^7, local[2] and standalone
+    python benches/bench_spark.py --sizes 1e6 --repeat 1 --masters local    # a minute
 """
 
 from __future__ import annotations
@@ -90,24 +91,33 @@ def last_stage(spark: Any) -> int:
     return max(ids) if ids else -1
 
 
-def run(sizes: List[int], repeat: int, data_dir: str) -> Dict[str, Any]:
+def run(sizes: List[int], repeat: int, data_dir: str, master: str = "local[2]", skewed: bool = False) -> Dict[str, Any]:
     from pyspark.sql import SparkSession
 
     import rsimhash
     import rsimhash.spark as rs
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers run this Python, with rsimhash
-    spark = (
-        SparkSession.builder.master("local[2]")
+    builder = (
+        SparkSession.builder.master(master)
         .appName("rsimhash bench_spark")
         .config("spark.ui.port", str(UI_PORT))
         .config("spark.driver.memory", "6g")
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
     )
+    if master.startswith("spark://"):
+        # Two executors of one core each, on the two workers of 2 GiB.
+        builder = (
+            builder.config("spark.executor.cores", "1")
+            .config("spark.executor.memory", "1g")
+            .config("spark.cores.max", "2")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.pyspark.python", sys.executable)
+        )
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    out: Dict[str, Any] = {"sizes": {}}
+    out: Dict[str, Any] = {"master": master, "sizes": {}}
     for n in sizes:
         path = data(n, data_dir)
         fps = planted(n)
@@ -159,9 +169,67 @@ def run(sizes: List[int], repeat: int, data_dir: str) -> Dict[str, Any]:
                 for s in st
             ],
         }
+    if skewed:
+        out["skew"] = skew(spark)
     spark.stop()
-    out["query"] = query_rate()
     return out
+
+
+def ball(centre: int, radius: int) -> np.ndarray:
+    """Every value within ``radius`` bits of ``centre``."""
+    import itertools
+
+    out = [centre]
+    for r in range(1, radius + 1):
+        for bits in itertools.combinations(range(64), r):
+            v = centre
+            for b in bits:
+                v ^= 1 << b
+            out.append(v)
+    return np.array(out, dtype=np.uint64)
+
+
+def skew(spark: Any, n: int = 1_000_000) -> Dict[str, Any]:
+    """The skewed inputs: ``n`` random fingerprints plus 10^5 copies of one
+    (``near_duplicate_pairs(copies="first")``, against find_all's), and plus
+    a dense ball of every value within 3 bits of one (43,745 values, about
+    10^8 pairs within 3: its clusters, through the dedup's forest of edges)."""
+    import rsimhash
+    import rsimhash.spark as rs
+    from rsimhash.spark import _components
+
+    out: Dict[str, Any] = {}
+    base = planted(n, seed=9)
+    fps = np.concatenate([base, np.full(100_000, base[0], dtype=np.uint64)])
+    ids = np.random.default_rng(1).permutation(len(fps)).astype(np.int64)
+    df = spark.createDataFrame(_frame(ids, fps)).cache()
+    df.count()
+    t0 = time.perf_counter()
+    got = rs.near_duplicate_pairs(df, "id", "fp", K, copies="first").count()
+    order = np.argsort(ids)
+    want = len(rsimhash.batch.find_all(fps[order], K, ids=ids[order].astype(np.uint64), copies="first", progress=False))
+    out["copies"] = {"seconds": time.perf_counter() - t0, "pairs": got, "find_all": want}
+    df.unpersist()
+    dense = ball(int(base[1]), 3)
+    fps = np.concatenate([base, dense])
+    ids = np.arange(len(fps), dtype=np.int64)
+    df = spark.createDataFrame(_frame(ids, fps)).cache()
+    df.count()
+    t0 = time.perf_counter()
+    from pyspark.sql import functions as F
+
+    edges = rs._edges(df.select(F.col("id"), F.col("fp")), K, None, len(fps))
+    labels = _components.components(edges)
+    sizes = labels.groupBy("cluster_id").count().agg(F.max("count").alias("m")).first()["m"]
+    out["ball"] = {"seconds": time.perf_counter() - t0, "values": len(dense), "largest_cluster": int(sizes)}
+    df.unpersist()
+    return out
+
+
+def _frame(ids: np.ndarray, fps: np.ndarray) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame({"id": ids, "fp": fps.view(np.int64)})
 
 
 QUERY_RATE = """
@@ -195,11 +263,13 @@ def query_rate() -> Dict[str, float]:
 
 
 def report(res: Dict[str, Any]) -> None:
-    print("| fingerprints | batch.find_all | Spark local[2] | ratio | design | pairs | equal |")
+    print(f"\n{res['master']}:")
+    print("| fingerprints | batch.find_all | Spark (runs) | ratio | design | pairs | equal |")
     print("| ---: | ---: | ---: | ---: | --- | ---: | --- |")
     for n, r in res["sizes"].items():
         print(
-            f"| {n:,} | {r['batch_s']:.2f} s | {r['spark_s']:.1f} s | {r['spark_s'] / r['batch_s']:.0f} x | "
+            f"| {n:,} | {r['batch_s']:.2f} s | {r['spark_s']:.1f} s ({', '.join(f'{t:.1f}' for t in r['spark_runs'])}) | "
+            f"{r['spark_s'] / r['batch_s']:.1f} x | "
             f"{r['tables']} tables ({r['blocks']} blocks) | {r['pairs']:,} (find_all {r['batch_pairs']:,}) | "
             f"{'-' if r['equal'] is None else r['equal']} |"
         )
@@ -213,12 +283,30 @@ def report(res: Dict[str, Any]) -> None:
                 f"{s['shuffle_write'] / 1e6:.1f} | {s['shuffle_read'] / 1e6:.1f} | {s['records_in']:,} | "
                 f"{s['records_out']:,} |"
             )
-    q = res["query"]
-    print(f"\nIndex.query_batch against 10^6 on one thread: {q['per_s']:,.0f} queries/s")
-    extrapolate(res)
 
 
-def extrapolate(res: Dict[str, Any]) -> None:
+def report_skew(sk: Dict[str, Any]) -> None:
+    c, b = sk["copies"], sk["ball"]
+    print(
+        f"\n10^6 + 10^5 copies of one fingerprint, copies=first: {c['seconds']:.1f} s, {c['pairs']:,} pairs "
+        f"(find_all {c['find_all']:,})"
+    )
+    print(
+        f"10^6 + a dense radius-3 ball ({b['values']:,} values): clusters through the forest of edges in "
+        f"{b['seconds']:.1f} s, largest cluster {b['largest_cluster']:,}"
+    )
+
+
+def compare(local: Dict[str, Any], standalone: Dict[str, Any]) -> None:
+    print("\n| fingerprints | local[2] | standalone, two workers of one core | ratio |")
+    print("| ---: | ---: | ---: | ---: |")
+    for n, r in standalone["sizes"].items():
+        if n in local["sizes"]:
+            a, b = local["sizes"][n]["spark_s"], r["spark_s"]
+            print(f"| {n:,} | {a:.1f} s | {b:.1f} s | {b / a:.2f} x |")
+
+
+def extrapolate(res: Dict[str, Any], query: Dict[str, float]) -> None:
     from rsimhash.spark._pairs import choose_blocks
 
     n, r = max(res["sizes"].items())
@@ -239,9 +327,9 @@ def extrapolate(res: Dict[str, Any]) -> None:
     print(
         f"8 x 10^9 fingerprints, k = {K}: {tables} tables ({blocks} blocks); {cpu / 3600:,.0f} executor-hours; "
         f"on 200 cores {cpu / 200 / 3600:.1f} h, on 2,000 cores {cpu / 2000 / 60:.0f} min; shuffle "
-        f"{volume / 1e12:.1f} TB ({tables} rows of ~{per_row_bytes:.0f} bytes a fingerprint)"
+        f"{volume / 1e12:.1f} TB ({tables} items of ~{per_row_bytes:.0f} bytes a fingerprint, compressed)"
     )
-    q = res["query"]["per_s"]
+    q = query["per_s"]
     print(
         f"10^6 queries against 8 x 10^9 (near_duplicates_of: the queries' index shipped to the executors, "
         f"the corpus streamed past it): {big / q / 3600:,.1f} core-hours of query_batch at {q:,.0f}/s a core, "
@@ -256,14 +344,42 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=3, help="runs of each job (median; default %(default)s)")
     p.add_argument("--data-dir", default=DATA_DIR)
     p.add_argument("--json", default=None, help="also write the figures as JSON")
+    p.add_argument(
+        "--masters",
+        default="local,standalone",
+        help="local (local[2]) and/or standalone (a master and two workers of one core and 2 GiB on 127.0.0.1, "
+        "started and stopped here); default %(default)s",
+    )
+    p.add_argument("--skew", action="store_true", help="also 10^5 copies of one fingerprint and a dense radius-3 ball (local)")
     args = p.parse_args()
     os.makedirs(args.data_dir, exist_ok=True)
     sizes = [int(float(s)) for s in args.sizes.split(",") if s]
     import rsimhash
 
     print(json.dumps(machine_info(rsimhash, np)))
-    res = run(sizes, args.repeat, args.data_dir)
-    report(res)
+    res: Dict[str, Any] = {}
+    for master in [m for m in args.masters.split(",") if m]:
+        if master == "local":
+            res[master] = run(sizes, args.repeat, args.data_dir, skewed=args.skew)
+        elif master == "standalone":
+            sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+            from spark_standalone import Standalone
+
+            with Standalone(workers=2, cores=1, memory="2g") as cluster:
+                res[master] = run(sizes, args.repeat, args.data_dir, cluster.url)
+        else:
+            p.error(f"--masters takes local and standalone, got {master!r}")
+        report(res[master])
+        if "skew" in res[master]:
+            report_skew(res[master]["skew"])
+    if "local" in res and "standalone" in res:
+        compare(res["local"], res["standalone"])
+    res["query"] = query_rate()
+    print(f"\nIndex.query_batch against 10^6 on one thread: {res['query']['per_s']:,.0f} queries/s")
+    for master, r in res.items():
+        if master != "query":
+            print(f"\nfrom the {master} run:")
+            extrapolate(r, res["query"])
     if args.json:
         with open(args.json, "w") as f:
             json.dump(res, f, indent=1, default=str)

@@ -15,6 +15,7 @@ import pytest
 # first, the short files fill in around them.
 LONG_FILES = (
     "test_spark.py",
+    "test_spark_standalone.py",
     "test_index_properties.py",
     "test_index_machines_long.py",
     "test_index_files.py",

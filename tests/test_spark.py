@@ -20,6 +20,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
@@ -33,6 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
+from budget import examples  # noqa: E402
 from cli_helpers import make_records  # noqa: E402
 
 TOP = (1 << 64) - 1
@@ -326,16 +329,64 @@ def test_pairs_in_small_batches(fps_df, small_batches):
 def check_pairs(fps_df, k, tables, max_group):
     want = expected_pairs(FPS, IDS, k)
     assert len(want) > 30
-    got = got_pairs(rspark.near_duplicate_pairs(fps_df, "id", "simhash", k, tables=tables, max_group=max_group))
+    if max_group is None:
+        out = rspark.near_duplicate_pairs(fps_df, "id", "simhash", k, tables=tables)
+    else:
+        with pytest.warns(DeprecationWarning, match="max_group"):
+            out = rspark.near_duplicate_pairs(fps_df, "id", "simhash", k, tables=tables, max_group=max_group)
+    got = got_pairs(out)
     assert len(got) == len(want)
     assert np.array_equal(got, want)
+
+
+@st.composite
+def adversarial(draw):
+    """Fingerprints weighted to what a packed shuffle could get wrong: copies
+    (in several map partitions), a dense ball around one value, 0 and
+    2**64 - 1 and their neighbours; ids distinct, some negative."""
+    centre = draw(st.sampled_from([0, TOP, 1 << 63, draw(st.integers(0, TOP))]))
+    ball = [
+        centre ^ (1 << a) ^ (1 << b) for a, b in draw(st.lists(st.tuples(st.integers(0, 63), st.integers(0, 63)), max_size=40))
+    ]
+    loose = draw(st.lists(st.integers(0, TOP), max_size=30))
+    picks = draw(st.lists(st.sampled_from(EDGES + [centre]), max_size=20))
+    fps = np.array(ball + loose + picks + [centre] * draw(st.integers(1, 30)), dtype=np.uint64)
+    order = draw(st.permutations(range(len(fps))))
+    fps = fps[list(order)]
+    ids = np.array(
+        draw(st.lists(st.integers(-(2**40), 2**40), min_size=len(fps), max_size=len(fps), unique=True)), dtype=np.int64
+    )
+    return fps, ids
+
+
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=adversarial(), k=st.integers(0, 5), parts=st.integers(1, 6), copies=st.sampled_from(["all", "first"]))
+def test_pairs_any_partitioning_equal_brute_force(spark, data, k, parts, copies):
+    fps, ids = data
+    df = frame(spark, id=ids, fp=rspark.to_signed(fps)).repartition(parts)
+    got = got_pairs(rspark.near_duplicate_pairs(df, "id", "fp", k, copies=copies))
+    rows = list(zip(fps.tolist(), ids.tolist()))
+    if copies == "first":
+        # The smallest id of each fingerprint stands for it; its other copies link to it.
+        first: dict = {}
+        for f, i in rows:
+            first[f] = min(first.get(f, i), i)
+        want = {(first[f], i) for f, i in rows if i != first[f]}
+        rows = list(first.items())
+    else:
+        want = set()
+    for x, (f, i) in enumerate(rows):
+        for g, j in rows[x + 1 :]:
+            if bin(f ^ g).count("1") <= k:
+                want.add((min(i, j), max(i, j)))
+    assert sorted(map(tuple, got.tolist())) == sorted(want)
 
 
 def test_pairs_string_ids(spark, fps_df):
     want = expected_pairs(FPS, IDS, 3)
     name = dict(zip(IDS.tolist(), SIDS.tolist()))
     mapped = {tuple(sorted((name[a], name[b]))) for a, b in want.tolist()}
-    out = rspark.near_duplicate_pairs(fps_df, "sid", "simhash", 3, max_group=8)
+    out = rspark.near_duplicate_pairs(fps_df, "sid", "simhash", 3)
     assert out.dtypes == [("id_a", "string"), ("id_b", "string")]
     rows = [tuple(r) for r in out.collect()]
     assert all(a < b for a, b in rows)

@@ -2,7 +2,7 @@
 
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any, Union, final
+from typing import Any, Tuple, Union, final
 
 import numpy as np
 import numpy.typing as npt
@@ -825,19 +825,10 @@ class ShuffleTables:
     @property
     def tables(self) -> int: ...
     def prefix(self, table: int) -> int: ...
-    def keys(self, fps: Any) -> npt.NDArray[np.uint64]: ...
-    def group_pairs(self, table: int, fps: Any) -> npt.NDArray[np.uint32]: ...
-    def cross_pairs(self, table: int, a: Any, b: Any) -> npt.NDArray[np.uint32]: ...
-    def sorted_pairs(
-        self,
-        tables: npt.NDArray[np.uint32],
-        keys: npt.NDArray[np.uint64],
-        cells: npt.NDArray[np.uint64],
-        sides: npt.NDArray[np.uint8],
-        fps: npt.NDArray[np.uint64],
-    ) -> npt.NDArray[np.uint32]: ...
-    @staticmethod
-    def spanning(pairs: npt.NDArray[np.uint32], fps: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint32]: ...
+    def pack(
+        self, fps: Any, ids: Any, bits: int
+    ) -> Tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32], npt.NDArray[np.uint64], npt.NDArray[np.uint64]]: ...
+    def reduce(self, table: int, items: Any, output: str) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
     @staticmethod
     def choose_blocks(n: int, k: int, tables: Union[int, None] = None) -> Union[int, None]:
         """Blocks of the single-level design for a shuffle of ``n`` distinct values (the core's cost

@@ -256,6 +256,19 @@ impl<'d> TableKernel<'d> {
         }
     }
 
+    /// The pairs of keys already sorted so that each group sharing the
+    /// prefix is together (`pos` their items), as one task of
+    /// [`Self::run_part`] finds them: what a distributed job's reducer runs
+    /// on a bucket it received whole (`crate::distributed`).
+    ///
+    /// # Errors
+    /// [`crate::Error::Interrupted`] when `control` is cancelled.
+    pub(crate) fn scan_sorted(&self, keys: &[u64], pos: &[u32], control: &Control) -> Result<Found> {
+        let mut found = Found::default();
+        self.scan(keys, pos, &mut found, &mut Copies::default(), control)?;
+        Ok(found)
+    }
+
     pub fn buckets(&self) -> usize {
         1 << self.bucket_bits
     }

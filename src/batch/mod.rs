@@ -23,7 +23,7 @@ mod budget;
 mod dense;
 pub mod distinct;
 mod ids;
-mod kernel;
+pub(crate) mod kernel;
 pub mod npy;
 mod run_tables;
 pub(crate) mod runs;

@@ -1,13 +1,13 @@
 //! `ShuffleTables`: the permuted tables as shuffle keys, for
 //! `rsimhash.spark` (see [`crate::distributed`]).
 
-use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1};
+use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
-use super::convert::{pairs_array, U64s};
+use super::convert::U64s;
 use super::detach;
-use crate::distributed::ShuffleTables;
+use crate::distributed::{Output, ShuffleTables};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyShuffleTables>()
@@ -51,75 +51,62 @@ impl PyShuffleTables {
         Ok(self.inner.prefix(self.table(table)?))
     }
 
-    /// `(N, tables)` uint64: each fingerprint's key in every table.
-    fn keys<'py>(&self, py: Python<'py>, fps: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray2<u64>>> {
-        let fps = U64s::extract(fps, "fps")?;
-        let (values, tables) = (fps.as_slice(), self.inner.tables());
-        let inner = &self.inner;
-        let flat = detach::run(py, None, || {
-            let mut out = Vec::with_capacity(values.len() * tables);
-            for &fp in values {
-                out.extend((0..tables).map(|t| inner.key(t, fp)));
-            }
-            Ok(out)
-        })?;
-        PyArray1::from_vec(py, flat).reshape([values.len(), tables]).map_err(|e| PyRuntimeError::new_err(format!("internal error in rsimhash: {e}")))
-    }
-
-    /// `(P, 2)` uint32 positions `i < j` of `fps` (distinct values sharing
-    /// `table`'s key) within k that `table` reports.
-    fn group_pairs<'py>(&self, py: Python<'py>, table: i64, fps: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray2<u32>>> {
-        let t = self.table(table)?;
-        let fps = U64s::extract(fps, "fps")?;
-        let (values, inner) = (fps.as_slice(), &self.inner);
-        let pairs = detach::run(py, None, || Ok(inner.group_pairs(t, values)))?;
-        pairs_array(py, pairs)
-    }
-
-    /// `(P, 2)` uint32 positions `(i in a, j in b)` of two parts of one
-    /// group of `table` within k that `table` reports.
-    fn cross_pairs<'py>(&self, py: Python<'py>, table: i64, a: &Bound<'py, PyAny>, b: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray2<u32>>> {
-        let t = self.table(table)?;
-        let (a, b) = (U64s::extract(a, "a")?, U64s::extract(b, "b")?);
-        let (a, b, inner) = (a.as_slice(), b.as_slice(), &self.inner);
-        let pairs = detach::run(py, None, || Ok(inner.cross_pairs(t, a, b)))?;
-        pairs_array(py, pairs)
-    }
-
-    /// `(P, 2)` uint32 row positions: the pairs of many groups at once, rows
-    /// of each `(table, key, cell)` together and sorted by side (see the
-    /// core's `ShuffleTables::sorted_pairs`).
-    #[allow(clippy::too_many_arguments)]
-    fn sorted_pairs<'py>(
+    /// A map task's items packed into blocks: `(tables, buckets, starts,
+    /// items)`, block `b` table `tables[b]`'s bucket `buckets[b]`, holding
+    /// rows `starts[b]..starts[b + 1]` of `items` (`(N * tables, 2)` uint64:
+    /// fingerprint, id). Buckets by the top `bits` bits of the permuted key,
+    /// at most a table's prefix (see the core's `distributed::blocks`).
+    #[allow(clippy::type_complexity)]
+    fn pack<'py>(
         &self,
         py: Python<'py>,
-        tables: PyReadonlyArray1<'py, u32>,
-        keys: PyReadonlyArray1<'py, u64>,
-        cells: PyReadonlyArray1<'py, u64>,
-        sides: PyReadonlyArray1<'py, u8>,
-        fps: PyReadonlyArray1<'py, u64>,
-    ) -> PyResult<Bound<'py, PyArray2<u32>>> {
-        let (tables, keys, cells, sides, fps) = (tables.to_vec()?, keys.to_vec()?, cells.to_vec()?, sides.to_vec()?, fps.to_vec()?);
-        let inner = &self.inner;
-        let pairs = detach::run(py, None, || inner.sorted_pairs(&tables, &keys, &cells, &sides, &fps))?;
-        pairs_array(py, pairs)
+        fps: &Bound<'py, PyAny>,
+        ids: &Bound<'py, PyAny>,
+        bits: i64,
+    ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray2<u64>>)> {
+        let bits = u32::try_from(bits).map_err(|_| PyValueError::new_err(format!("bits must be from 0 to 16, got {bits}")))?;
+        let (fps, ids) = (U64s::extract(fps, "fps")?, U64s::extract(ids, "ids")?);
+        let (fps, ids, inner) = (fps.as_slice(), ids.as_slice(), &self.inner);
+        let packed = detach::run(py, None, || inner.pack(fps, ids, bits))?;
+        let rows = packed.items.len();
+        let flat: Vec<u64> = bytemuck::cast_vec(packed.items);
+        let items = PyArray1::from_vec(py, flat).reshape([rows, 2]).map_err(|e| PyRuntimeError::new_err(format!("internal error in rsimhash: {e}")))?;
+        Ok((PyArray1::from_vec(py, packed.tables), PyArray1::from_vec(py, packed.buckets), PyArray1::from_vec(py, packed.starts), items))
     }
 
-    /// Of `pairs` (`(P, 2)` uint32 row positions into `fps`), those that
-    /// join two components of the values they link: a spanning forest.
-    #[staticmethod]
-    fn spanning<'py>(py: Python<'py>, pairs: numpy::PyReadonlyArray2<'py, u32>, fps: PyReadonlyArray1<'py, u64>) -> PyResult<Bound<'py, PyArray2<u32>>> {
-        let fps = fps.to_vec()?;
-        let view = pairs.as_array();
-        if view.ncols() != 2 && view.nrows() > 0 {
-            return Err(pyo3::exceptions::PyValueError::new_err("pairs must have two columns"));
+    /// `(a, b)` int64 arrays: the pairs `table` reports among `items` (a
+    /// flat uint64 array of fingerprint, id, ...: whole buckets of the
+    /// table), each `a <= b` as signed ids; `output` is `"all"` (every pair
+    /// of ids), `"first"` (pairs of each fingerprint's smallest id, and its
+    /// other copies linked to it) or `"forest"` (enough of those for their
+    /// components).
+    #[allow(clippy::type_complexity)]
+    fn reduce<'py>(
+        &self,
+        py: Python<'py>,
+        table: i64,
+        items: &Bound<'py, PyAny>,
+        output: &str,
+    ) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>)> {
+        let t = self.table(table)?;
+        let output = match output {
+            "all" => Output::All,
+            "first" => Output::First,
+            "forest" => Output::Forest,
+            other => return Err(PyValueError::new_err(format!(r#"output must be "all", "first" or "forest", got {other:?}"#))),
+        };
+        let items = U64s::extract(items, "items")?;
+        let flat = items.as_slice();
+        if flat.len() % 2 != 0 {
+            return Err(PyValueError::new_err(format!("items must hold a fingerprint and an id each: an even length, got {}", flat.len())));
         }
-        let rows: Vec<[u32; 2]> = view.rows().into_iter().map(|r| [r[0], r[1]]).collect();
-        if let Some(&bad) = rows.iter().flatten().find(|&&i| i as usize >= fps.len()) {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!("pairs name row {bad}, but there are {} rows", fps.len())));
-        }
-        let forest = detach::run(py, None, || Ok(ShuffleTables::spanning(&rows, &fps)))?;
-        pairs_array(py, forest)
+        let inner = &self.inner;
+        let (a, b) = detach::run(py, None, || {
+            let mut pairs: Vec<[u64; 2]> = flat.chunks_exact(2).map(|c| [c[0], c[1]]).collect();
+            let found = inner.reduce(t, &mut pairs, output)?;
+            Ok(found.into_iter().map(|[a, b]| (a, b)).unzip::<i64, i64, Vec<i64>, Vec<i64>>())
+        })?;
+        Ok((PyArray1::from_vec(py, a), PyArray1::from_vec(py, b)))
     }
 
     /// The blocks of the single-level design for a shuffle of `n` distinct

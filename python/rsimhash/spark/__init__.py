@@ -5,12 +5,14 @@ each task, as in the paper's MapReduce batch mode (§3.3):
 
 * ``fingerprint_column(df, text_col)``: SPEC v1 fingerprints in Arrow
   batches (``mapInArrow``), as signed longs holding the same 64 bits.
-* ``near_duplicate_pairs(df, id_col, fp_col, k)``: every pair within ``k``:
-  one row per distinct fingerprint and table, grouped by the table's
-  permuted prefix, each group's pairs found by the core, each pair emitted
-  by its first agreeing table only (no global distinct). Copies of one
-  fingerprint collapse before the shuffle; an oversized group is cut into
-  parts spread over tasks.
+* ``near_duplicate_pairs(df, id_col, fp_col, k)``: every pair within ``k``.
+  Each map task packs its rows into one block a (table, bucket): the
+  permuted tables' keys bucketed by their top bits, as the batch kernel
+  does, each block one shuffled row of ``(fingerprint, id)`` items (at most
+  64 MiB). Each reduce task gets whole buckets and runs the batch kernel's
+  scan on them (copies collapsed onto their smallest id, each pair emitted
+  by its first agreeing table only, no global distinct), ids and all; ids
+  of a type other than integers come back by one join at the end.
 * ``near_duplicates_of(df_new, old, k)``: new fingerprints against a corpus
   (a DataFrame or an rsimhash index file): the smaller side becomes an
   index file shipped to the executors, the larger side streams past it.
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import warnings
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -147,7 +150,9 @@ def near_duplicate_pairs(
     number of distinct fingerprints: fewer tables shuffle fewer rows, more
     make smaller groups). ``nulls``: ``"error"`` refuses null ids or
     fingerprints, ``"skip"`` leaves those rows out and warns with their
-    count. ``max_group``: values one task compares at most (default 4096).
+    count. ``max_group`` no longer has an effect (it cut groups into cells
+    of the row-per-value shuffle; a bucket's groups are now compared in one
+    task, as the batch kernel compares them) and warns when given.
 
     >>> df = spark.createDataFrame([(1, 0), (2, 0b111), (3, 0xFF00), (4, 0)], ["id", "simhash"])
     >>> pairs = rsimhash.spark.near_duplicate_pairs(df, "id", "simhash", k=3)
@@ -160,14 +165,20 @@ def near_duplicate_pairs(
     from . import _pairs
 
     k = _check_k(k)
-    group = _check_design(k, tables, max_group)
+    _check_design(k, tables, max_group)
     if copies not in ("all", "first"):
         raise ValueError(f'copies must be "all" or "first", got {copies!r}')
-    base, _ = _pairs.checked(df, id_col, fp_col, nulls)
+    base, n = _pairs.checked(df, id_col, fp_col, nulls)
+    id_type = base.schema["id"].dataType
+    if _pairs.integral(id_type):
+        # Ids travel in the blocks: the reducers emit the pairs of ids.
+        blocks = _pairs.choose_blocks(max(n, 1), k, tables)
+        pairs = _pairs.packed_pairs(base, k, blocks, n, copies)
+        return pairs.select(F.col("a").cast(id_type).alias("id_a"), F.col("b").cast(id_type).alias("id_b"))
     if copies == "first":
-        edges = _edges(base, k, tables, group, forest=False)
+        edges = _edges(base, k, tables, forest=False)
         return edges.select(F.least("u", "v").alias("id_a"), F.greatest("u", "v").alias("id_b"))
-    fp_pairs = _distinct_pairs(base, k, tables, group)
+    fp_pairs = _distinct_pairs(base, k, tables)
     a = base.select(F.col("id").alias("a"), F.col("fp").alias("fp_a"))
     b = base.select(F.col("id").alias("b"), F.col("fp").alias("fp_b"))
     across = fp_pairs.join(a, "fp_a").join(b, "fp_b").select("a", "b")
@@ -176,7 +187,7 @@ def near_duplicate_pairs(
     return both.select(F.least("a", "b").alias("id_a"), F.greatest("a", "b").alias("id_b"))
 
 
-def _distinct_pairs(base: Any, k: int, tables: Optional[int], group: int, *, forest: bool = False) -> Any:
+def _distinct_pairs(base: Any, k: int, tables: Optional[int], *, forest: bool = False) -> Any:
     """``(fp_a, fp_b)``: the pairs of distinct fingerprints of ``base`` within
     k (with ``forest``, only enough for their components)."""
     from . import _pairs
@@ -184,12 +195,12 @@ def _distinct_pairs(base: Any, k: int, tables: Optional[int], group: int, *, for
     values = base.select("fp").distinct()
     n = values.count()
     blocks = _pairs.choose_blocks(max(n, 1), k, tables)
-    return _pairs.fingerprint_pairs(values, k, blocks, group, forest=forest)
+    return _pairs.fingerprint_pairs(values, k, blocks, n, forest=forest)
 
 
-def _check_design(k: int, tables: Optional[int], max_group: Optional[int]) -> int:
+def _check_design(k: int, tables: Optional[int], max_group: Optional[int]) -> None:
     """Refuses a ``tables`` no design for ``k`` has, or a ``max_group``
-    below 2, before any Spark job; returns the group size."""
+    below 2, before any Spark job; warns that ``max_group`` has no effect."""
     from . import _pairs
 
     if tables is not None:
@@ -197,21 +208,33 @@ def _check_design(k: int, tables: Optional[int], max_group: Optional[int]) -> in
             raise TypeError(f"tables must be an int, got {type(tables).__name__}")
         _pairs.choose_blocks(1, k, int(tables))
     if max_group is None:
-        return _pairs.MAX_GROUP
+        return
     if isinstance(max_group, bool) or not isinstance(max_group, (int, np.integer)) or max_group < 2:
         raise ValueError(f"max_group must be an int of at least 2, got {max_group!r}")
-    return int(max_group)
+    warnings.warn(
+        "max_group no longer has an effect: the packed shuffle compares each bucket's groups in one task",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
-def _edges(base: Any, k: int, tables: Optional[int], group: int, *, forest: bool = True) -> Any:
+def _edges(base: Any, k: int, tables: Optional[int], n: int = -1, *, forest: bool = True) -> Any:
     """Edges ``(u, v)`` whose components are those of the pairs within k,
     without expanding copies: each copy of a fingerprint linked to its
     smallest id, and the smallest ids of two fingerprints within k linked
     (with ``forest``, only as many of those as the components need: a
-    dense cluster of distinct fingerprints adds about one edge each)."""
+    dense cluster of distinct fingerprints adds about one edge each).
+    ``n``: the rows of ``base``, when known."""
     from pyspark.sql import functions as F
 
-    fp_pairs = _distinct_pairs(base, k, tables, group, forest=forest)
+    from . import _pairs
+
+    if _pairs.integral(base.schema["id"].dataType):
+        n = base.count() if n < 0 else n
+        blocks = _pairs.choose_blocks(max(n, 1), k, tables)
+        pairs = _pairs.packed_pairs(base, k, blocks, n, "forest" if forest else "first")
+        return pairs.select(F.col("a").alias("u"), F.col("b").alias("v"))
+    fp_pairs = _distinct_pairs(base, k, tables, forest=forest)
     reps = base.groupBy("fp").agg(F.min("id").alias("rep"))
     star = base.join(reps, "fp").where(F.col("id") != F.col("rep")).select(F.col("id").alias("u"), F.col("rep").alias("v"))
     ra = reps.select(F.col("fp").alias("fp_a"), F.col("rep").alias("u"))
@@ -270,11 +293,11 @@ def dedup(
     from ._components import components
 
     k = _check_k(k)
-    group = _check_design(k, tables, None)
+    _check_design(k, tables, None)
     fp_col = "__rsimhash_fp"
     with_fp = fingerprint_column(df, text_col, fp_col, mode=mode, width=width)
-    base, _ = _pairs.checked(with_fp, id_col, fp_col, "error")
-    labels = components(_edges(base, k, tables, group))
+    base, n = _pairs.checked(with_fp, id_col, fp_col, "error")
+    labels = components(_edges(base, k, tables, n))
     gone = labels.where(F.col("id") != F.col("cluster_id")).select(F.col("id").alias("__rsimhash_gone"))
     # A join on a condition keeps df's columns in their order (one on a column name puts that column first).
     return df.join(gone, df[id_col] == gone["__rsimhash_gone"], "left_anti")

@@ -1,32 +1,28 @@
 """Every pair within k across a DataFrame: the paper's batch mode (§3.3) as
-Spark stages, with the Rust core inside each task.
+Spark stages, with the Rust core inside each task, shuffling packed blocks.
 
-1. Identical fingerprints collapse: only distinct values go through the
-   shuffle (a page copied 100,000 times is one row), and their ids come
-   back by joins at the end.
-2. Each distinct value goes out once a table, keyed by ``(table, prefix)``
-   (``ShuffleTables.keys``). A group larger than ``max_group`` values is cut
-   into ``P`` parts by a hash of the value, and each value goes to the cell
-   of its own part and to the ``P - 1`` cells pairing its part with another,
-   so that no task compares more than about ``2 * max_group`` values and a
-   skewed group spreads over ``P (P + 1) / 2`` tasks.
-3. Rows are partitioned by ``(table, prefix, cell)`` and sorted; each task
-   hands its rows to ``ShuffleTables.sorted_pairs`` a batch at a time. A
-   pair is emitted only by the first table whose prefix it shares, the rule
-   of ``rsimhash.batch.find_all``, so no pair comes twice and no global
-   distinct is needed.
+1. A map task (``mapInArrow``) takes its partition's ``(fingerprint, id)``
+   rows, up to ``CHUNK_ITEMS`` at a time, and hands them to
+   ``ShuffleTables.pack``: for every table each item's permuted key is
+   bucketed by its top bits (at most the table's prefix), and each
+   ``(table, bucket)`` becomes one row, a binary block of its items.
+2. Spark moves those few rows to the reduce task of their ``(table,
+   bucket)``; a reduce task concatenates a bucket's blocks and runs
+   ``ShuffleTables.reduce``: the batch kernel's group scan, copies of a
+   fingerprint collapsed onto their smallest id, each pair emitted only by
+   the first table whose prefix it shares (the rule of
+   ``rsimhash.batch.find_all``), so no pair comes twice and no global
+   distinct is needed. The ids travel in the blocks and the pairs come out
+   as pairs of ids (other ids come back by a join, ``fingerprint_pairs``).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
-
-# Values one task compares pair by pair at most (a part of a large group).
-MAX_GROUP = 4096
 
 
 def choose_blocks(n: int, k: int, tables: Optional[int] = None) -> int:
@@ -45,116 +41,140 @@ def choose_blocks(n: int, k: int, tables: Optional[int] = None) -> int:
     return int(blocks)
 
 
-def fingerprint_pairs(values: Any, k: int, blocks: int, max_group: int, *, forest: bool = False) -> Any:
+def fingerprint_pairs(values: Any, k: int, blocks: int, n: int, *, forest: bool = False) -> Any:
     """``(fp_a, fp_b)`` rows: every pair of distinct values of the one-column
-    DataFrame ``values`` (``fp``, signed longs) within ``k``, once. With
-    ``forest``, only enough of them for the components: of each task's
-    pairs, those that join two of its components (a dense group of values
-    gives at most one pair a value, not nearly the square of them)."""
+    DataFrame ``values`` (``fp``, signed longs, ``n`` of them) within ``k``,
+    once. With ``forest``, only enough of them for the components: of each
+    bucket's pairs, those that join two of its components."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
-    keyed_schema = StructType(
-        [StructField("t", IntegerType(), False), StructField("key", LongType(), False), StructField("fp", LongType(), False)]
-    )
-    keyed = values.mapInArrow(_keys_of(k, blocks), keyed_schema)
-    big = (
-        keyed.groupBy("t", "key")
-        .count()
-        .where(F.col("count") > max_group)
-        .select("t", "key", F.ceil(F.col("count") / max_group).cast("int").alias("parts"))
-    )
-    cells = (
-        keyed.join(F.broadcast(big), ["t", "key"], "left")
-        .withColumn("parts", F.coalesce("parts", F.lit(1)))
-        .withColumn("part", F.pmod(F.xxhash64("fp"), F.col("parts")).cast("int"))
-        .withColumn("other", F.explode(F.sequence(F.lit(0), F.col("parts") - 1)))
-        .select(
-            "t",
-            "key",
-            "fp",
-            (F.least("part", "other").cast("long") * F.col("parts") + F.greatest("part", "other")).alias("cell"),
-            F.when(F.col("part") == F.col("other"), 0)
-            .when(F.col("part") < F.col("other"), 1)
-            .otherwise(2)
-            .cast("byte")
-            .alias("side"),
+    items = values.select("fp", F.col("fp").alias("id"))
+    pairs = packed_pairs(items, k, blocks, n, "forest" if forest else "first")
+    return pairs.select(F.col("a").alias("fp_a"), F.col("b").alias("fp_b"))
+
+
+# Items a map task packs at once: a block (one table's bucket) is at most
+# 2^22 items of 16 bytes, 64 MiB, however skewed the buckets.
+CHUNK_ITEMS = 1 << 22
+# Items of a (table, bucket) a reducer gets, about: sets the bucket bits.
+BUCKET_ITEMS = 1 << 17
+# Bytes of blocks a reduce partition gets at most, about (with evenly
+# filled buckets): sets the partitions. A reduce task holds its partition's
+# blocks (one Arrow batch of them: a binary column holds at most 2 GiB,
+# eight times this).
+PARTITION_BYTES = 256 << 20
+
+
+def integral(data_type: Any) -> bool:
+    """Whether ids of this Spark type travel in the packed blocks (as longs)."""
+    from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType
+
+    return isinstance(data_type, (LongType, IntegerType, ShortType, ByteType))
+
+
+def layout(spark: Any, n: int, tables: int) -> Tuple[int, int]:
+    """``(partitions, bits)`` of a packed shuffle of ``n`` items through
+    ``tables`` tables: the session's shuffle partitions, more when the blocks
+    would pass ``PARTITION_BYTES`` a partition; buckets of about
+    ``BUCKET_ITEMS`` items, at least four (table, bucket) keys a partition."""
+    try:
+        partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    except (TypeError, ValueError):  # "auto" on some platforms
+        partitions = 200
+    partitions = max(1, partitions, math.ceil(n * tables * 16 / PARTITION_BYTES))
+    bits = max(0, math.ceil(math.log2(max(n, 1) / BUCKET_ITEMS)), math.ceil(math.log2(max(1.0, 4 * partitions / tables))))
+    return partitions, min(bits, 16)
+
+
+def packed_pairs(items: Any, k: int, blocks: int, n: int, output: str) -> Any:
+    """``(a, b)`` long rows, ``a <= b``: the pairs of ``items`` (columns
+    ``fp``, ``id``: signed longs, ``n`` rows) within ``k`` as ``output``
+    asks (``ShuffleTables.reduce``). Each map task packs its items into
+    one block a (table, bucket), each block one shuffled row; each reduce
+    task gets whole buckets and runs the batch kernel's scan on them."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
+
+    tables = math.comb(blocks, k)
+    partitions, bits = layout(items.sparkSession, n, tables)
+    block_schema = StructType([StructField("key", IntegerType(), False), StructField("block", BinaryType(), False)])
+    pair_schema = StructType([StructField("a", LongType(), False), StructField("b", LongType(), False)])
+    blocks_df = items.select(F.col("fp"), F.col("id").cast("long")).mapInArrow(_pack(k, blocks, bits), block_schema)
+    return blocks_df.repartition(partitions, "key").mapInArrow(_reduce(k, blocks, bits, output), pair_schema)
+
+
+def _pack(k: int, blocks: int, bits: int) -> Any:
+    def pack(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa  # type: ignore[import-untyped]
+
+        from rsimhash._rsimhash import ShuffleTables
+
+        shuffle = ShuffleTables(k, blocks)
+        fps: List[np.ndarray] = []
+        ids: List[np.ndarray] = []
+        held = 0
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            fps.append(batch.column(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False))
+            ids.append(batch.column(1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False))
+            held += batch.num_rows
+            if held >= CHUNK_ITEMS:
+                yield from _blocks(shuffle, fps, ids, bits, pa)
+                fps, ids, held = [], [], 0
+        if held:
+            yield from _blocks(shuffle, fps, ids, bits, pa)
+
+    return pack
+
+
+def _blocks(shuffle: Any, fps: List[np.ndarray], ids: List[np.ndarray], bits: int, pa: Any) -> Iterator[Any]:
+    """One Arrow batch a table: a row for each of its non-empty buckets."""
+    f = np.concatenate(fps).view(np.uint64)
+    i = np.concatenate(ids).view(np.uint64)
+    tables, buckets, starts, items = shuffle.pack(f, i, bits)
+    data = items.reshape(-1).view(np.uint8)
+    cuts = np.flatnonzero(np.diff(tables)) + 1
+    for lo, hi in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [len(tables)]])):
+        first, last = int(starts[lo]), int(starts[hi])
+        offsets = ((starts[lo : hi + 1] - first) * 16).astype(np.int32)
+        block = pa.Array.from_buffers(
+            pa.binary(), int(hi - lo), [None, pa.py_buffer(offsets), pa.py_buffer(data[first * 16 : last * 16])]
         )
-    )
-    pair_schema = StructType([StructField("fp_a", LongType(), False), StructField("fp_b", LongType(), False)])
-    return (
-        cells.repartition("t", "key", "cell")
-        .sortWithinPartitions("t", "key", "cell", "side")
-        .mapInArrow(_pairs_of(k, blocks, forest), pair_schema)
-    )
+        keys = (tables[lo:hi].astype(np.int64) << bits | buckets[lo:hi]).astype(np.int32)
+        yield pa.RecordBatch.from_arrays([pa.array(keys), block], names=["key", "block"])
 
 
-def _keys_of(k: int, blocks: int) -> Any:
-    def keys(batches: Iterator[Any]) -> Iterator[Any]:
+# Pairs in one Arrow batch of a reducer's output at most.
+OUT_ROWS = 1 << 20
+
+
+def _reduce(k: int, blocks: int, bits: int, output: str) -> Any:
+    def reduce(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa  # type: ignore[import-untyped]
 
         from rsimhash._rsimhash import ShuffleTables
 
         shuffle = ShuffleTables(k, blocks)
-        tables = shuffle.tables
+        # The partition's blocks by bucket (no sort in Spark: it would copy
+        # them all once more); the batches stay referenced until the end.
+        parts: Dict[int, List[Any]] = {}
         for batch in batches:
-            fps = batch.column(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-            if not len(fps):
-                continue
-            keys = shuffle.keys(fps.view(np.uint64))  # (N, tables)
-            yield pa.RecordBatch.from_arrays(
-                [
-                    pa.array(np.tile(np.arange(tables, dtype=np.int32), len(fps))),
-                    pa.array(keys.reshape(-1).view(np.int64)),
-                    pa.array(np.repeat(fps, tables)),
-                ],
-                names=["t", "key", "fp"],
-            )
+            keys = batch.column(0).to_numpy(zero_copy_only=False)
+            column = batch.column(1)
+            for i in range(len(keys)):
+                parts.setdefault(int(keys[i]), []).append(column[i].as_buffer())
+        for key in sorted(parts):
+            yield from _reduced(shuffle, key, bits, parts.pop(key), output, pa)
 
-    return keys
+    return reduce
 
 
-def _pairs_of(k: int, blocks: int, forest: bool) -> Any:
-    def pairs(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa  # type: ignore[import-untyped]
-
-        from rsimhash._rsimhash import ShuffleTables
-
-        shuffle = ShuffleTables(k, blocks)
-        held: Optional[List[np.ndarray]] = None
-        for batch in batches:
-            cols = [batch.column(i).to_numpy(zero_copy_only=False) for i in range(5)]  # t key fp cell side
-            if held is not None:
-                cols = [np.concatenate([h, c]) for h, c in zip(held, cols)]
-            if not len(cols[0]):
-                continue
-            # The last cell may go on in the next batch: keep it back.
-            t, key, cell = cols[0], cols[1], cols[3]
-            last = len(t) - 1
-            same = (t == t[last]) & (key == key[last]) & (cell == cell[last])
-            cut = int(np.flatnonzero(~same)[-1]) + 1 if not same.all() else 0
-            held = [c[cut:] for c in cols]
-            if cut:
-                yield _found(shuffle, [c[:cut] for c in cols], pa, forest)
-        if held is not None and len(held[0]):
-            yield _found(shuffle, held, pa, forest)
-
-    return pairs
-
-
-def _found(shuffle: Any, cols: List[np.ndarray], pa: Any, forest: bool) -> Any:
-    t, key, fp, cell, side = cols
-    fp = fp.astype(np.int64, copy=False)
-    ij = shuffle.sorted_pairs(
-        t.astype(np.uint32),
-        key.astype(np.int64, copy=False).view(np.uint64),
-        cell.astype(np.int64, copy=False).view(np.uint64),
-        side.astype(np.uint8),
-        fp.view(np.uint64),
-    )
-    if forest and len(ij):
-        ij = type(shuffle).spanning(ij, fp.view(np.uint64))
-    return pa.RecordBatch.from_arrays([pa.array(fp[ij[:, 0]]), pa.array(fp[ij[:, 1]])], names=["fp_a", "fp_b"])
+def _reduced(shuffle: Any, key: Any, bits: int, parts: List[Any], output: str, pa: Any) -> Iterator[Any]:
+    items = np.concatenate([np.frombuffer(p, dtype=np.uint64) for p in parts])
+    a, b = shuffle.reduce(int(key) >> bits, items, output)
+    for at in range(0, len(a), OUT_ROWS):
+        yield pa.RecordBatch.from_arrays([pa.array(a[at : at + OUT_ROWS]), pa.array(b[at : at + OUT_ROWS])], names=["a", "b"])
 
 
 def checked(df: Any, id_col: str, fp_col: str, nulls: str) -> Tuple[Any, int]:
