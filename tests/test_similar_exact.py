@@ -114,8 +114,6 @@ def test_exact_finds_what_candidates_miss():
 def test_bad_candidates_are_refused():
     with pytest.raises(ValueError, match='"auto", "exact"'):
         rsimhash.similar_pairs(["a"], 0.5, candidates="fast")
-    with pytest.raises(ValueError, match="online exact index"):
-        rsimhash.SimilarIndex(0.5, candidates="exact")
     with pytest.raises(ValueError, match="batch jobs take simhash candidates"):
         rsimhash.batch.similar_pairs(["a b c"], 0.5, candidates="exact")
 
