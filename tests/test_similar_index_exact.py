@@ -25,7 +25,7 @@ if HERE not in sys.path:
 
 import rsimhash  # noqa: E402
 from test_similar import ref_set, ref_similarity  # noqa: E402
-from test_similar_exact import THRESHOLDS, TEXT, corpus_with_copies  # noqa: E402
+from test_similar_exact import TEXT, THRESHOLDS, corpus_with_copies  # noqa: E402
 
 _HC = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 EXAMPLES = settings(max_examples=60, deadline=None, suppress_health_check=_HC)
@@ -56,7 +56,9 @@ def brute(stored, text, threshold, measure, width):
 )
 @example(texts=[], queries=[""], threshold=0.05, stricter=0.0, measure="jaccard", width=3, gone=[])
 @example(texts=["", "", "a", "a", "a b"], queries=["", "a"], threshold=1.0, stricter=0.0, measure="jaccard", width=1, gone=[2])
-@example(texts=["a"] * 4 + ["a b c d e f g h"], queries=["a"], threshold=0.05, stricter=0.0, measure="containment", width=1, gone=[0])
+@example(
+    texts=["a"] * 4 + ["a b c d e f g h"], queries=["a"], threshold=0.05, stricter=0.0, measure="containment", width=1, gone=[0]
+)
 def test_exact_queries_find_every_alike_stored_text(texts, queries, threshold, stricter, measure, width, gone):
     index = rsimhash.SimilarIndex(threshold, width=width, measure=measure, candidates="exact")
     ids = [3 * i + 1 for i in range(len(texts))]
@@ -81,7 +83,12 @@ def test_exact_queries_find_every_alike_stored_text(texts, queries, threshold, s
 
 
 @EXAMPLES
-@given(texts=corpus_with_copies(TEXT), threshold=threshold_st, split=st.integers(0, 24), measure=st.sampled_from(["jaccard", "containment"]))
+@given(
+    texts=corpus_with_copies(TEXT),
+    threshold=threshold_st,
+    split=st.integers(0, 24),
+    measure=st.sampled_from(["jaccard", "containment"]),
+)
 def test_exact_add_unique_is_brute_force_in_order(texts, threshold, split, measure):
     index = rsimhash.SimilarIndex(threshold, width=2, measure=measure, candidates="exact")
     at = min(split, len(texts))

@@ -83,6 +83,14 @@ def available_memory() -> int:
         return 8 << 30
 
 
+def format_bytes(n: float) -> str:
+    """A size as people read it: ``"1.5 GiB"``, ``"12.0 MiB"``, ``"300 bytes"``."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:,.1f} {unit}"
+    return f"{n:,.0f} bytes"
+
+
 def memory_limit(value: Union[None, int, float, str]) -> int:
     """The job's limit in bytes: as given, or 60 % of the memory available now."""
     if value is None:

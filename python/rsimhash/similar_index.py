@@ -323,12 +323,14 @@ class SimilarIndex:
         >>> rsimhash.SimilarIndex(0.8, candidates="exact").info()["design"]
         "prefix index: each set's first |x| - ceil(0.8|x|) + 1 shingle hashes, ascending"
         """
-        threshold, measure, shingles, width, candidates = self._core.settings
+        threshold, measure, shingles, width, _ = self._core.settings
         design, k, tables, keys = self._core.design
         exact = self._core.exact
+        candidates = self.candidates
         if exact:
-            candidates = "exact"
-            held = "every shingle hash" if measure == "containment" else f"each set's first |x| - ceil({threshold}|x|) + 1 shingle hashes"
+            held = f"each set's first |x| - ceil({threshold}|x|) + 1 shingle hashes"
+            if measure == "containment":
+                held = "every shingle hash"
             design = f"prefix index: {held}, ascending"
         return {
             "items": len(self),

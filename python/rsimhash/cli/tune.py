@@ -295,10 +295,9 @@ def _f(x: Optional[float], digits: int = 3) -> str:
 
 
 def _bytes(n: float) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:,.1f} {unit}"
-    return f"{n:,.0f} bytes"
+    from .._memory import format_bytes
+
+    return format_bytes(n)
 
 
 def report(args: argparse.Namespace, r: Results) -> str:
