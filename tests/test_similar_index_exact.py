@@ -148,7 +148,7 @@ def test_exact_info_settings_and_errors():
     index = rsimhash.SimilarIndex(0.8, candidates="exact", measure="containment")
     info = index.info()
     assert info["exact"] is True and info["candidates"] == "exact" and info["k"] == 0
-    assert info["design"] == "prefix index: every shingle hash, ascending"
+    assert info["design"] == "prefix index: every shingle, rarest first"
     assert "candidates='exact'" in repr(index)
     assert rsimhash.SimilarIndex(0.8).info()["exact"] is False
     index.add(["the cat sat on the mat"], ids=["cat"])
@@ -191,3 +191,39 @@ def test_exact_queries_from_many_threads_while_adding():
     stored = dict(enumerate(base))
     for q in base[::17]:
         assert index.query(q) == brute(stored, q, 0.5, "jaccard", 3)
+
+
+@pytest.mark.parametrize("measure", ["jaccard", "containment"])
+def test_exact_after_the_order_is_made_by_frequency(measure):
+    """Past 1,024 held sets the order is made again by how many sets hold
+    each shingle: answers stay brute force's, before and after removals
+    and further adds."""
+    import random
+
+    rng = random.Random(39)
+    vocab = [f"w{i}" for i in range(60)]
+    texts = [" ".join(rng.choices(vocab, k=rng.randint(0, 14))) for _ in range(2600)]
+    texts += texts[:100]  # copies
+    index = rsimhash.SimilarIndex(0.6, width=1, measure=measure, candidates="exact")
+    stored = {}
+    for start in range(0, 2000, 500):  # the order made by frequency in the third call (1,500 held sets)
+        ids = list(range(start, start + 500))
+        index.add(texts[start : start + 500], ids=ids)
+        stored.update(zip(ids, texts[start : start + 500]))
+    queries = texts[::37] + texts[2000:2040]
+    sets = {i: ref_set(t, "words", 1) for i, t in stored.items()}
+
+    def want(q):
+        qs = ref_set(q, "words", 1)
+        exact = {i: ref_similarity(s, qs, measure) for i, s in sets.items()}
+        return sorted([(i, float(np.float32(x))) for i, x in exact.items() if x >= 0.6], key=lambda m: (-m[1], m[0]))
+
+    for q in queries:
+        assert index.query(q) == want(q), q
+    index.remove(list(range(0, 2000, 3)))
+    for i in range(0, 2000, 3):
+        del sets[i]
+    index.add(texts[2000:], ids=list(range(2000, len(texts))))
+    sets.update({i: ref_set(texts[i], "words", 1) for i in range(2000, len(texts))})
+    for q in queries:
+        assert index.query(q) == want(q), q

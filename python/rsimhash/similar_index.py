@@ -83,9 +83,10 @@ class SimilarIndex:
     (a stored text's query finds itself and exactly its pairs).
     ``candidates="exact"`` finds every stored text at least the threshold
     alike, by an online prefix index (each set's first ``|x| - ceil(T|x|)
-    + 1`` shingle hashes in ascending hash order; see
-    ``docs/similar.md``); ``"auto"`` (the default) and ``(mode, width, k)``
-    take simhash candidates, whose recall ``rsimhash tune`` measures. Ids are
+    + 1`` shingles, rarest first by a count made again each time the
+    index doubles; see ``docs/similar.md``); ``"auto"`` (the default) and
+    ``(mode, width, k)`` take simhash candidates, whose recall
+    ``rsimhash tune`` measures. Ids are
     non-negative ints (a list, an array of any integer dtype, a pandas
     Index), each stored once; without ``ids=`` they count up from one past
     the largest id given so far. Or strings, as ``Index`` takes them: the
@@ -321,17 +322,17 @@ class SimilarIndex:
         >>> info["candidates"], info["design"], info["nbytes"] == index.nbytes, info["exact"]
         (('words', 1, 10), '11 tables, blocks 11, 5-6 leading bits, k=10', True, False)
         >>> rsimhash.SimilarIndex(0.8, candidates="exact").info()["design"]
-        "prefix index: each set's first |x| - ceil(0.8|x|) + 1 shingle hashes, ascending"
+        "prefix index: each set's first |x| - ceil(0.8|x|) + 1 shingles, rarest first"
         """
         threshold, measure, shingles, width, _ = self._core.settings
         design, k, tables, keys = self._core.design
         exact = self._core.exact
         candidates = self.candidates
         if exact:
-            held = f"each set's first |x| - ceil({threshold}|x|) + 1 shingle hashes"
+            held = f"each set's first |x| - ceil({threshold}|x|) + 1 shingles"
             if measure == "containment":
-                held = "every shingle hash"
-            design = f"prefix index: {held}, ascending"
+                held = "every shingle"
+            design = f"prefix index: {held}, rarest first"
         return {
             "items": len(self),
             "threshold": threshold,

@@ -302,6 +302,9 @@ impl SimilarIndex {
             }
             self.sets.insert(id, held);
         }
+        if let Some(prefix) = &mut self.prefix {
+            prefix.settle();
+        }
         Ok(())
     }
 
@@ -375,9 +378,9 @@ impl SimilarIndex {
     /// Of the held sets that the prefix index proposes for `query`, those
     /// at least the threshold of `opts` alike it, as [`SimilarIndex::confirm_at`]
     /// gives them (every id of each).
-    fn confirm_exact(&self, prefix: &Prefix, query: &Held, opts: &Similar) -> Vec<(u64, f32)> {
+    fn confirm_exact(&self, prefix: &Prefix, query: &Held, opts: &Similar, seen: &mut Vec<u32>) -> Vec<(u64, f32)> {
         let mut found = Vec::new();
-        for (held, ids) in prefix.candidates(&query.set, opts.threshold) {
+        for (held, ids) in prefix.candidates(&query.set, opts.threshold, seen) {
             if let Some(s) = held.alike(query, opts) {
                 found.extend(ids.iter().map(|&id| (id, s)));
             }
@@ -437,7 +440,7 @@ impl SimilarIndex {
         }
         let (fps, made) = self.made(texts)?;
         let per: Vec<Vec<(u64, f32)>> = match &self.prefix {
-            Some(prefix) => made.par_iter().with_min_len(8).map(|q| self.confirm_exact(prefix, q, &opts)).collect(),
+            Some(prefix) => made.par_iter().with_min_len(8).map_init(Vec::new, |seen, q| self.confirm_exact(prefix, q, &opts, seen)).collect(),
             None => {
                 let candidates = self.candidates(&fps)?;
                 candidates.par_iter().zip(&made).with_min_len(8).map(|(c, q)| self.confirm_at(c, q, &opts)).collect()
@@ -499,7 +502,9 @@ impl SimilarIndex {
         // The smallest stored id alike each first copy.
         let rep_fps: Vec<u64> = reps.iter().map(|&i| fps[i]).collect();
         let stored: Vec<Option<u64>> = match &self.prefix {
-            Some(prefix) => reps.par_iter().map(|&r| self.confirm_exact(prefix, &made[r], &opts).into_iter().map(|(id, _)| id).min()).collect(),
+            Some(prefix) => {
+                reps.par_iter().map_init(Vec::new, |seen, &r| self.confirm_exact(prefix, &made[r], &opts, seen).into_iter().map(|(id, _)| id).min()).collect()
+            }
             None => {
                 let candidates = self.candidates(&rep_fps)?;
                 candidates.par_iter().zip(&reps).map(|(c, &r)| self.confirm(c, &made[r]).into_iter().map(|(id, _)| id).min()).collect()
@@ -734,6 +739,9 @@ impl SimilarIndex {
                 prefix.join(held.slot, id);
             }
             loaded.sets.insert(id, held);
+        }
+        if let Some(prefix) = &mut loaded.prefix {
+            prefix.settle();
         }
         Ok(loaded)
     }

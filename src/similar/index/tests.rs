@@ -210,11 +210,16 @@ proptest! {
         stricter in 0.0f64..1.0,
         containment in any::<bool>(),
         gone in prop::collection::vec(0u64..40, 0..20),
+        reorder in 0usize..6,
     ) {
         let measure = if containment { Measure::Containment } else { Measure::Jaccard };
         let o = exact_opts(t, measure);
         let mut index = SimilarIndex::new(o).unwrap();
         prop_assert!(index.exact());
+        // The order by frequency, made from `reorder` held sets on (0: the hash order throughout).
+        if reorder > 0 {
+            index.prefix.as_mut().unwrap().reorder_from(reorder);
+        }
         let ids: Vec<u64> = (0..texts.len() as u64).map(|i| i * 5 + 1).collect();
         index.add_utf8(&texts, Some(&ids)).unwrap();
         let sets = sets_of(&texts, &o);
@@ -248,10 +253,13 @@ proptest! {
     /// An exact index's add_unique keeps, in order, each text that no kept
     /// text is at least the threshold alike (brute force over all of them).
     #[test]
-    fn exact_add_unique_equals_brute_force(texts in texts(), t in 0.05f64..=1.0, split in 0usize..40, containment in any::<bool>()) {
+    fn exact_add_unique_equals_brute_force(texts in texts(), t in 0.05f64..=1.0, split in 0usize..40, containment in any::<bool>(), reorder in any::<bool>()) {
         let measure = if containment { Measure::Containment } else { Measure::Jaccard };
         let o = exact_opts(t, measure);
         let mut index = SimilarIndex::new(o).unwrap();
+        if reorder {
+            index.prefix.as_mut().unwrap().reorder_from(1);
+        }
         let at = split.min(texts.len());
         let (mut is_new, mut matched) = index.add_unique_utf8(&texts[..at], None).unwrap();
         let (b, m) = index.add_unique_utf8(&texts[at..], None).unwrap();
@@ -317,8 +325,17 @@ fn exact_queries_of_large_sets() {
         s.dedup();
         sets.push(s);
     }
-    for &(t, measure) in &[(0.3, Measure::Jaccard), (0.6, Measure::Jaccard), (0.9, Measure::Containment), (0.4, Measure::Containment)] {
+    for &(t, measure, reorder) in &[
+        (0.3, Measure::Jaccard, false),
+        (0.6, Measure::Jaccard, true),
+        (0.9, Measure::Containment, false),
+        (0.4, Measure::Containment, true),
+        (0.5, Measure::Jaccard, true),
+    ] {
         let mut index = SimilarIndex::new(exact_opts(t, measure)).unwrap();
+        if reorder {
+            index.prefix.as_mut().unwrap().reorder_from(10);
+        }
         let ids: Vec<u64> = (0..sets.len() as u64).collect();
         index.store(&ids, &vec![0; sets.len()], sets.clone(), None).unwrap();
         let stored: Vec<(u64, Vec<u64>)> = ids.iter().copied().zip(sets.iter().cloned()).collect();
@@ -327,7 +344,7 @@ fn exact_queries_of_large_sets() {
             let o = *index.opts();
             let mut m = SimilarMatches::default();
             for (q, s) in sets.iter().enumerate() {
-                for (id, x) in index.confirm_exact(prefix, &Held::new(s.clone()), &o) {
+                for (id, x) in index.confirm_exact(prefix, &Held::new(s.clone()), &o, &mut Vec::new()) {
                     m.positions.push(q as u32);
                     m.ids.push(id);
                     m.similarity.push(x);
