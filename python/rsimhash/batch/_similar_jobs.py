@@ -18,13 +18,6 @@ from ._job import Memory, Progress, _id_labels, _in_id_order, _Job
 
 log = logging.getLogger("rsimhash.batch")
 
-# Memory of the exact join per byte of the sets held (SimilarCorpus.nbytes):
-# the sets themselves, and while the join runs its sorted copy of every
-# value, then its ranks, counts and prefix lists (docs/similar.md). Peak RSS
-# grew by 2.2-2.3 times the sets' bytes during the join of 40,000 texts of
-# 150 random words at 0.5 and 0.9 (47 MiB of sets); 3.5 leaves some room.
-JOIN_BYTES_PER_SET_BYTE = 3.5
-
 
 def similar_pairs(
     texts: Any,
@@ -421,7 +414,7 @@ def _exact_join(
     ``"auto"``) and the sets and the join's work fit ``memory_limit``;
     ``None`` for the candidates' two passes. ``"exact"`` that does not fit
     is a ``MemoryError`` naming the memory it needs."""
-    from .._memory import format_bytes
+    from .._memory import JOIN_BYTES_PER_SET_BYTE, format_bytes
     from .._memory import memory_limit as _memory_limit
     from .._similar_passes import Settings, core_piece
     from ._texts_in import reader

@@ -446,7 +446,7 @@ def _exact_recommendation(
     args: argparse.Namespace, r: Results, source: str, output: str, set_flags: str, shingles: str
 ) -> List[str]:
     """The exact join's lines of the recommendation: its commands and the memory it holds."""
-    from ..batch._similar_jobs import JOIN_BYTES_PER_SET_BYTE
+    from .._memory import JOIN_BYTES_PER_SET_BYTE
 
     e, n = r.exact, r.expected
     if e is None:
@@ -485,7 +485,7 @@ def figures(args: argparse.Namespace, r: Results) -> Dict[str, Any]:
         c, k = v97.chosen
         rec["verified"] = dict(candidates=[c.mode, c.width, k], design=st.design(r.expected, k)[1])
     if r.exact is not None and len(r.truth.pairs):
-        from ..batch._similar_jobs import JOIN_BYTES_PER_SET_BYTE
+        from .._memory import JOIN_BYTES_PER_SET_BYTE
 
         rec["exact"] = dict(candidates="exact", bytes=r.exact.bytes_per_doc * JOIN_BYTES_PER_SET_BYTE * r.expected)
     return dict(
