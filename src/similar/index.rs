@@ -290,6 +290,12 @@ impl SimilarIndex {
     /// Stores texts already made: fingerprints in the index (under their
     /// string ids too, if named), sets in the map.
     fn store(&mut self, ids: &[u64], fps: &[u64], sets: Vec<Vec<u64>>, names: Option<&[&str]>) -> Result<()> {
+        // The prefix index numbers distinct sets by u32 slots.
+        if let Some(prefix) = &self.prefix {
+            if prefix.len() + ids.len() >= u32::MAX as usize {
+                return Err(Error::invalid("texts", "fewer than 2**32 - 1 distinct sets in an exact index", prefix.len() + ids.len()));
+            }
+        }
         match names {
             Some(names) => self.index.add_with_names(fps, ids, names)?,
             None => self.index.add(fps, Some(ids))?,

@@ -166,6 +166,11 @@ impl Prefix {
         keyed.into_iter().map(|(_, v)| v).collect()
     }
 
+    /// Distinct sets held (in slots).
+    pub(super) fn len(&self) -> usize {
+        self.live
+    }
+
     /// The slot for a new distinct held set (given to [`Prefix::insert`]).
     pub(super) fn next_slot(&self) -> u32 {
         self.free.last().copied().unwrap_or(self.slots.len() as u32)
