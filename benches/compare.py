@@ -353,6 +353,8 @@ def section_query(args, runner: Runner, tools: List[str]) -> List[str]:
 FEATURES = {
     "rsimhash": "SPEC v1 word 3-shingles, simhash, k = 3",
     "rsimhash-verified": "simhash candidates, exact Jaccard of the shingle sets >= t",
+    "rsimhash-exact": "exact set-similarity join (prefix filter) of the SPEC v1 shingle sets, Jaccard >= t",
+    "setsimilaritysearch": "`all_pairs` (prefix filter, pure Python) of the SPEC v1 shingle sets, prebuilt",
     "simhash": "its default: char 4-grams, md5, k = 3 (`SimhashIndex`)",
     "simhash-pybind": f"its recipe: whitespace 3-shingles, md5, k = 3 (`find_all`, {ct.PYBIND_BLOCKS} blocks)",
     "gaoya": "lower-cased word 3-grams, its hash, k = 3, 6 blocks",
@@ -427,8 +429,29 @@ def section_texts(args, runner: Runner, tools: List[str], note: List[str]) -> Li
             )
         if t == "gaoya":
             note.append(gaoya_check(runs[t][0]))
+        if t == "rsimhash-exact":
+            for run in runs[t][0]["runs"]:
+                sc = bq.score(bq.keys_of(*np.load(run["file"]).T), truth)[run["t"]]
+                if any(sc[m] is not None and sc[m] < 1.0 for m in ("precision", "recall")):
+                    args.failures.append(f"texts at {run['t']}: the exact join's pairs are not the truth's ({sc})")
+    note += exact_agreement(runs)
     lines.append(f"| *texts loaded, no work* | | | | | | | | | | {floor['rss_mb']:.0f} |")
     return lines + [""]
+
+
+def exact_agreement(runs: Dict[str, List[Dict[str, Any]]]) -> List[str]:
+    """Whether SetSimilaritySearch's ``all_pairs`` found the exact join's pairs, threshold by threshold."""
+    if any(t not in runs or runs[t][0].get("error") for t in ("rsimhash-exact", "setsimilaritysearch")):
+        return []
+    theirs = {run["t"]: run["file"] for run in runs["setsimilaritysearch"][0]["runs"]}
+    said = []
+    for run in runs["rsimhash-exact"][0]["runs"]:
+        if run["t"] in theirs:
+            a, b = np.load(run["file"]), np.load(theirs[run["t"]])
+            same = a.shape == b.shape and bool((a == b).all())
+            theirs_n = "" if same else f" (theirs: {len(b):,})"
+            said.append(f"t = {run['t']}: {'the same' if same else 'NOT the same'} {len(a):,} pairs{theirs_n}")
+    return ["SetSimilaritySearch `all_pairs` against rsimhash's exact join: " + "; ".join(said) + "."] if said else []
 
 
 def section_online(args, runner: Runner, tools: List[str]) -> List[str]:
@@ -489,6 +512,8 @@ def section_online(args, runner: Runner, tools: List[str]) -> List[str]:
             sc = bq.score(bq.keys_of(p[:, 0], p[:, 1]), truth)[run["t"]]
             if t.startswith("rsimhash") and sc["precision"] is not None and sc["precision"] < 1.0:
                 args.failures.append(f"online at {run['t']}: SimilarIndex reported a pair below the threshold")
+            if t == "rsimhash-similar-index-exact" and sc["recall"] is not None and sc["recall"] < 1.0:
+                args.failures.append(f"online at {run['t']}: the exact SimilarIndex missed a pair ({sc})")
             lines.append(
                 f"| {label} | {run['t']} | {fmt(n_docs / ins, 0)} | {fmt(n_docs / qry, 0)} | {fmt(n_docs / both, 0)} | "
                 f"{ratio(base.get(run['t']), both) if run['t'] in base and t != 'datasketch' else '—'} | "

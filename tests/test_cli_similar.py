@@ -109,7 +109,7 @@ def test_cluster_jaccard(corpus: Dict[str, Any], tmp_path: Any) -> None:
     out = _runs(corpus, tmp_path, "cluster", "--jaccard", T)[0]
     rows = read_tsv(out)
     assert rows[0] == ["id", "cluster"]
-    members, labels = rsimhash.batch.similar_clusters(corpus["texts"], T)
+    members, labels = rsimhash.batch.similar_clusters(corpus["texts"], T, candidates=CAND)
     ids = corpus["ids"]
     assert rows[1:] == [[ids[m], str(c)] for m, c in zip(members.tolist(), labels.tolist())]
     # Connected components of the verified pairs, by a union-find here.
@@ -175,7 +175,7 @@ def test_dedup_jaccard_removed(corpus: Dict[str, Any], tmp_path: Any) -> None:
     assert outs[0] == outs[1]
     rows = read_tsv(outs[0])
     assert rows[0] == ["id", "duplicate_of", "jaccard"]
-    keep, matched, sims = rsimhash.batch.similar_dedup(corpus["texts"], T, return_matched=True)
+    keep, matched, sims = rsimhash.batch.similar_dedup(corpus["texts"], T, return_matched=True, candidates=CAND)
     ids, texts = corpus["ids"], corpus["texts"]
     gone = np.flatnonzero(~keep).tolist()
     assert [r[0] for r in rows[1:]] == [ids[i] for i in gone]

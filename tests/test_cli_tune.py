@@ -479,6 +479,17 @@ def test_report_has_the_plain_rows_and_the_recommendation(corpus, truth, measure
     # the Python call printed is one that runs, and finds the true pairs within k
     got = pairs_of(eval(call, {"rsimhash": rsimhash, "texts": corpus.texts}))
     assert set(got) == within(corpus.texts, list(truth), mode, width, k)
+    # The exact join beside the candidates: every true pair, measured on the sample.
+    assert fig["exact"]["recall_measured"] == 1.0 and fig["exact"]["pairs"] == len(truth)
+    assert "exact join: every pair, no candidates (recall 1 by construction; the sets held in memory)" in lines
+    assert any(
+        re.fullmatch(rf"  [0-9.]+ seconds on the sample, measured recall 1.000, {len(truth)} pairs; sets held about .*", x)
+        for x in lines
+    )
+    assert any(x.startswith(f"  the candidates for a recall of 0.97 ({mode},{width},{k}): ") for x in lines)
+    assert f"    rsimhash dedup {source} --jaccard 0.9 --candidates exact" in rec
+    assert '    rsimhash.similar_pairs(texts, 0.9, candidates="exact")' in rec
+    assert fig["recommendation"]["exact"]["bytes"] > 0
     assert "None" not in run.out
     assert re.fullmatch(
         rf"rsimhash tune: {n} documents measured, {len(truth)} true pairs, 0 bad lines, "
@@ -493,7 +504,7 @@ def test_recommended_commands_run(corpus, measured, tmp_path, monkeypatch):
     ``dedup(jaccard=)`` keeps."""
     run, fig = measured
     commands = [line.strip() for line in run.out.splitlines() if line.strip().startswith("rsimhash dedup ")]
-    assert len(commands) == 2, commands
+    assert len(commands) == 3, commands
     for n, command in enumerate(commands):
         workdir = tmp_path / str(n)
         workdir.mkdir()
@@ -505,7 +516,8 @@ def test_recommended_commands_run(corpus, measured, tmp_path, monkeypatch):
         kept = [json.loads(line)["text"] for line in out.read_text("utf-8").splitlines()]
         if "--jaccard" in args:
             mode, width, k = fig["recommendation"]["verified"]["candidates"]
-            keep = rsimhash.dedup(corpus.texts, jaccard=0.9, candidates=(mode, width, k))
+            exact = args[args.index("--candidates") + 1] == "exact"
+            keep = rsimhash.dedup(corpus.texts, jaccard=0.9, candidates="exact" if exact else (mode, width, k))
             assert kept == [t for t, k in zip(corpus.texts, keep.tolist()) if k]
             assert len(kept) < len(corpus.texts) - 40  # the planted copies at >= 0.9 go
 

@@ -543,8 +543,9 @@ def test_texts_that_change_between_the_passes_are_refused(tmp_path):
         return [["a b c d"] * (2 + len(calls))]
 
     work = tmp_path / "w"
+    chosen = tuple(rsimhash._rsimhash.auto_candidates(0.5))  # the two passes (the exact join reads once)
     with pytest.raises(ValueError, match="changed between the passes"):
-        batch.similar_pairs(chunks, 0.5, workdir=work, progress=False)
+        batch.similar_pairs(chunks, 0.5, candidates=chosen, workdir=work, progress=False)
     assert len(calls) == 2 and not os.path.exists(work), "the work directory the job made is removed"
 
 
@@ -668,11 +669,13 @@ def test_batch_jobs_equal_brute_force_and_memory(batch_case, kind, memory, tmp_p
 def test_batch_auto_and_other_shingles_equal_memory(planted, measure, tmp_path):
     texts, _, _ = planted
     for threshold, kw in ((0.8, dict()), (0.7, dict(shingles="chars", width=5, candidates=("chars", 4, 9)))):
-        # In memory "auto" is the exact join; the batch jobs' "auto" is the candidates auto_candidates names.
-        mine = kw or dict(candidates=tuple(rsimhash._rsimhash.auto_candidates(threshold)))
-        want = rsimhash.similar_pairs(texts, threshold, measure=measure, progress=False, **mine)
-        assert len(want[0]) >= 20
+        # "auto" is the exact join where the sets fit the memory limit (in
+        # memory always), else the candidates auto_candidates names.
         for memory in (None, "1KiB"):
+            exact = not kw and memory is None
+            mine = kw or dict(candidates="exact" if exact else tuple(rsimhash._rsimhash.auto_candidates(threshold)))
+            want = rsimhash.similar_pairs(texts, threshold, measure=measure, progress=False, **mine)
+            assert len(want[0]) >= 20
             got = batch.similar_pairs(
                 texts, threshold, measure=measure, memory_limit=memory, workdir=tmp_path / "w", progress=False, **kw
             )

@@ -114,10 +114,6 @@ def test_exact_finds_what_candidates_miss():
 def test_bad_candidates_are_refused():
     with pytest.raises(ValueError, match='"auto", "exact"'):
         rsimhash.similar_pairs(["a"], 0.5, candidates="fast")
-    with pytest.raises(ValueError, match="online exact index"):
-        rsimhash.SimilarIndex(0.5, candidates="exact")
-    with pytest.raises(ValueError, match="batch jobs take simhash candidates"):
-        rsimhash.batch.similar_pairs(["a b c"], 0.5, candidates="exact")
 
 
 def test_cli_exact_and_auto_say_which(tmp_path):
@@ -211,3 +207,65 @@ def test_exact_clusters_are_the_components_of_every_alike_pair(texts, threshold)
     members, starts = corpus.clusters(progress=False)
     got = [members[a:b].tolist() for a, b in zip(starts[:-1].tolist(), starts[1:].tolist())]
     assert sorted(got) == sorted(g for g in groups.values() if len(g) > 1)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=_HC)
+@given(texts=corpus_with_copies(TEXT), threshold=st.sampled_from(THRESHOLDS), measure=st.sampled_from(["jaccard", "containment"]))
+def test_batch_jobs_exact_are_brute_force(texts, threshold, measure):
+    """The batch jobs with candidates="exact": every alike pair, the dedup
+    and the clusters of brute force, as the in-memory calls give them."""
+    sets = [ref_set(t, "words", 2) for t in texts]
+    want = all_alike(sets, threshold, measure)
+    kw = dict(width=2, measure=measure, candidates="exact", progress=False)
+    pairs, sims = rsimhash.batch.similar_pairs(texts, threshold, **kw)
+    assert as_found(pairs, sims) == {p: float(np.float32(s)) for p, s in want.items()}
+    ids = [f"t{i}" for i in range(len(texts))]
+    named, named_sims = rsimhash.batch.similar_pairs(texts, threshold, ids=ids, **kw)
+    assert sorted(map(tuple, named.tolist())) == sorted(tuple(sorted((f"t{a}", f"t{b}"))) for a, b in want)
+    keep, matched, sim = rsimhash.batch.similar_dedup(texts, threshold, return_matched=True, **kw)
+    brute_keep = brute_dedup(len(texts), want)[0]
+    assert keep.tolist() == brute_keep
+    assert keep.tolist() == rsimhash.dedup(texts, jaccard=threshold, width=2, measure=measure, candidates="exact").tolist()
+    for j in np.flatnonzero(~keep):
+        i = int(matched[j])
+        assert keep[i] and i < j and float(sim[j]) == float(np.float32(want[(i, int(j))]))
+    got_ids, labels = rsimhash.batch.similar_clusters(texts, threshold, **kw)
+    got = sorted(sorted(got_ids[labels == label].tolist()) for label in set(labels.tolist()))
+    corpus = rsimhash.similar.SimilarCorpus(threshold, width=2, measure=measure, candidates="exact")
+    corpus.add(texts)
+    members, starts = corpus.clusters()
+    want_clusters = sorted(sorted(members[a:b].tolist()) for a, b in zip(starts[:-1], starts[1:]))
+    assert got == want_clusters
+    # Every pair's two texts share a cluster.
+    label_of = dict(zip(got_ids.tolist(), labels.tolist()))
+    assert all(label_of.get(a) is not None and label_of.get(a) == label_of.get(b) for a, b in want)
+
+
+def test_batch_exact_beyond_the_memory_limit_names_what_it_needs(caplog, tmp_path):
+    """candidates="exact" past memory_limit is a MemoryError naming the
+    memory needed and the limit; "auto" there takes the candidates' two
+    passes (the same answer as naming them), and says which it took."""
+    import logging
+
+    texts = [" ".join(f"w{(i * 13 + j) % 997}" for j in range(60)) for i in range(400)]
+    texts += texts[:50]
+    with pytest.raises(
+        MemoryError, match=r'candidates="exact" holds .* about [0-9.,]+ (KiB|MiB) for these 450 texts .* memory_limit=64.0 KiB'
+    ):
+        rsimhash.batch.similar_pairs(texts, 0.8, candidates="exact", memory_limit="64KiB", progress=False)
+    chosen = tuple(rsimhash._rsimhash.auto_candidates(0.8))
+    with caplog.at_level(logging.INFO, logger="rsimhash.batch"):
+        caplog.clear()
+        small = rsimhash.batch.similar_pairs(texts, 0.8, memory_limit="64KiB", workdir=tmp_path, progress=False)
+        assert "simhash candidates (words width 1 within 10 bits)" in caplog.text, caplog.text
+        named = rsimhash.batch.similar_pairs(
+            texts, 0.8, candidates=chosen, memory_limit="64KiB", workdir=tmp_path, progress=False
+        )
+        assert small[0].tolist() == named[0].tolist() and small[1].tolist() == named[1].tolist()
+        caplog.clear()
+        roomy = rsimhash.batch.similar_pairs(texts, 0.8, progress=False)
+        assert "exact join" in caplog.text, caplog.text
+    exact = rsimhash.similar_pairs(texts, 0.8, candidates="exact", progress=False)
+    assert roomy[0].tolist() == exact[0].tolist() and roomy[1].tolist() == exact[1].tolist()
+    # The candidates find a subset of every alike pair, with the same values.
+    assert {tuple(p) for p in small[0].tolist()} <= {tuple(p) for p in exact[0].tolist()}

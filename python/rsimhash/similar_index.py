@@ -7,7 +7,9 @@ shingle set. A query's candidates are the stored texts whose fingerprints
 are within the candidates' ``k`` bits of its own; each is confirmed by the
 exact similarity of the two sets, so every match is at least the threshold
 alike (precision 1) and the similarity is the one ``similar_pairs`` and
-``rsimhash.jaccard`` report. The work runs in Rust with the GIL released;
+``rsimhash.jaccard`` report. With ``candidates="exact"`` the candidates are
+those of an online prefix index instead, which holds every alike stored
+text: every match is found (recall 1). The work runs in Rust with the GIL released;
 queries from many threads run at once, changes one at a time.
 """
 
@@ -78,7 +80,13 @@ class SimilarIndex:
 
     ``shingles``/``width``/``measure``/``candidates`` as in
     ``similar_pairs``: the same texts give the same pairs and similarities
-    (a stored text's query finds itself and exactly its pairs). Ids are
+    (a stored text's query finds itself and exactly its pairs).
+    ``candidates="exact"`` finds every stored text at least the threshold
+    alike, by an online prefix index (each set's first ``|x| - ceil(T|x|)
+    + 1`` shingles, rarest first by a count made again each time the
+    index doubles; see ``docs/similar.md``); ``"auto"`` (the default) and
+    ``(mode, width, k)`` take simhash candidates, whose recall
+    ``rsimhash tune`` measures. Ids are
     non-negative ints (a list, an array of any integer dtype, a pandas
     Index), each stored once; without ``ids=`` they count up from one past
     the largest id given so far. Or strings, as ``Index`` takes them: the
@@ -133,13 +141,14 @@ class SimilarIndex:
         measure: str = "jaccard",
     ):
         check_shingles(shingles)
-        if isinstance(candidates, str) and candidates == "exact":
-            raise ValueError(
-                'SimilarIndex takes simhash candidates ("auto" or (mode, width, k)); an online exact index '
-                'is not built yet: use rsimhash.similar_pairs(..., candidates="exact") for every pair'
-            )
+        exact = isinstance(candidates, str) and candidates == "exact"
         self._core = _rsimhash.SimilarIndex(
-            _threshold(threshold), measure=measure, shingles=shingles, width=width, candidates=candidates_arg(candidates)
+            _threshold(threshold),
+            measure=measure,
+            shingles=shingles,
+            width=width,
+            candidates=None if exact else candidates_arg(candidates),
+            exact=exact,
         )
 
     @classmethod
@@ -174,8 +183,9 @@ class SimilarIndex:
         if not t <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
         if t < self.threshold:
+            held = "its prefixes are indexed" if self._core.exact else "its candidates are chosen"
             raise ValueError(
-                f"threshold={threshold!r} is looser than the index's {self.threshold}: its candidates are chosen "
+                f"threshold={threshold!r} is looser than the index's {self.threshold}: {held} "
                 f"for {self.threshold} and could miss pairs below it; a query takes the index's threshold or a "
                 f"stricter one (build a SimilarIndex({threshold!r}) for looser matches)"
             )
@@ -189,7 +199,8 @@ class SimilarIndex:
 
         ``threshold``: the index's (``None``) or a stricter one, up to 1:
         exactly the index's matches at least that alike. A looser one is a
-        ``ValueError`` (the candidates are chosen for the index's).
+        ``ValueError`` (the candidates are chosen, or an exact index's
+        prefixes indexed, for the index's).
 
         >>> index = rsimhash.SimilarIndex(0.5)
         >>> index.add(["the cat sat on the mat", "the cat sat on the mat today"], ids=["a", "b"]).tolist()
@@ -276,7 +287,10 @@ class SimilarIndex:
     def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
         """Writes the index to ``path`` atomically: an index file (see
         ``docs/FORMAT.md``) with the shingle sets in sections of their own,
-        every section checksummed. ``Index.load`` reads its fingerprints."""
+        every section checksummed. ``Index.load`` reads its fingerprints (an
+        exact index's: each text's fingerprint of its shingles, ``k = 0``).
+        An exact index's prefix index is made again from the sets by
+        ``load``."""
         self._core.save(os.fspath(path))
 
     @classmethod
@@ -291,10 +305,13 @@ class SimilarIndex:
         ``items``, ``threshold``, ``measure``, ``shingles``, ``width``,
         ``candidates`` (``(mode, width, k)``), the candidates' fingerprint
         index's ``design``, ``k`` and ``tables``, ``nbytes`` (the memory
-        held: shingle sets and fingerprint index), ``keys`` (``"int"``,
-        ``"str"``, or ``None`` until an add stores something),
-        ``spec_version`` and ``exact`` (``False``: queries take the simhash
-        candidates; ``similar_pairs`` takes the exact join).
+        held: shingle sets and fingerprint index, and an exact index's
+        prefix lists), ``keys`` (``"int"``, ``"str"``, or ``None`` until an
+        add stores something), ``spec_version`` and ``exact`` (``True`` for
+        ``candidates="exact"``: every match found by the prefix index;
+        ``candidates`` is ``"exact"`` then, ``design`` names the prefix
+        index, and ``k`` and ``tables``, of the index of fingerprints that
+        keeps the ids, are 0 and its tables).
 
         >>> index = rsimhash.SimilarIndex(0.8)
         >>> index.add(["the cat sat on the mat", "a dog barked at the moon"]).tolist()
@@ -302,11 +319,20 @@ class SimilarIndex:
         >>> info = index.info()
         >>> info["items"], info["threshold"], info["shingles"], info["width"], info["keys"]
         (2, 0.8, 'words', 3, 'int')
-        >>> info["candidates"], info["design"], info["nbytes"] == index.nbytes
-        (('words', 1, 10), '11 tables, blocks 11, 5-6 leading bits, k=10', True)
+        >>> info["candidates"], info["design"], info["nbytes"] == index.nbytes, info["exact"]
+        (('words', 1, 10), '11 tables, blocks 11, 5-6 leading bits, k=10', True, False)
+        >>> rsimhash.SimilarIndex(0.8, candidates="exact").info()["design"]
+        "prefix index: each set's first |x| - ceil(0.8|x|) + 1 shingles, rarest first"
         """
-        threshold, measure, shingles, width, candidates = self._core.settings
+        threshold, measure, shingles, width, _ = self._core.settings
         design, k, tables, keys = self._core.design
+        exact = self._core.exact
+        candidates = self.candidates
+        if exact:
+            held = f"each set's first |x| - ceil({threshold}|x|) + 1 shingles"
+            if measure == "containment":
+                held = "every shingle"
+            design = f"prefix index: {held}, rarest first"
         return {
             "items": len(self),
             "threshold": threshold,
@@ -320,7 +346,7 @@ class SimilarIndex:
             "nbytes": self._core.nbytes,
             "keys": keys,
             "spec_version": _rsimhash.SPEC_VERSION,
-            "exact": False,  # queries take simhash candidates (no online exact index yet)
+            "exact": exact,
         }
 
     def __contains__(self, id: Any) -> bool:
@@ -352,9 +378,14 @@ class SimilarIndex:
         return self._core.settings[1]
 
     @property
-    def candidates(self) -> Tuple[str, int, int]:
-        """The candidates' ``(mode, width, k)``."""
-        return self._core.settings[4]
+    def candidates(self) -> Union[str, Tuple[str, int, int]]:
+        """The candidates' ``(mode, width, k)``, or ``"exact"``: every match
+        found by the prefix index.
+
+        >>> rsimhash.SimilarIndex(0.9).candidates, rsimhash.SimilarIndex(0.9, candidates="exact").candidates
+        (('words', 1, 7), 'exact')
+        """
+        return "exact" if self._core.exact else self._core.settings[4]
 
     @property
     def nbytes(self) -> int:
@@ -362,8 +393,8 @@ class SimilarIndex:
         return self._core.nbytes
 
     def __repr__(self) -> str:
-        t, measure, shingles, width, (mode, cwidth, k) = self._core.settings
+        t, measure, shingles, width, _ = self._core.settings
         return (
             f"SimilarIndex(threshold={t}, shingles={shingles!r}, width={width}, measure={measure!r}, "
-            f"candidates=({mode!r}, {cwidth}, {k}), items={len(self)})"
+            f"candidates={self.candidates!r}, items={len(self)})"
         )

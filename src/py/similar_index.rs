@@ -55,15 +55,29 @@ fn split<'a>(ids: &'a Option<IdsArg<'_>>) -> (Option<&'a [u64]>, Option<&'a [Str
 #[pymethods]
 impl PySimilarIndex {
     #[new]
-    #[pyo3(signature = (threshold, *, measure = "jaccard", shingles = "words", width = None, candidates = None))]
+    #[pyo3(signature = (threshold, *, measure = "jaccard", shingles = "words", width = None, candidates = None, exact = false))]
     fn new(
         threshold: f64,
         measure: &str,
         shingles: &str,
         #[pyo3(from_py_with = width_arg)] width: Option<Int>,
         candidates: Option<(String, Option<Int>, Int)>,
+        exact: bool,
     ) -> PyResult<Self> {
-        Ok(PySimilarIndex { inner: RwLock::new(SimilarIndex::new(settings(threshold, measure, shingles, width, candidates)?)?) })
+        if exact && candidates.is_some() {
+            return Err(pyo3::exceptions::PyValueError::new_err("an exact SimilarIndex takes no candidates (it finds every match by its prefix index)"));
+        }
+        let mut opts = settings(threshold, measure, shingles, width, candidates)?;
+        if exact {
+            opts = SimilarIndex::exact_opts(opts);
+        }
+        Ok(PySimilarIndex { inner: RwLock::new(SimilarIndex::new(opts)?) })
+    }
+
+    /// Whether queries find every match by the prefix index (`candidates="exact"`).
+    #[getter]
+    fn exact(&self) -> bool {
+        peek(&self.inner).exact()
     }
 
     /// Stores texts (a sequence of str, or `(offsets, data)` of an Arrow

@@ -105,7 +105,7 @@ fn need(nx: usize, ny: usize, t: f64, measure: Measure) -> usize {
 /// before the last `ceil(t n) - 1` for Jaccard (a pair at least `t` alike
 /// overlaps in at least `t` times the larger set, rounded down a hair for
 /// the `f64` of the final test).
-fn indexed_len(n: usize, t: f64, measure: Measure) -> usize {
+pub(crate) fn indexed_len(n: usize, t: f64, measure: Measure) -> usize {
     match measure {
         Measure::Containment => n,
         Measure::Jaccard => {

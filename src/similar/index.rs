@@ -12,6 +12,15 @@
 //! stored text's words finds exactly the texts `similar_pairs` pairs it
 //! with (and itself), with the same similarities.
 //!
+//! An exact index ([`Similar::exact`], [`SimilarIndex::exact_opts`]) finds
+//! every stored text at least the threshold alike instead: its candidates
+//! come from an online prefix index of the held sets ([`prefix`]: each
+//! set's first values in hash order), verified by the same test, so its
+//! answer is brute force's (recall 1). Its index of fingerprints keeps the
+//! ids only (each text's fingerprint of its sets' shingles, `k = 0`); an
+//! `add_unique` call pairs its own texts by the exact join
+//! ([`super::exact::self_join`]).
+//!
 //! Texts with equal sets share one held set (a [`Held`], found by a digest
 //! of the set and confirmed value by value), and a query compares each held
 //! set once, however many ids hold it: a page stored a thousand times costs
@@ -32,7 +41,8 @@
 //! sets' sections and every search work on internal ids alone.
 //!
 //! Saved as an index file ([`crate::container`]): the index's own sections,
-//! then `SIMILAR` (settings), `SIMIDS` (ids, ascending), `SIMOFFS` (set
+//! then `SIMILAR` (settings; layout 2 for an exact index, whose prefix
+//! index is made again from the sets on loading), `SIMIDS` (ids, ascending), `SIMOFFS` (set
 //! `i` is `SIMSETS[SIMOFFS[i]..SIMOFFS[i + 1]]`) and `SIMSETS`; one atomic
 //! replace, every section checksummed. Loading maps the index's tables in
 //! place (with `mmap`); the sets are read into memory.
@@ -44,6 +54,10 @@ use std::sync::{Arc, Mutex};
 use crate::index::Keys;
 
 use rayon::prelude::*;
+
+mod prefix;
+
+use prefix::Prefix;
 
 use super::overlap::{alike_within, Buckets};
 use super::verify::first_copy;
@@ -58,8 +72,13 @@ const SIMILAR: Tag = *b"SIMILAR\0";
 const SIM_IDS: Tag = *b"SIMIDS\0\0";
 const SIM_OFFS: Tag = *b"SIMOFFS\0";
 const SIM_SETS: Tag = *b"SIMSETS\0";
-/// The version of the `SIMILAR` sections' layout.
+/// The version of the `SIMILAR` sections' layout: 1 for an index of
+/// simhash candidates (11 words), 2 for an exact one (a 12th word, 1). An
+/// index of candidates is still written as layout 1, which every version
+/// reads; a version that reads layout 1 only refuses an exact index's file
+/// rather than answer it with candidates it never had.
 const LAYOUT: u64 = 1;
+const LAYOUT_EXACT: u64 = 2;
 
 /// Matches of many queries, one row a match: the query's position, the
 /// stored id and the similarity; by position, then similarity descending,
@@ -75,11 +94,17 @@ pub struct SimilarMatches {
 struct Held {
     set: Vec<u64>,
     buckets: Buckets,
+    /// Its slot in the [`Prefix`] index of an exact index, else `u32::MAX`.
+    slot: u32,
 }
 
 impl Held {
     fn new(set: Vec<u64>) -> Held {
-        Held { buckets: Buckets::of(&set), set }
+        Held::in_slot(set, u32::MAX)
+    }
+
+    fn in_slot(set: Vec<u64>, slot: u32) -> Held {
+        Held { buckets: Buckets::of(&set), set, slot }
     }
 
     /// The similarity of this set and `other` when it is at least the threshold.
@@ -106,14 +131,37 @@ pub struct SimilarIndex {
     next_id: u128,
     /// Values in all sets, for [`SimilarIndex::bytes`].
     values: usize,
+    /// The prefix index that finds every match of an exact index
+    /// ([`Similar::exact`]); `None` where queries take simhash candidates.
+    prefix: Option<Prefix>,
 }
 
 impl SimilarIndex {
     /// # Errors
     /// As [`Index::new`] for the candidates' `k`.
+    ///
+    /// With [`Similar::exact`], queries find every stored text at least the
+    /// threshold alike by the [`Prefix`] index, and the index of
+    /// fingerprints (of `opts.candidates`, which [`SimilarIndex::exact_opts`]
+    /// sets to the sets' shingles at `k = 0`) only keeps the ids.
     pub fn new(opts: Similar) -> Result<SimilarIndex> {
         let index = Index::new(opts.candidates.k, None, None)?;
-        Ok(SimilarIndex { opts, index, sets: HashMap::new(), shared: HashMap::new(), next_id: 0, values: 0 })
+        let prefix = opts.exact.then(|| Prefix::new(opts.threshold, opts.measure));
+        Ok(SimilarIndex { opts, index, sets: HashMap::new(), shared: HashMap::new(), next_id: 0, values: 0, prefix })
+    }
+
+    /// The settings of an exact index: `opts` with every match found by the
+    /// prefix index, and each text's fingerprint of its sets' shingles kept
+    /// in an index of `k = 0` (the ids' home, and what `Index::load` reads
+    /// from its file).
+    pub fn exact_opts(opts: Similar) -> Similar {
+        Similar { candidates: Candidates { shingling: opts.sets, k: 0 }, ..opts }.with_exact(true)
+    }
+
+    /// Whether queries find every match (the prefix index), not the
+    /// simhash candidates' matches.
+    pub fn exact(&self) -> bool {
+        self.prefix.is_some()
     }
 
     pub fn opts(&self) -> &Similar {
@@ -161,7 +209,12 @@ impl SimilarIndex {
     /// index of fingerprints.
     pub fn bytes(&self) -> usize {
         let held = self.shared.values().map(Vec::len).sum::<usize>();
-        self.values * 8 + held * (std::mem::size_of::<Held>() + 48) + self.sets.capacity() * (std::mem::size_of::<(u64, Arc<Held>)>() + 1) + self.index.bytes()
+        let prefix = self.prefix.as_ref().map_or(0, Prefix::bytes);
+        self.values * 8
+            + held * (std::mem::size_of::<Held>() + 48)
+            + self.sets.capacity() * (std::mem::size_of::<(u64, Arc<Held>)>() + 1)
+            + self.index.bytes()
+            + prefix
     }
 
     /// The held set equal to `set`, or a new one.
@@ -171,15 +224,19 @@ impl SimilarIndex {
             return Arc::clone(held);
         }
         self.values += set.len();
-        let held = Arc::new(Held::new(set));
+        let held = Arc::new(Held::in_slot(set, self.prefix.as_ref().map_or(u32::MAX, Prefix::next_slot)));
         group.push(Arc::clone(&held));
+        if let Some(prefix) = &mut self.prefix {
+            prefix.insert(&held);
+        }
         held
     }
 
-    /// Lets go of an id's set: of the set itself when no other id holds it.
-    fn release(&mut self, held: Arc<Held>) {
-        // Held by `shared` and by `held` alone: the last id is gone.
-        if Arc::strong_count(&held) == 2 {
+    /// Lets go of an id's set: of the set itself when no other id holds it
+    /// (and then `true`: its prefix slot, if any, is to be dropped).
+    fn release(&mut self, held: Arc<Held>) -> bool {
+        // Held by `shared` and by `held` alone (and by its prefix slot): the last id is gone.
+        if Arc::strong_count(&held) == 2 + usize::from(self.prefix.is_some()) {
             let d = digest(&held.set);
             if let Some(group) = self.shared.get_mut(&d) {
                 group.retain(|h| !Arc::ptr_eq(h, &held));
@@ -188,7 +245,9 @@ impl SimilarIndex {
                 }
             }
             self.values -= held.set.len();
+            return true;
         }
+        false
     }
 
     /// The ids for `n` new texts: `ids` checked (one a text, distinct, none
@@ -231,6 +290,12 @@ impl SimilarIndex {
     /// Stores texts already made: fingerprints in the index (under their
     /// string ids too, if named), sets in the map.
     fn store(&mut self, ids: &[u64], fps: &[u64], sets: Vec<Vec<u64>>, names: Option<&[&str]>) -> Result<()> {
+        // The prefix index numbers distinct sets by u32 slots.
+        if let Some(prefix) = &self.prefix {
+            if prefix.len() + ids.len() >= u32::MAX as usize {
+                return Err(Error::invalid("texts", "fewer than 2**32 - 1 distinct sets in an exact index", prefix.len() + ids.len()));
+            }
+        }
         match names {
             Some(names) => self.index.add_with_names(fps, ids, names)?,
             None => self.index.add(fps, Some(ids))?,
@@ -238,7 +303,13 @@ impl SimilarIndex {
         self.sets.reserve(ids.len());
         for (&id, set) in ids.iter().zip(sets) {
             let held = self.hold(set);
+            if let Some(prefix) = &mut self.prefix {
+                prefix.join(held.slot, id);
+            }
             self.sets.insert(id, held);
+        }
+        if let Some(prefix) = &mut self.prefix {
+            prefix.settle();
         }
         Ok(())
     }
@@ -274,7 +345,7 @@ impl SimilarIndex {
     }
 
     fn add_as<T: AsRef<[u8]> + Sync>(&mut self, texts: &[T], ids: Vec<u64>, names: Option<&[&str]>) -> Result<Vec<u64>> {
-        let (fps, sets): (Vec<u64>, Vec<Vec<u64>>) = fingerprints_and_sets(texts, &self.opts, &Control::default())?.into_iter().unzip();
+        let (fps, sets): (Vec<u64>, Vec<Vec<u64>>) = fingerprints_and_sets(texts, &self.making(), &Control::default())?.into_iter().unzip();
         self.store(&ids, &fps, sets, names)?;
         self.passed(&ids);
         Ok(ids)
@@ -304,9 +375,29 @@ impl SimilarIndex {
         found
     }
 
+    /// The settings texts are made by: an exact index keeps fingerprints
+    /// too (of its sets' shingles, from the same tokenization).
+    fn making(&self) -> Similar {
+        self.opts.with_exact(false)
+    }
+
+    /// Of the held sets that the prefix index proposes for `query`, those
+    /// at least the threshold of `opts` alike it, as [`SimilarIndex::confirm_at`]
+    /// gives them (every id of each).
+    fn confirm_exact(&self, prefix: &Prefix, query: &Held, opts: &Similar, seen: &mut Vec<u32>) -> Vec<(u64, f32)> {
+        let mut found = Vec::new();
+        for (held, ids) in prefix.candidates(&query.set, opts.threshold, seen) {
+            if let Some(s) = held.alike(query, opts) {
+                found.extend(ids.iter().map(|&id| (id, s)));
+            }
+        }
+        found.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        found
+    }
+
     /// Each text's candidate fingerprint and held set (not stored), in order.
     fn made<T: AsRef<[u8]> + Sync>(&self, texts: &[T]) -> Result<(Vec<u64>, Vec<Held>)> {
-        let made = fingerprints_and_sets(texts, &self.opts, &Control::default())?;
+        let made = fingerprints_and_sets(texts, &self.making(), &Control::default())?;
         Ok(made.into_par_iter().map(|(fp, set)| (fp, Held::new(set))).unzip())
     }
 
@@ -354,8 +445,13 @@ impl SimilarIndex {
             opts.threshold = t;
         }
         let (fps, made) = self.made(texts)?;
-        let candidates = self.candidates(&fps)?;
-        let per: Vec<Vec<(u64, f32)>> = candidates.par_iter().zip(&made).with_min_len(8).map(|(c, q)| self.confirm_at(c, q, &opts)).collect();
+        let per: Vec<Vec<(u64, f32)>> = match &self.prefix {
+            Some(prefix) => made.par_iter().with_min_len(8).map_init(Vec::new, |seen, q| self.confirm_exact(prefix, q, &opts, seen)).collect(),
+            None => {
+                let candidates = self.candidates(&fps)?;
+                candidates.par_iter().zip(&made).with_min_len(8).map(|(c, q)| self.confirm_at(c, q, &opts)).collect()
+            }
+        };
         let mut out = SimilarMatches::default();
         for (q, found) in per.into_iter().enumerate() {
             for (id, s) in found {
@@ -411,24 +507,38 @@ impl SimilarIndex {
 
         // The smallest stored id alike each first copy.
         let rep_fps: Vec<u64> = reps.iter().map(|&i| fps[i]).collect();
-        let candidates = self.candidates(&rep_fps)?;
-        let stored: Vec<Option<u64>> = candidates.par_iter().zip(&reps).map(|(c, &r)| self.confirm(c, &made[r]).into_iter().map(|(id, _)| id).min()).collect();
+        let stored: Vec<Option<u64>> = match &self.prefix {
+            Some(prefix) => {
+                reps.par_iter().map_init(Vec::new, |seen, &r| self.confirm_exact(prefix, &made[r], &opts, seen).into_iter().map(|(id, _)| id).min()).collect()
+            }
+            None => {
+                let candidates = self.candidates(&rep_fps)?;
+                candidates.par_iter().zip(&reps).map(|(c, &r)| self.confirm(c, &made[r]).into_iter().map(|(id, _)| id).min()).collect()
+            }
+        };
 
-        // Alike pairs of first copies inside the call, as `later << 32 | earlier`.
-        let inside = Mutex::new(Vec::new());
-        let job = batch::Options { memory_limit: u64::MAX, ..batch::Options::new(opts.candidates.k) };
-        batch::for_each_pair(&Source::Memory(&rep_fps), &job, &Control::default(), &|pairs| {
-            let found: Vec<u64> = pairs
-                .iter()
-                .filter_map(|&p| {
-                    let (a, b) = (reps[(p >> 32) as usize], reps[p as u32 as usize]);
-                    made[a].alike(&made[b], &opts).map(|_| (b as u64) << 32 | a as u64)
-                })
-                .collect();
-            inside.lock().unwrap_or_else(|e| e.into_inner()).extend(found);
-            Ok(())
-        })?;
-        let mut inside = inside.into_inner().unwrap_or_else(|e| e.into_inner());
+        // Alike pairs of first copies inside the call, as `later << 32 | earlier`:
+        // every one by the exact join for an exact index, else the candidates'.
+        let mut inside = if self.prefix.is_some() {
+            let rep_sets: Vec<&[u64]> = reps.iter().map(|&r| &made[r].set[..]).collect();
+            let pairs = super::exact::self_join(&rep_sets, opts.threshold, opts.measure, &Control::default())?;
+            pairs.into_iter().map(|(p, _)| (reps[p as u32 as usize] as u64) << 32 | reps[(p >> 32) as usize] as u64).collect()
+        } else {
+            let inside = Mutex::new(Vec::new());
+            let job = batch::Options { memory_limit: u64::MAX, ..batch::Options::new(opts.candidates.k) };
+            batch::for_each_pair(&Source::Memory(&rep_fps), &job, &Control::default(), &|pairs| {
+                let found: Vec<u64> = pairs
+                    .iter()
+                    .filter_map(|&p| {
+                        let (a, b) = (reps[(p >> 32) as usize], reps[p as u32 as usize]);
+                        made[a].alike(&made[b], &opts).map(|_| (b as u64) << 32 | a as u64)
+                    })
+                    .collect();
+                inside.lock().unwrap_or_else(|e| e.into_inner()).extend(found);
+                Ok(())
+            })?;
+            inside.into_inner().unwrap_or_else(|e| e.into_inner())
+        };
         inside.par_sort_unstable();
 
         // In order: each first copy against the stored texts, then the
@@ -493,11 +603,22 @@ impl SimilarIndex {
     fn remove_ids(&mut self, ids: &[u64]) -> Result<usize> {
         let removed = self.index.remove(ids);
         let mut gone = 0;
-        for id in ids {
-            if let Some(held) = self.sets.remove(id) {
-                self.release(held);
+        let (mut left, mut dead) = (Vec::new(), Vec::new());
+        for &id in ids {
+            if let Some(held) = self.sets.remove(&id) {
+                let slot = held.slot;
+                if self.prefix.is_some() {
+                    left.push((slot, id));
+                }
+                if self.release(held) && self.prefix.is_some() {
+                    dead.push(slot);
+                }
                 gone += 1;
             }
+        }
+        if let Some(prefix) = &mut self.prefix {
+            prefix.leave(&left);
+            prefix.drop_slots(&dead);
         }
         debug_assert_eq!(removed, gone);
         self.index.intact(gone)
@@ -518,8 +639,8 @@ impl SimilarIndex {
             offsets.push(values.len() as u64);
         }
         let o = &self.opts;
-        let meta: Vec<u64> = vec![
-            LAYOUT,
+        let mut meta: Vec<u64> = vec![
+            if self.exact() { LAYOUT_EXACT } else { LAYOUT },
             o.threshold.to_bits(),
             measure_code(o.measure),
             mode_code(o.sets.mode()),
@@ -531,6 +652,9 @@ impl SimilarIndex {
             (self.next_id >> 64) as u64,
             ids.len() as u64,
         ];
+        if self.exact() {
+            meta.push(1);
+        }
         let words = |x: &[u64]| -> Vec<u8> { bytemuck::cast_slice(x).to_vec() };
         let (meta, ids, offsets, values) = (words(&meta), words(&ids), words(&offsets), words(&values));
         self.index.save_with(path, &[(SIMILAR, &meta), (SIM_IDS, &ids), (SIM_OFFS, &offsets), (SIM_SETS, &values)])
@@ -553,9 +677,17 @@ impl SimilarIndex {
         }
         let (meta, ids, offsets, values) = (file.section(SIMILAR)?, file.section(SIM_IDS)?, file.section(SIM_OFFS)?, file.section(SIM_SETS)?);
         let (meta, ids, offsets, values) = (meta.as_u64s()?, ids.as_u64s()?, offsets.as_u64s()?, values.as_u64s()?);
-        if meta.len() != 11 || meta[0] != LAYOUT {
-            return Err(bad(format!("a SIMILAR section of {} words, layout {:?} (this version reads layout {LAYOUT})", meta.len(), meta.first())));
-        }
+        let exact = match (meta.first(), meta.len()) {
+            (Some(&LAYOUT), 11) => false,
+            (Some(&LAYOUT_EXACT), 12) if meta[11] == 1 => true,
+            _ => {
+                return Err(bad(format!(
+                    "a SIMILAR section of {} words, layout {:?} (this version reads layouts {LAYOUT} and {LAYOUT_EXACT}, of 11 and 12 words)",
+                    meta.len(),
+                    meta.first()
+                )))
+            }
+        };
         let shingling = |mode: u64, width: u64| -> Result<Shingling> {
             let mode = match mode {
                 0 => Mode::Words,
@@ -572,7 +704,13 @@ impl SimilarIndex {
         };
         let k = u32::try_from(meta[7]).map_err(|_| bad(format!("k = {}", meta[7])))?;
         let candidates = Candidates { shingling: shingling(meta[5], meta[6])?, k };
-        let opts = Similar::new(f64::from_bits(meta[1]), measure, shingling(meta[3], meta[4])?, candidates).map_err(|e| bad(e.to_string()))?;
+        let opts = Similar::new(f64::from_bits(meta[1]), measure, shingling(meta[3], meta[4])?, candidates).map_err(|e| bad(e.to_string()))?.with_exact(exact);
+        if exact && opts != SimilarIndex::exact_opts(opts) {
+            return Err(bad(format!(
+                "an exact index over fingerprints of {} within {k} bits (its sets' shingles at k = 0 expected)",
+                candidates.shingling.mode()
+            )));
+        }
         if k != index.k() {
             return Err(bad(format!("candidates within {k} bits over an index of k = {}", index.k())));
         }
@@ -598,10 +736,18 @@ impl SimilarIndex {
         }
         // Cut short or rewritten while the sets were read.
         index.intact(())?;
-        let mut loaded = SimilarIndex { opts, index, sets: HashMap::with_capacity(n), shared: HashMap::new(), next_id, values: 0 };
+        let prefix = exact.then(|| Prefix::new(opts.threshold, opts.measure));
+        let mut loaded = SimilarIndex { opts, index, sets: HashMap::with_capacity(n), shared: HashMap::new(), next_id, values: 0, prefix };
+        // The prefix index is not saved: it is made again from the sets.
         for (i, &id) in ids.iter().enumerate() {
             let held = loaded.hold(set(i).to_vec());
+            if let Some(prefix) = &mut loaded.prefix {
+                prefix.join(held.slot, id);
+            }
             loaded.sets.insert(id, held);
+        }
+        if let Some(prefix) = &mut loaded.prefix {
+            prefix.settle();
         }
         Ok(loaded)
     }

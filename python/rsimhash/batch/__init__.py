@@ -42,9 +42,12 @@ Example::
 Verified near-duplicates (``similar_pairs``, ``similar_dedup``,
 ``similar_clusters``) take texts instead of fingerprints: a column in
 memory, JSON lines or Parquet files, or a function that reads them in
-chunks. They read the texts twice (fingerprints first, then the shingle
-sets of the texts that candidates name), so memory
-stays bounded for corpora larger than RAM::
+chunks. Where every text's shingle set fits ``memory_limit`` they find
+every pair by the exact join in one pass (``candidates="auto"``, the
+default, or ``"exact"``, which refuses with a ``MemoryError`` where the
+sets do not fit); beyond it they read the texts twice (fingerprints first,
+then the shingle sets of the texts that candidates name), so memory stays
+bounded for corpora larger than RAM::
 
     pairs, sim = rsimhash.batch.similar_pairs("corpus.jsonl", 0.9, memory_limit="4GiB")
     keep = rsimhash.batch.similar_dedup("corpus.parquet", 0.8, column="body")

@@ -1,9 +1,13 @@
 """The batch jobs of similar pairs: ``similar_pairs``, ``similar_dedup``
 and ``similar_clusters``, simhash candidates confirmed by the exact
-similarity of their shingle sets, in two passes over the texts."""
+similarity of their shingle sets, in two passes over the texts; or, where
+every set fits ``memory_limit`` (``candidates="exact"``, and ``"auto"``
+when they fit), the exact set-similarity join of ``rsimhash.similar_pairs``
+over the sets held in memory, in one pass."""
 
 from __future__ import annotations
 
+import logging
 from contextlib import ExitStack
 from typing import Any, Optional, Tuple
 
@@ -11,6 +15,8 @@ import numpy as np
 
 from .. import _rsimhash as _core
 from ._job import Memory, Progress, _id_labels, _in_id_order, _Job
+
+log = logging.getLogger("rsimhash.batch")
 
 
 def similar_pairs(
@@ -40,11 +46,23 @@ def similar_pairs(
     a path (``str`` or ``os.PathLike``) or a list of ``os.PathLike`` paths
     of JSON lines (maybe gzip or zstd) or Parquet files whose ``column``
     holds the text, or a function returning a fresh iterable of chunks of
-    texts each time it is called (it is called twice). Texts given again
+    texts each time it is called (once for the exact join, twice for the
+    candidates, three times when ``"auto"`` turns to them). Texts given again
     (the same bytes) are checked once; ``copies`` as in
     ``rsimhash.similar_pairs``. A line of a file longer than
     ``max_record_mb`` MiB is a ``ValueError`` naming it (it is never read
     into memory).
+
+    ``candidates``: ``"exact"`` holds every text's shingle set and finds
+    every pair by the exact join (recall 1), in one pass; when the sets
+    and the join's work (about 3.5 times the sets' bytes) would pass
+    ``memory_limit`` it is a ``MemoryError`` naming the memory needed
+    (the input is read to its end to count it). ``"auto"`` takes the exact
+    join where it fits and the simhash candidates' two passes where it does
+    not (the texts read until the sets passed the limit are read again);
+    the progress bar's title and an ``INFO`` record of the
+    ``rsimhash.batch`` logger say which it took. ``(mode, width, k)``:
+    those candidates, two passes.
 
     >>> texts = ["the cat sat on the mat today", "the cat sat on the mat today!", "dogs bark"]
     >>> pairs, sim = rsimhash.batch.similar_pairs(texts, 0.9)
@@ -56,6 +74,30 @@ def similar_pairs(
     from ..similar import series_labels
 
     ids = series_labels(texts) if ids is None else ids
+    held = _exact_join(
+        texts,
+        threshold,
+        shingles,
+        width,
+        candidates,
+        measure,
+        column,
+        memory_limit,
+        threads,
+        max_record_mb,
+        progress,
+        "similar_pairs",
+    )
+    if held is not None:
+        corpus, bars = held
+        with bars:
+            pairs, sims = corpus.pairs(threads=threads, progress=bars.bars, copies=copies)
+        if ids is not None:
+            from .._ids import user_ids
+            from ..similar import _by_ids
+
+            return _by_ids(pairs, sims, user_ids(ids, len(corpus)))
+        return pairs, sims
     found: list = []
 
     def each(higher: np.ndarray, lower: np.ndarray, sims: np.ndarray, *_: Any) -> None:
@@ -111,13 +153,36 @@ def similar_dedup(
     """The keep mask of the verified dedup: ``False`` exactly for each text
     at least ``threshold`` alike a text kept before it, among the
     candidates (the answer of ``rsimhash.dedup(texts, jaccard=threshold)``).
-    ``texts`` as in ``similar_pairs``. With ``return_matched=True``,
+    ``texts`` and ``candidates`` as in ``similar_pairs``. With ``return_matched=True``,
     ``(keep, matched, similarity)``: the earliest kept text each dropped
     one is alike (each kept text itself) and their similarity (1 when kept).
 
     >>> rsimhash.batch.similar_dedup(["a b c d e f g", "a b c d e f g h", "x y z"], 0.5).tolist()
     [True, False, True]
     """
+    held = _exact_join(
+        texts,
+        threshold,
+        shingles,
+        width,
+        candidates,
+        measure,
+        column,
+        memory_limit,
+        threads,
+        max_record_mb,
+        progress,
+        "similar_dedup",
+    )
+    if held is not None:
+        corpus, bars = held
+        with bars:
+            keep, dropped, matched_at, sims = corpus.dedup(threads=threads, progress=bars.bars)
+        matched = np.arange(len(keep), dtype=np.uint64)
+        similarity = np.ones(len(keep), dtype=np.float32)
+        matched[dropped] = matched_at
+        similarity[dropped] = sims
+        return (keep, matched, similarity) if return_matched else keep
     drops: list = []
 
     def each(_h: Any, _l: Any, _s: Any, dropped: np.ndarray, matched: np.ndarray, sims: np.ndarray) -> None:
@@ -171,7 +236,8 @@ def similar_clusters(
     """Clusters of texts linked by verified pairs, as ``(ids, labels)`` in the
     layout of ``clusters``: ``"connected"`` components of the alike pairs,
     or ``"leader"`` clusters of the verified dedup (each text joins the
-    earliest kept text it is alike). ``texts`` as in ``similar_pairs``.
+    earliest kept text it is alike). ``texts`` and ``candidates`` as in
+    ``similar_pairs``.
 
     >>> ids, labels = rsimhash.batch.similar_clusters(["a b c d e f g", "x y z", "a b c d e f g h"], 0.5)
     >>> ids.tolist(), labels.tolist()
@@ -181,6 +247,26 @@ def similar_clusters(
         raise ValueError(f"min_size must be an int of at least 1, got {min_size!r}")
     if method not in ("connected", "leader"):
         raise ValueError(f'method must be "connected" or "leader", got {method!r}')
+    held = _exact_join(
+        texts,
+        threshold,
+        shingles,
+        width,
+        candidates,
+        measure,
+        column,
+        memory_limit,
+        threads,
+        max_record_mb,
+        progress,
+        "similar_clusters",
+    )
+    if held is not None:
+        corpus, bars = held
+        with bars:
+            members, starts = corpus.clusters(method=method, min_size=int(min_size), threads=threads, progress=bars.bars)
+        n = len(corpus)
+        return _cluster_ids(texts, ids, members, starts, n)
     sweeps: list = []
     n = _verified(
         texts,
@@ -200,6 +286,11 @@ def similar_clusters(
         max_record_mb=max_record_mb,
     )
     members, starts = sweeps[0].clusters(method=method, min_size=int(min_size))
+    return _cluster_ids(texts, ids, members, starts, n)
+
+
+def _cluster_ids(texts: Any, ids: Any, members: np.ndarray, starts: np.ndarray, n: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Clusters of positions as ``(ids, labels)`` by the texts' ids."""
     from ..similar import series_labels
 
     ids = series_labels(texts) if ids is None else ids
@@ -241,13 +332,9 @@ def _verified(
     from .._similar_passes import Settings, TwoPass
     from ._texts_in import reader
 
-    if isinstance(candidates, str) and candidates == "exact":
-        raise ValueError(
-            'the batch jobs take simhash candidates ("auto" or (mode, width, k)); candidates="exact" needs every '
-            'set in memory: use rsimhash.similar_pairs(..., candidates="exact") or rsimhash.dedup(..., jaccard=)'
-        )
     settings = Settings(threshold, measure=measure, shingles=shingles, width=width, candidates=candidates)
     read = reader(texts, column, max_record_mb)
+    log.info("%s: %s", desc, _candidates_part(settings.candidates))
     with ExitStack() as stack:
         job = _Job(
             stack,
@@ -260,7 +347,7 @@ def _verified(
             blocks=None,
             tables=None,
             spill=None,
-            desc=desc,
+            desc=f"{desc}: {_candidates_part(settings.candidates)}",
         )
         two = TwoPass(settings, job.spill_dir(), threads=threads)
         stack.callback(two.close)
@@ -286,3 +373,78 @@ def _verified(
                 )
             )
         return two.count
+
+
+def _candidates_part(candidates: Tuple[str, Optional[int], int]) -> str:
+    mode, width, k = candidates
+    return f"simhash candidates ({mode} width {width} within {k} bits)"
+
+
+class _Bars:
+    """A job's progress bars, closed on the way out."""
+
+    def __init__(self, progress: Progress, desc: str):
+        from .._progress import Bars
+
+        self.bars = Bars(progress, desc)
+
+    def __enter__(self) -> "_Bars":
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.bars.close()
+
+
+def _exact_join(
+    texts: Any,
+    threshold: float,
+    shingles: str,
+    width: Optional[int],
+    candidates: Any,
+    measure: str,
+    column: str,
+    memory_limit: Memory,
+    threads: Optional[int],
+    max_record_mb: float,
+    progress: Progress,
+    desc: str,
+) -> Optional[Tuple[Any, _Bars]]:
+    """Every text's set in a ``SimilarCorpus`` of the exact join, with the
+    job's progress bars, when ``candidates`` takes it (``"exact"``, or
+    ``"auto"``) and the sets and the join's work fit ``memory_limit``;
+    ``None`` for the candidates' two passes. ``"exact"`` that does not fit
+    is a ``MemoryError`` naming the memory it needs."""
+    from .._memory import JOIN_BYTES_PER_SET_BYTE, format_bytes
+    from .._memory import memory_limit as _memory_limit
+    from .._similar_passes import Settings, core_piece
+    from ._texts_in import reader
+
+    settings = Settings(threshold, measure=measure, shingles=shingles, width=width, candidates=candidates)
+    if not settings.exact:
+        return None
+    limit = _memory_limit(memory_limit)
+    corpus: Optional[_core.SimilarCorpus] = _core.SimilarCorpus(
+        settings.threshold, measure=measure, shingles=shingles, width=width, exact=True
+    )
+    read = reader(texts, column, max_record_mb)
+    seen, held_texts, per_text = 0, 0, 0.0
+    for piece in read():
+        seen += len(piece)
+        if corpus is not None:
+            corpus.add(core_piece(piece), threads=threads)
+            held = corpus.nbytes
+            if held * JOIN_BYTES_PER_SET_BYTE > limit:
+                per_text, held_texts, corpus = held / max(1, len(corpus)), len(corpus), None
+                if not settings.forced:
+                    log.info("%s: the sets pass memory_limit after %d texts; simhash candidates instead", desc, held_texts)
+                    return None
+    if corpus is None:
+        need = int(per_text * seen * JOIN_BYTES_PER_SET_BYTE)
+        raise MemoryError(
+            f'candidates="exact" holds every text\'s shingle set: about {format_bytes(need)} for these {seen} texts '
+            f"(the sets, {format_bytes(int(per_text * seen))} as measured on the first {held_texts}, and the join's "
+            f"work), more than memory_limit={format_bytes(limit)}: raise memory_limit, or take "
+            f'candidates="auto" or (mode, width, k) for the simhash candidates\' two passes'
+        )
+    log.info("%s: exact join of %d texts' sets (%s held)", desc, len(corpus), format_bytes(corpus.nbytes))
+    return corpus, _Bars(progress, f"{desc}: exact join")

@@ -15,10 +15,14 @@ whose SPEC v1 shingle sets (``--shingles``/``--width``, as
   sets, precision 1): for a recall of 0.95, 0.97 and 0.99 the least ``k``
   of each mode that reaches it, with its candidate pairs a document and the
   seconds and recall of the verified pairs run on the sample;
+* the exact join (``candidates="exact"``: every pair, no candidates) run
+  on the sample: its seconds and recall beside the candidates' for 0.97,
+  the trade-off of time and memory against the pairs the candidates miss;
 * a recommendation: for plain simhash the mode and ``k`` of the best F1;
-  for verified near-duplicates the candidates reaching a recall of 0.97;
-  the table design and memory of both for ``--expected-size`` documents,
-  and the command lines and Python call that use them.
+  for verified near-duplicates the candidates reaching a recall of 0.97,
+  and the exact join with the memory it holds; the table design and memory
+  for ``--expected-size`` documents, and the command lines and Python call
+  that use them.
 
 ``--json FILE`` writes the same figures (and the truth's pairs, as sample
 positions) as JSON; ``--plot FILE.png`` draws them (``tune_plot``).
@@ -254,6 +258,7 @@ class Results:
     truth: st.Truth
     curves: List[st.Curve]
     verified: List[st.Verified]
+    exact: Optional[st.Exact]
     plain: Optional[Tuple[st.Curve, int]]
     expected: int
     xor: Dict[str, np.ndarray]
@@ -274,12 +279,14 @@ def measure(args: argparse.Namespace, sample: Sample) -> Results:
     verified = [st.verified_options(curves, target) for target in st.TARGETS]
     for v in verified:
         st.verify_cost(v, texts, truth, t, args.shingles, args.width, args.threads)
+    exact = st.exact_cost(texts, truth, t, args.shingles, args.width, args.threads)
     expected = args.expected_size or sample.size or len(texts)
     return Results(
         sample,
         truth,
         curves,
         verified,
+        exact,
         st.best_plain(curves),
         expected,
         xor,
@@ -295,10 +302,9 @@ def _f(x: Optional[float], digits: int = 3) -> str:
 
 
 def _bytes(n: float) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:,.1f} {unit}"
-    return f"{n:,.0f} bytes"
+    from .._memory import format_bytes
+
+    return format_bytes(n)
 
 
 def report(args: argparse.Namespace, r: Results) -> str:
@@ -310,7 +316,18 @@ def report(args: argparse.Namespace, r: Results) -> str:
         "",
     ]
     return (
-        "\n".join(head + _plain_table(args, r) + [""] + _verified_table(r) + [""] + _leading(r) + [""] + recommendation(args, r))
+        "\n".join(
+            head
+            + _plain_table(args, r)
+            + [""]
+            + _verified_table(r)
+            + [""]
+            + _exact_lines(r)
+            + [""]
+            + _leading(r)
+            + [""]
+            + recommendation(args, r)
+        )
         + "\n"
     )
 
@@ -344,6 +361,26 @@ def _verified_table(r: Results) -> List[str]:
                 f"  {_f(c.recall(k))}{tail}"
             )
     out.append("  (*: the least k, then the fewest candidates; seconds: similar_pairs on the sample)")
+    return out
+
+
+def _exact_lines(r: Results) -> List[str]:
+    """The exact join on the sample, beside the candidates for a recall of 0.97."""
+    e = r.exact
+    if e is None:
+        return ["exact join: no documents to join"]
+    out = [
+        "exact join: every pair, no candidates (recall 1 by construction; the sets held in memory)",
+        f"  {_f(e.seconds, 2)} seconds on the sample, measured recall {_f(e.recall_measured)}, "
+        f"{count(e.pairs, 'pair')}; sets held about {_bytes(e.bytes_per_doc)} a document",
+    ]
+    v = next(v for v in r.verified if v.target == 0.97)
+    if v.chosen is not None:
+        c, k = v.chosen
+        out.append(
+            f"  the candidates for a recall of 0.97 ({c.mode},{c.width},{k}): {_f(v.seconds, 2)} seconds, "
+            f"measured recall {_f(v.recall_measured)}"
+        )
     return out
 
 
@@ -384,15 +421,16 @@ def recommendation(args: argparse.Namespace, r: Results) -> List[str]:
             f"    tables: {desc}; rsimhash.Index({k}, tables={tables}) of {n:,}: about {_bytes(st.index_bytes(n, k, tables))}",
         ]
     v = next(v for v in r.verified if v.target == 0.97)
-    if v.chosen is None:
-        return out + [f"  verified: no k <= {args.max_k} reaches a recall of 0.97; try --max-k {MAX_K}"]
-    c, k = v.chosen
-    tables, desc = st.design(n, k)
     default_sets = (args.shingles, args.width or 3) == ("words", 3)
     set_width = args.width or DEFAULT_WIDTH[args.shingles]
     shingles = "" if default_sets else f", shingles={args.shingles!r}, width={set_width}"
     # The command's sets are its --mode/--width: the shingles the truth was measured on.
     set_flags = "" if default_sets else f" --mode {args.shingles} --width {set_width}"
+    if v.chosen is None:
+        out.append(f"  verified: no k <= {args.max_k} reaches a recall of 0.97; try --max-k {MAX_K}")
+        return out + _exact_recommendation(args, r, source, output, set_flags, shingles)
+    c, k = v.chosen
+    tables, desc = st.design(n, k)
     out += [
         f"  verified (recall >= 0.97 on the sample, precision 1): candidates {c.mode},{c.width},{k}",
         f"    rsimhash dedup {source} --output {output} --jaccard {args.jaccard:g}{set_flags} "
@@ -401,7 +439,26 @@ def recommendation(args: argparse.Namespace, r: Results) -> List[str]:
         f"    tables: {desc}; sets held: about {_bytes(v.bytes_per_doc or 0)} a document, "
         f"{_bytes((v.bytes_per_doc or 0) * n)} for {n:,}",
     ]
-    return out
+    return out + _exact_recommendation(args, r, source, output, set_flags, shingles)
+
+
+def _exact_recommendation(
+    args: argparse.Namespace, r: Results, source: str, output: str, set_flags: str, shingles: str
+) -> List[str]:
+    """The exact join's lines of the recommendation: its commands and the memory it holds."""
+    from .._memory import JOIN_BYTES_PER_SET_BYTE
+
+    e, n = r.exact, r.expected
+    if e is None:
+        return []
+    held = e.bytes_per_doc * JOIN_BYTES_PER_SET_BYTE
+    return [
+        f"  exact (every pair, recall 1; {_f(e.seconds, 2)} s on the sample): candidates exact",
+        f"    rsimhash dedup {source} --output {output} --jaccard {args.jaccard:g}{set_flags} --candidates exact",
+        f'    rsimhash.similar_pairs(texts, {args.jaccard:g}{shingles}, candidates="exact")',
+        f"    memory: the sets and the join's work, about {_bytes(held)} a document, {_bytes(held * n)} for {n:,}; "
+        "beyond memory, the candidates (auto takes them)",
+    ]
 
 
 def _output_name(path: str) -> str:
@@ -427,6 +484,10 @@ def figures(args: argparse.Namespace, r: Results) -> Dict[str, Any]:
     if v97.chosen is not None:
         c, k = v97.chosen
         rec["verified"] = dict(candidates=[c.mode, c.width, k], design=st.design(r.expected, k)[1])
+    if r.exact is not None and len(r.truth.pairs):
+        from .._memory import JOIN_BYTES_PER_SET_BYTE
+
+        rec["exact"] = dict(candidates="exact", bytes=r.exact.bytes_per_doc * JOIN_BYTES_PER_SET_BYTE * r.expected)
     return dict(
         input=str(args.input),
         threshold=args.jaccard,
@@ -455,6 +516,14 @@ def figures(args: argparse.Namespace, r: Results) -> Dict[str, Any]:
             )
             for v in r.verified
         ],
+        exact=None
+        if r.exact is None
+        else dict(
+            seconds=r.exact.seconds,
+            pairs=r.exact.pairs,
+            recall_measured=r.exact.recall_measured,
+            bytes_per_document=r.exact.bytes_per_doc,
+        ),
         recommendation=rec,
         leading_bits=dict({name: h.tolist() for name, h in r.xor.items()}, random=r.random_xor.tolist()),
     )

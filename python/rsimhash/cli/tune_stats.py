@@ -236,6 +236,36 @@ def verify_cost(
         v.recall_measured = sum(1 for p in map(tuple, truth.pairs.tolist()) if p in got) / len(truth.pairs)
 
 
+@dataclass
+class Exact:
+    """The exact join (``similar_pairs(..., candidates="exact")``) run on the sample."""
+
+    seconds: float
+    pairs: int
+    recall_measured: Optional[float]  # against the truth: 1 by construction
+    bytes_per_doc: float  # the sets held a document (the join's work comes on top)
+
+
+def exact_cost(
+    texts: List[str], truth: Truth, threshold: float, shingles: str, width: int, threads: Optional[int]
+) -> Optional[Exact]:
+    """Runs the exact join on the sample, as ``verify_cost`` runs the candidates'."""
+    from ..similar import SimilarCorpus
+
+    if not texts:
+        return None
+    start = time.perf_counter()
+    corpus = SimilarCorpus(threshold, shingles=shingles, width=width, candidates="exact")
+    corpus.add(texts, threads=threads)
+    pairs, _ = corpus.pairs(threads=threads, progress=False)
+    seconds = time.perf_counter() - start
+    recall = None
+    if len(truth.pairs):
+        got = set(map(tuple, pairs.tolist()))
+        recall = sum(1 for p in map(tuple, truth.pairs.tolist()) if p in got) / len(truth.pairs)
+    return Exact(seconds, len(pairs), recall, corpus.nbytes / len(texts))
+
+
 # -- designs and memory --------------------------------------------------------------
 
 
