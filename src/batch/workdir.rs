@@ -89,10 +89,12 @@ impl Workdir {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => match fs::create_dir(&path) {
                     Ok(()) => {
                         let made = dir(lock(&path)?);
-                        made.write_atomic(JOB, identity.as_bytes())?;
+                        // The marker first: a directory with `job.txt` in it
+                        // always says whether the job made the user's.
                         if made.made_parent.is_some() {
                             made.write_atomic(MADE, b"")?;
                         }
+                        made.write_atomic(JOB, identity.as_bytes())?;
                         return Ok(made);
                     }
                     // Made by another run meanwhile: look at it again.
@@ -108,9 +110,12 @@ impl Workdir {
                     return Ok(found);
                 }
                 // Made by a run killed before it wrote whose it is (nothing in it but
-                // its lock, which no live run holds): removed, and the name tried again.
+                // its lock, which no live run holds, and the files it writes before
+                // `job.txt`): removed, and the name tried again.
                 Ok(meta) if meta.is_dir() && abandoned(&path) => {
-                    let _ = fs::remove_file(path.join(LOCK));
+                    for name in BEFORE_JOB {
+                        let _ = fs::remove_file(path.join(name));
+                    }
                     if fs::remove_dir(&path).is_ok() {
                         return Workdir::open(parent, identity);
                     }
@@ -342,15 +347,21 @@ fn is_ours(name: &str) -> bool {
 }
 
 /// Locks the directory for this process.
+/// What a run writes in a new job directory before `job.txt`: a run killed
+/// there leaves at most these (the temporary `job.txt.tmp` of an
+/// unfinished write among them).
+const BEFORE_JOB: [&str; 4] = [LOCK, MADE, "made-workdir.tmp", "job.txt.tmp"];
+
 /// Whether `dir` is a job's directory that its run never finished making:
-/// no `job.txt`, nothing but an unheld lock file in it.
+/// no `job.txt`, nothing but what a run writes before it, and a lock file
+/// (if any) no live run holds.
 fn abandoned(dir: &Path) -> bool {
     let Ok(entries) = fs::read_dir(dir) else { return false };
     let names: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.file_name())).collect();
-    if names.iter().any(|n| n != LOCK) {
+    if names.iter().any(|n| !BEFORE_JOB.iter().any(|b| n == *b)) {
         return false;
     }
-    names.is_empty() || lock(dir).is_ok()
+    !names.iter().any(|n| n == LOCK) || lock(dir).is_ok()
 }
 
 fn lock(dir: &Path) -> Result<File> {
@@ -433,7 +444,9 @@ mod tests {
         let w = Workdir::open(dir.path(), "job A").unwrap();
         let own = w.path().to_path_buf();
         w.finish().unwrap();
-        for leftover in [&[][..], &[LOCK][..]] {
+        // Killed at each step before `job.txt` is in place.
+        for leftover in [&[][..], &[LOCK][..], &[LOCK, "made-workdir.tmp"][..], &[LOCK, MADE][..], &[LOCK, MADE, "job.txt.tmp"][..], &[LOCK, "job.txt.tmp"][..]]
+        {
             fs::create_dir(&own).unwrap();
             for name in leftover {
                 fs::write(own.join(name), "").unwrap();
