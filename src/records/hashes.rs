@@ -54,7 +54,8 @@ pub fn parse_u64(field: &[u8]) -> Option<u64> {
     for &b in head {
         let d = b.wrapping_sub(b'0');
         bad |= d > 9;
-        v = v * 10 + u64::from(d);
+        // Wrapping: a bad byte's value (discarded below) may overflow.
+        v = v.wrapping_mul(10).wrapping_add(u64::from(d));
     }
     if bad {
         return None;

@@ -191,7 +191,7 @@ mod tests {
     fn overlapping() -> impl Strategy<Value = (Vec<u64>, Vec<u64>)> {
         (0usize..400, 0usize..120, 0usize..120, any::<u64>(), prop_oneof![Just(1u64), Just(3), 1u64..1000, Just(1 << 56)]).prop_map(
             |(common, only_a, only_b, seed, stride)| {
-                let v = |i: usize| seed.wrapping_add(i as u64 * stride);
+                let v = |i: usize| seed.wrapping_add((i as u64).wrapping_mul(stride));
                 let mut a: Vec<u64> = (0..common).chain(common..common + only_a).map(v).collect();
                 let mut b: Vec<u64> = (0..common).chain(common + only_a..common + only_a + only_b).map(v).collect();
                 a.sort_unstable();

@@ -141,7 +141,7 @@ mod tests {
             t in prop_oneof![Just(1.0f64), 0.05f64..1.0],
             containment in any::<bool>(),
         ) {
-            let pool: Vec<Vec<u64>> = (0..8u64).map(|p| (0..40 + p * 7).map(|i| (i * 0x9e37_79b9_7f4a_7c15).wrapping_add(p * (i % 3))).collect()).collect();
+            let pool: Vec<Vec<u64>> = (0..8u64).map(|p| (0..40 + p * 7).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(p * (i % 3))).collect()).collect();
             let pool: Vec<Vec<u64>> = pool.into_iter().map(|mut s| { s.sort_unstable(); s.dedup(); s }).collect();
             let sets: Vec<Vec<u64>> = picks.iter().map(|&p| pool[p].clone()).collect();
             let measure = if containment { Measure::Containment } else { Measure::Jaccard };
