@@ -6,7 +6,10 @@ that is measured by where the CPU time goes: no single thread of a run may
 spend more than 1/12 of the run's CPU time, so that nothing serial caps it
 below about twelve cores.
 
-Each job runs as a subprocess (``python -m rsimhash.cli ...``); this
+Each job runs as a subprocess (``python -m rsimhash.cli ... --threads
+N``, ``--threads`` default 12: on two cores the parallel work is then
+spread over twelve worker threads, each about 1/12 of it, and a serial
+stage stands out as the one thread above that); this
 process reads ``/proc/PID/task/*/stat`` every ``--interval`` seconds and
 keeps each thread's latest user + system time (a thread that ends between
 two reads loses at most one interval). Reported per job: wall time, CPU
@@ -109,15 +112,17 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=10**7, help="fingerprints in the find-all file")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--interval", type=float, default=0.02)
+    ap.add_argument("--threads", type=int, default=12, help="the jobs' worker threads (see above)")
     ap.add_argument("--jobs", default="dedup-jsonl,dedup-parquet,find-all,cluster")
     args = ap.parse_args()
 
     corpus = build_corpus(args.size_mb, args.seed, args.dup_share)
     jobs = args.jobs.split(",")
     cli = [sys.executable, "-m", "rsimhash.cli"]
+    threads = ["--threads", str(args.threads)]
     with tempfile.TemporaryDirectory(dir=DATA_DIR) as out:
         cmds = {
-            "dedup-jsonl": [*cli, "dedup", "--input", corpus, "--output", f"{out}/kept.jsonl", "--quiet"],
+            "dedup-jsonl": [*cli, "dedup", "--input", corpus, "--output", f"{out}/kept.jsonl", "--quiet", *threads],
             "dedup-parquet": [
                 *cli,
                 "dedup",
@@ -126,6 +131,7 @@ def main() -> int:
                 "--output",
                 f"{out}/kept.parquet",
                 "--quiet",
+                *threads,
             ],
             "find-all": [
                 *cli,
@@ -135,8 +141,9 @@ def main() -> int:
                 "--output",
                 f"{out}/pairs.tsv",
                 "--quiet",
+                *threads,
             ],
-            "cluster": [*cli, "cluster", "--input", corpus, "--output", f"{out}/clusters.tsv", "--quiet"],
+            "cluster": [*cli, "cluster", "--input", corpus, "--output", f"{out}/clusters.tsv", "--quiet", *threads],
         }
         for job in jobs:
             if job not in cmds:
@@ -148,7 +155,10 @@ def main() -> int:
 
         info = machine_info(rsimhash, np)
         print(f"# {info['cpu']}, {info['nproc']} usable cores, load {info['loadavg']}")
-        print(f"# {args.rounds} rounds, threads sampled every {args.interval * 1000:g} ms; target: no thread over 1/12 of CPU")
+        print(
+            f"# {args.rounds} rounds, --threads {args.threads}, threads sampled every {args.interval * 1000:g} ms;"
+            " target: no thread over 1/12 of the CPU"
+        )
         results: Dict[str, List[Dict[str, object]]] = {j: [] for j in jobs}
         for _ in range(args.rounds):
             for job in jobs:  # interleaved, so a busy neighbour hits all alike
