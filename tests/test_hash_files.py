@@ -283,3 +283,28 @@ def test_distinct_values_on_copies_and_bad_parts():
         _rsimhash.distinct_values([np.arange(4, dtype=np.uint64)[::2]])
     with pytest.raises((TypeError, ValueError)):
         _rsimhash.distinct_values(["not an array"])
+
+
+def test_find_all_and_cluster_name_tsv_ids_whatever_the_chunk(tmp_path):
+    """A hash TSV's ids reach the output whether the core hands a chunk's
+    ids over packed (every line a record) or as a list (a chunk with a bad
+    line), in memory or spilled: the pairs named as brute force names them."""
+    rng = np.random.default_rng(42)
+    fps = rng.integers(0, U64_MAX, size=4000, dtype=np.uint64, endpoint=True)
+    fps[1::2] = fps[::2] ^ np.uint64(6)  # pairs at distance 2
+    names = [f"doc-{i}-é" if i % 3 else str(10**12 + i) for i in range(len(fps))]
+    lines = ["id\thash"] + [f"{n}\t{v}" for n, v in zip(names, fps.tolist())]
+    lines.insert(2501, "broken line")
+    path = tmp_path / "h.tsv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    want = sorted((names[a], names[b]) for a, b in np.asarray(rsimhash.batch.find_all(fps, 3)).tolist())
+    args = ("--input", path, "-k", "3", "--chunk-mb", "0.02", "--skip-bad-lines")
+    for extra in ((), ("--memory-limit", "1KiB")):
+        out = tmp_path / f"pairs{len(extra)}.tsv"
+        ok(run_cli("find-all", *args, "--output", out, *extra))
+        rows = [line.split("\t") for line in out.read_text(encoding="utf-8").splitlines()[1:]]
+        assert sorted((a, b) for a, b, _ in rows) == want
+        clusters = tmp_path / f"clusters{len(extra)}.tsv"
+        ok(run_cli("cluster", *args, "--output", clusters, *extra))
+        members = [line.split("\t") for line in clusters.read_text(encoding="utf-8").splitlines()[1:]]
+        assert sorted(m[0] for m in members) == sorted(name for pair in want for name in pair)

@@ -8,7 +8,7 @@ keeps the core's block of lines and decodes texts only when asked for.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -39,9 +39,11 @@ class Chunk:
         entries: Optional[np.ndarray] = None,
         shingling: Any = None,
         extra_texts: Optional[Dict[int, str]] = None,
+        id_source: Any = None,
     ):
         self.lines = lines  # 1-based line (or row) number of each record
-        self._ids = ids  # each record's id as written; None: the line numbers
+        self._ids = ids  # each record's id as written; None: the line numbers (or id_source's)
+        self._id_source = id_source  # a core chunk whose entries' ids these are, read when asked
         self._texts = texts  # list of str, pyarrow string array or ArrowBuffers
         self.hashes = hashes  # uint64 fingerprints: of hash/lines inputs, or the core's
         self.shingling = shingling  # (mode, width) the core's hashes were made with
@@ -60,9 +62,20 @@ class Chunk:
 
     @property
     def ids(self) -> List[Id]:
+        if self._ids is None and self._id_source is not None:
+            self._ids = self._id_source.ids()
         if self._ids is None:
             self._ids = self.lines.tolist() if isinstance(self.lines, np.ndarray) else list(self.lines)
         return self._ids
+
+    def packed_ids(self) -> Optional[Tuple[bytes, np.ndarray]]:
+        """The ids as text, packed (``bytes`` and ``n + 1`` offsets), when the
+        core holds them all: no Python object a record. None otherwise (take
+        ``ids``)."""
+        if self._ids is None and self._id_source is not None:
+            packed: Optional[Tuple[bytes, np.ndarray]] = self._id_source.id_texts()
+            return packed
+        return None
 
     @property
     def has_texts(self) -> bool:
@@ -115,7 +128,7 @@ class Chunk:
             return self
         cut = Chunk(
             self.lines[:n],
-            None if self._ids is None else self._ids[:n],
+            None if self._ids is None and self._id_source is None else self.ids[:n],
             texts=None if self._texts is None else self._texts[:n],
             hashes=None if self.hashes is None else self.hashes[:n],
             raw=None if self.raw is None else self.raw[:n],

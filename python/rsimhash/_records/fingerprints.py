@@ -32,9 +32,10 @@ class FingerprintRecords(Reading):
         special = np.flatnonzero(status)
         ids: Optional[List[Id]] = None  # lines: the line numbers
         if not len(special):  # the usual chunk: every line a record, nothing to pick
-            if self.format == "hash" and self.need_ids:
-                ids = rc.ids()
-            return Chunk(lines, ids, hashes=fps, nbytes=rc.nbytes, core=rc, entries=np.arange(len(lines), dtype=np.int64))
+            # The ids stay in the core until asked for (packed, or as a list).
+            source = rc if self.format == "hash" and self.need_ids else None
+            entries = np.arange(len(lines), dtype=np.int64)
+            return Chunk(lines, None, hashes=fps, nbytes=rc.nbytes, core=rc, entries=entries, id_source=source)
         keep = status == 0
         extra_ids: Dict[int, Id] = {}
         for i in special.tolist():

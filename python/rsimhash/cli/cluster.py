@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             for chunk in prefetch(source.chunks()):
                 store.add(fingerprints_of(chunk, args.mode, args.width, args.threads))
-                ids.extend(chunk.ids)
+                ids.extend_chunk(chunk)
                 progress.update(source.position(), source.records)
             fps = store.finish()
             ids.finish()

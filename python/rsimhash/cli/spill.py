@@ -157,58 +157,84 @@ def _header(n: int) -> bytes:
 
 
 class Ids:
-    """Record ids as text, in input order: a list in memory up to ``cap`` of
-    them, then a file with an offsets array (``.npy``) beside it."""
+    """Record ids as text, in input order: in memory up to ``cap`` of them
+    (pieces: a list of ids, or a chunk's ids packed by the core as bytes
+    and offsets, no Python object an id), then a file with an offsets
+    array (``.npy``) beside it."""
 
     def __init__(self, cap: int, workspace: Workspace):
         self.cap = cap
         self.workspace = workspace
-        self.memory: List[Any] = []
+        self.memory: List[Any] = []  # the pieces, in order
+        self._piece_starts: List[int] = [0]  # the first position of each piece, and the count
         self.count = 0
         self._text: Any = None
-        self._offsets: List[int] = []
+        self._offsets: List[np.ndarray] = []  # pending offsets of the ids in the file
+        self._pending = 0
         self._at = 0
         self._mm: Any = None
         self._starts: Optional[np.ndarray] = None
 
     def extend(self, ids: Sequence[Any]) -> None:
-        self.count += len(ids)
+        """Adds ids given as a list."""
+        self._add(ids, len(ids))
+
+    def extend_chunk(self, chunk: Any) -> None:
+        """Adds a chunk's ids: packed by the core where it holds them all."""
+        packed = chunk.packed_ids()
+        if packed is None:
+            self.extend(chunk.ids)
+        else:
+            self._add(packed, len(packed[1]) - 1)
+
+    def _add(self, piece: Any, n: int) -> None:
+        self.count += n
         if self._text is None and self.count > self.cap:
             path = self.workspace.file("ids")
             self._text = create_new(path)
             self._path = path
-            pending, self.memory = self.memory, []
-            self._write(pending)
+            pending, self.memory, self._piece_starts = self.memory, [], [0]
+            for held in pending:
+                self._write(held)
         if self._text is not None:
-            self._write(ids)
-        else:
-            self.memory.extend(ids)
+            self._write(piece)
+        elif n:
+            self.memory.append(piece)
+            self._piece_starts.append(self._piece_starts[-1] + n)
 
-    def _write(self, ids: Sequence[Any]) -> None:
-        data = [str(i).encode("utf-8", "surrogatepass") for i in ids]
-        for d in data:
-            self._offsets.append(self._at)
-            self._at += len(d)
+    def _write(self, piece: Any) -> None:
+        if isinstance(piece, tuple):
+            blob, offsets = piece
+            starts = offsets[:-1].astype("<u8") + np.uint64(self._at)
+        else:
+            data = [str(i).encode("utf-8", "surrogatepass") for i in piece]
+            blob = b"".join(data)
+            lengths = [0] + [len(d) for d in data[:-1]]
+            starts = np.uint64(self._at) + np.cumsum(lengths, dtype="<u8") if data else np.empty(0, "<u8")
+        self._offsets.append(starts)
+        self._pending += len(starts)
+        self._at += len(blob)
         try:
-            self._text.write(b"".join(data))
+            self._text.write(blob)
         except OSError as e:
             raise WorkdirError(self.workspace.path, f"cannot be written ({e.strerror or e})") from None
-        if len(self._offsets) > 1 << 20:
+        if self._pending > 1 << 20:
             self._flush_offsets()
 
     def _flush_offsets(self) -> None:
         if not hasattr(self, "_offsets_file"):
             self._offsets_path = self.workspace.file("id-offsets")
             self._offsets_file = create_new(self._offsets_path)
-        self._offsets_file.write(np.asarray(self._offsets, dtype="<u8").tobytes())
-        self._offsets = []
+        if self._offsets:
+            self._offsets_file.write(np.concatenate(self._offsets).astype("<u8").tobytes())
+        self._offsets, self._pending = [], 0
 
     def finish(self) -> None:
         """Ready for ``text``: the files are closed and mapped."""
         if self._text is None:
             return
         self._text.close()
-        self._offsets.append(self._at)
+        self._offsets.append(np.array([self._at], dtype="<u8"))
         self._flush_offsets()
         self._offsets_file.close()
         self._starts = np.fromfile(self._offsets_path, dtype="<u8")
@@ -217,7 +243,16 @@ class Ids:
     def text(self, positions: Sequence[int]) -> List[str]:
         """The ids of these records, as text."""
         if self._starts is None:
-            return [str(self.memory[p]) for p in positions]
+            which = np.searchsorted(np.asarray(self._piece_starts), np.asarray(positions, dtype=np.int64), side="right") - 1
+            out = []
+            for p, w in zip(positions, which.tolist()):
+                piece, i = self.memory[w], p - self._piece_starts[w]
+                if isinstance(piece, tuple):
+                    blob, offsets = piece
+                    out.append(blob[offsets[i] : offsets[i + 1]].decode("utf-8", "surrogatepass"))
+                else:
+                    out.append(str(piece[i]))
+            return out
         out = []
         for p in positions:
             lo, hi = int(self._starts[p]), int(self._starts[p + 1])
