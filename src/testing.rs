@@ -7,6 +7,18 @@ use proptest::prelude::*;
 use crate::job::mix;
 use crate::ClusterMethod;
 
+/// A seeded stream of pseudo-random `u64` (xorshift64; `seed` not 0):
+/// for tests that want many values fast and the same ones every run.
+pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut x = seed;
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}
+
 /// Fingerprints with planted near neighbours, duplicates and extremes:
 /// up to `centers` centers and `near` items 0 to 4 bits from one of them.
 pub(crate) fn planted(centers: usize, near: usize) -> impl Strategy<Value = Vec<u64>> {

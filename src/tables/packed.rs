@@ -529,17 +529,10 @@ mod timing {
     #[test]
     #[ignore]
     fn decode_speed() {
-        let mut x = 1u64;
+        let mut next = crate::testing::xorshift(1);
         let bits = std::env::var("KEY_BITS").ok().and_then(|b| b.parse().ok()).unwrap_or(64u32);
         let n: usize = std::env::var("KEYS").ok().and_then(|b| b.parse().ok()).unwrap_or(4_000_000);
-        let mut keys: Vec<u64> = (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x >> (64 - bits)
-            })
-            .collect();
+        let mut keys: Vec<u64> = (0..n).map(|_| next() >> (64 - bits)).collect();
         keys.sort_unstable();
         keys.dedup();
         let mut best = f64::MAX;

@@ -377,8 +377,8 @@ mod tests {
 
         #[test]
         fn parallel_sort_agrees(seed in any::<u64>(), bits in 1u32..=64) {
-            let mut x = seed | 1;
-            let mut v: Vec<u64> = (0..5000).map(|_| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x >> (x % 7) }).collect();
+            let mut next = crate::testing::xorshift(seed | 1);
+            let mut v: Vec<u64> = (0..5000).map(|_| { let x = next(); x >> (x % 7) }).collect();
             let mut expected = v.clone();
             expected.sort_unstable();
             par_sort_from(1000, &mut v, bits, |&x| x, |a, b| a.cmp(b));
@@ -403,8 +403,7 @@ mod tests {
         /// the 10^5-item case below take minutes).
         #[test]
         fn sorts_skewed_keys(seed in any::<u64>(), copies in 1usize..4000, bits in 1u32..=64) {
-            let mut x = seed | 1;
-            let mut next = || { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x };
+            let mut next = crate::testing::xorshift(seed | 1);
             let mut v: Vec<(u64, u64)> = (0..copies).map(|_| (0xabcd_0000_0000_0000 | next() & 0xffff, next())).collect();
             v.extend((0..200).map(|_| (next(), next())));
             let mut expected = v.clone();

@@ -69,17 +69,11 @@ proptest! {
 /// Larger random sets over a Zipf-like universe: long prefixes, long lists.
 #[test]
 fn larger_sets_match_brute_force() {
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut next = crate::testing::xorshift(0x9e37_79b9_7f4a_7c15u64);
     let base: Vec<Vec<u64>> = (0..40).map(|_| set_of((0..60).map(|_| next() % 400).collect())).collect();
     let mut sets = base.clone();
     for s in &base {
-        let mut edited: Vec<u64> = s.iter().copied().filter(|_| next() % 10 != 0).collect();
+        let mut edited: Vec<u64> = s.iter().copied().filter(|_| !next().is_multiple_of(10)).collect();
         edited.extend((0..next() % 8).map(|_| 1000 + next() % 50));
         sets.push(set_of(edited));
     }
@@ -140,20 +134,14 @@ fn need_is_the_least_overlap() {
 /// each a class, and by hundreds): the join is still brute force's.
 #[test]
 fn wide_hashes_over_many_buckets_match_brute_force() {
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut next = crate::testing::xorshift(0x2545_f491_4f6c_dd1du64);
     // A universe where the first values are common and the rest rare.
     let universe: Vec<u64> = (0..4000).map(|_| next()).chain([0, u64::MAX, 1 << 63]).collect();
     let pick = |r: u64| universe[((r % 4003) * (r % 4003) / 4003) as usize];
     let base: Vec<Vec<u64>> = (0..300).map(|_| set_of((0..(next() % 90)).map(|_| pick(next())).collect())).collect();
     let mut sets = base.clone();
     for s in base.iter().take(200) {
-        let mut edited: Vec<u64> = s.iter().copied().filter(|_| next() % 8 != 0).collect();
+        let mut edited: Vec<u64> = s.iter().copied().filter(|_| !next().is_multiple_of(8)).collect();
         edited.extend((0..next() % 6).map(|_| next()));
         sets.push(set_of(edited));
     }
@@ -179,13 +167,7 @@ fn classes_order_counts() {
 /// the overlap cannot be reached.
 #[test]
 fn overlap_is_the_plain_merges() {
-    let mut x = 0x853c_49e6_748f_ea9bu64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut next = crate::testing::xorshift(0x853c_49e6_748f_ea9bu64);
     for _ in 0..2000 {
         let span = 4 + next() % 200;
         let a: Vec<u32> = set_of((0..next() % 40).map(|_| next() % span).collect()).into_iter().map(|v| v as u32).collect();

@@ -524,15 +524,8 @@ mod tests {
     #[test]
     fn wide_codes_decode() {
         // Keys so spread that most codes do not fit one load.
-        let mut x = 7u64;
-        let mut keys: Vec<u64> = (0..400)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x
-            })
-            .collect();
+        let mut next = crate::testing::xorshift(7);
+        let mut keys: Vec<u64> = (0..400).map(|_| next()).collect();
         keys.sort_unstable();
         keys.dedup();
         let counts = symbol_counts(&keys);

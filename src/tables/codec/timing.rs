@@ -8,15 +8,8 @@ use super::*;
 #[ignore]
 fn encode_steps() {
     let n: usize = std::env::var("KEYS").ok().and_then(|b| b.parse().ok()).unwrap_or(4_000_000);
-    let mut x = 1u64;
-    let mut keys: Vec<u64> = (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        })
-        .collect();
+    let mut next = crate::testing::xorshift(1);
+    let mut keys: Vec<u64> = (0..n).map(|_| next()).collect();
     keys.sort_unstable();
     keys.dedup();
     let best = |f: &mut dyn FnMut()| {
