@@ -113,8 +113,11 @@ impl Workdir {
                 // its lock, which no live run holds, and the files it writes before
                 // `job.txt`): removed, and the name tried again.
                 Ok(meta) if meta.is_dir() && abandoned(&path) => {
-                    for name in BEFORE_JOB {
-                        let _ = fs::remove_file(path.join(name));
+                    // Only its own names: a file put there meanwhile stays.
+                    for entry in fs::read_dir(&path).into_iter().flatten().flatten() {
+                        if entry.file_name().to_str().is_some_and(made_before_job) {
+                            let _ = fs::remove_file(entry.path());
+                        }
                     }
                     if fs::remove_dir(&path).is_ok() {
                         return Workdir::open(parent, identity);
@@ -347,10 +350,13 @@ fn is_ours(name: &str) -> bool {
 }
 
 /// Locks the directory for this process.
-/// What a run writes in a new job directory before `job.txt`: a run killed
-/// there leaves at most these (the temporary `job.txt.tmp` of an
-/// unfinished write among them).
-const BEFORE_JOB: [&str; 4] = [LOCK, MADE, "made-workdir.tmp", "job.txt.tmp"];
+/// Whether `name` is a file a run writes in a new job directory before
+/// `job.txt` is in place: its lock, the made-workdir marker, and the
+/// temporary files of [`Workdir::write_atomic`] for both (a run killed
+/// mid-write leaves `job.txt.tmp`).
+fn made_before_job(name: &str) -> bool {
+    name == LOCK || name == MADE || name.strip_suffix(".tmp").is_some_and(|n| n == JOB || n == MADE)
+}
 
 /// Whether `dir` is a job's directory that its run never finished making:
 /// no `job.txt`, nothing but what a run writes before it, and a lock file
@@ -358,7 +364,7 @@ const BEFORE_JOB: [&str; 4] = [LOCK, MADE, "made-workdir.tmp", "job.txt.tmp"];
 fn abandoned(dir: &Path) -> bool {
     let Ok(entries) = fs::read_dir(dir) else { return false };
     let names: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.file_name())).collect();
-    if names.iter().any(|n| !BEFORE_JOB.iter().any(|b| n == *b)) {
+    if !names.iter().all(|n| n.to_str().is_some_and(made_before_job)) {
         return false;
     }
     !names.iter().any(|n| n == LOCK) || lock(dir).is_ok()
