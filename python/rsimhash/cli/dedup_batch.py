@@ -59,7 +59,7 @@ def dedup_batch(
         for chunk in chunks:
             store.add(fingerprints_of(chunk, args.mode, args.width, args.threads))
             if ids is not None:
-                ids.extend(chunk.ids)
+                ids.extend_chunk(chunk)
             progress.update(source.position(), source.records, shards_done(source))
         fps_source = store.finish()
     finally:

@@ -180,7 +180,7 @@ def _two_pass(
         for chunk in chunks:
             second.first(chunk)
             if ids is not None:
-                ids.extend(chunk.ids)
+                ids.extend_chunk(chunk)
             progress.update(source.position(), source.records)
         progress.close()
         if ids is not None:

@@ -283,7 +283,7 @@ def gathered(
     try:
         for chunk in chain([first], chunks) if first is not None else chunks:
             records.add(chunk, args.threads)
-            ids.extend(chunk.ids)
+            ids.extend_chunk(chunk)
             progress.update(source.position(), source.records)
         progress.close()
         ids.finish()
