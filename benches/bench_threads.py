@@ -23,7 +23,8 @@ Jobs (the corpus of ``bench_dedup.py``, written once under
 * ``dedup-jsonl``: ``rsimhash dedup`` of the JSON lines corpus;
 * ``dedup-parquet``: the same as Parquet;
 * ``find-all``: ``rsimhash find-all`` of a file of 10^7 decimal
-  fingerprints (``--n``);
+  fingerprints (``--n``; ``bench_find_all_file.py``'s, 1 % of them near
+  copies);
 * ``cluster``: ``rsimhash cluster`` of the JSON lines corpus.
 
 Usage::
@@ -90,17 +91,12 @@ def run(cmd: List[str], interval: float) -> Dict[str, object]:
 
 
 def fingerprint_file(n: int) -> str:
-    import numpy as np
+    """``bench_find_all_file.py``'s file of ``n`` decimal fingerprints, made once."""
+    from bench_find_all_file import make_file
 
     path = os.path.join(DATA_DIR, f"threads-fps-{n}.txt")
-    if not os.path.exists(path):
-        os.makedirs(DATA_DIR, exist_ok=True)
-        rng = np.random.default_rng(42)
-        fps = rng.integers(0, np.iinfo(np.uint64).max, size=n, dtype=np.uint64, endpoint=True)
-        with open(path + ".part", "w") as f:
-            for lo in range(0, n, 1 << 20):
-                f.write("\n".join(map(str, fps[lo : lo + (1 << 20)].tolist())) + "\n")
-        os.replace(path + ".part", path)
+    os.makedirs(DATA_DIR, exist_ok=True)
+    make_file(path, n, seed=42)
     return path
 
 
