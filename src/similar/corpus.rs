@@ -141,8 +141,35 @@ impl Corpus {
     /// As [`Self::pairs`].
     pub fn dedup(&self, control: &Control) -> Result<(Dedup, Vec<f32>)> {
         let first = first_copy(&self.fps, &self.sets);
-        let (d, sims) = dedup_of(self.len(), &unpacked(self.first_pairs(&first, control)?));
+        let (d, sims) = if self.opts.exact && self.opts.measure == super::Measure::Jaccard {
+            self.exact_dedup(&first, control)?
+        } else {
+            dedup_of(self.len(), &unpacked(self.first_pairs(&first, control)?))
+        };
         Ok(follow_first(d, sims, &first))
+    }
+
+    /// The dedup of the first copies by the exact join's in-order dedup
+    /// ([`super::exact::dedup_distinct`]): only kept texts are checked, so a
+    /// dense cluster costs its members, not its pairs. The other copies
+    /// are left kept, for [`follow_first`].
+    fn exact_dedup(&self, first: &[u32], control: &Control) -> Result<(Dedup, Vec<f32>)> {
+        let reps: Vec<u32> = (0..first.len() as u32).filter(|&i| first[i as usize] == i).collect();
+        let sets: Vec<&[u64]> = reps.iter().map(|&r| &self.sets[r as usize][..]).collect();
+        control.begin(sets.len() as u64);
+        control.step("exact dedup".into(), sets.len() as u64);
+        let found = super::exact::dedup_distinct(&sets, self.opts.threshold, control)?;
+        let mut d = Dedup { keep: vec![true; self.len()], dropped: Vec::new(), matched: Vec::new() };
+        let mut sims = Vec::new();
+        for (&r, m) in reps.iter().zip(found) {
+            if let Some((j, s)) = m {
+                d.keep[r as usize] = false;
+                d.dropped.push(r);
+                d.matched.push(reps[j as usize]);
+                sims.push(s);
+            }
+        }
+        Ok((d, sims))
     }
 
     /// Clusters as [`batch::clusters`] makes them, of the verified pairs.

@@ -506,6 +506,80 @@ pub fn self_join<S: AsRef<[u64]> + Sync>(sets: &[S], threshold: f64, measure: Me
     Ok(out)
 }
 
+/// The greedy dedup of distinct sets, Jaccard only, in their order: each
+/// set is dropped when it is at least `threshold` alike a set kept before
+/// it, matched to the earliest such (its place and their similarity, as
+/// [`self_join`] gives it); `None` for a kept set.
+///
+/// Unlike a dedup of [`self_join`]'s pairs, only kept sets are indexed and
+/// only they are checked: a dense cluster of near copies costs one check a
+/// member against the few kept, never the square of the cluster. The
+/// filter is the prefix filter in the join's rank order, whatever the sizes
+/// (two sets at least `t` alike share a value within the first `|x| -
+/// ceil(t |x|) + 1` of each), with the length filter; one set at a time, as
+/// a greedy dedup must go.
+///
+/// # Errors
+/// As [`self_join`].
+pub fn dedup_distinct<S: AsRef<[u64]> + Sync>(sets: &[S], threshold: f64, control: &Control) -> Result<Vec<Option<(u32, f32)>>> {
+    super::check_threshold(threshold)?;
+    if sets.len() as u64 >= u64::from(u32::MAX) {
+        return Err(crate::Error::invalid("sets", "fewer than 2**32 - 1", sets.len()));
+    }
+    let t = threshold;
+    let refs: Vec<&S> = sets.iter().collect();
+    let mut out = vec![None; sets.len()];
+    if sets.len() < 2 {
+        return Ok(out);
+    }
+    let ranked = rank(&refs, control)?;
+    let n_ranks = ranked.values.iter().max().map_or(0, |&m| m as usize + 1);
+    // The kept sets that index each rank, in the order kept.
+    let mut lists: Vec<Vec<u32>> = vec![Vec::new(); n_ranks];
+    let (mut seen, mut touched): (Vec<bool>, Vec<u32>) = (vec![false; sets.len()], Vec::new());
+    for (dx, slot) in out.iter_mut().enumerate() {
+        if dx % 4096 == 0 {
+            control.check()?;
+        }
+        let (x, own_x, nx) = (ranked.get(dx), ranked.own[dx] as usize, ranked.size(dx));
+        // Its prefix's shared values (its own ones come first and match nothing).
+        let prefix = &x[..indexed_len(nx, t, Measure::Jaccard).saturating_sub(own_x).min(x.len())];
+        for &r in prefix {
+            for &dy in &lists[r as usize] {
+                if !std::mem::replace(&mut seen[dy as usize], true) {
+                    touched.push(dy);
+                }
+            }
+        }
+        // The earliest kept set alike, by a merge each, the length filter first.
+        touched.sort_unstable();
+        let found = touched.iter().find_map(|&dy| {
+            let ny = ranked.size(dy as usize);
+            let o = need(nx.min(ny), nx.max(ny), t, Measure::Jaccard);
+            if o > nx.min(ny) {
+                return None;
+            }
+            let common = overlap_at_least(x, ranked.get(dy as usize), o)?;
+            let s = common as f64 / (nx + ny - common) as f64;
+            (s >= t).then_some((dy, s as f32))
+        });
+        for &dy in &touched {
+            seen[dy as usize] = false;
+        }
+        touched.clear();
+        match found {
+            Some(m) => *slot = Some(m),
+            None => {
+                for &r in prefix {
+                    lists[r as usize].push(dx as u32);
+                }
+            }
+        }
+        control.advance(1);
+    }
+    Ok(out)
+}
+
 /// The pairs of distinct, non-empty sets, by place in `sets`, in no order.
 fn join_distinct<S: AsRef<[u64]> + Sync>(sets: &[&S], t: f64, measure: Measure, control: &Control) -> Result<Vec<(u64, f32)>> {
     if sets.len() < 2 {
