@@ -121,7 +121,8 @@ def test_killed_at_any_moment_leaves_no_partial_output(source, reference, tmp_pa
             os.remove(out)
     batch.find_all(source, out=out, progress=False, **JOB)
     assert out.read_bytes() == reference
-    assert os.listdir(tmp_path) == ["pairs.npy"], "stale temporary files of the killed jobs are removed"
+    left = sorted(os.path.relpath(os.path.join(d, f), tmp_path) for d, ds, fs in os.walk(tmp_path) for f in fs + ds)
+    assert os.listdir(tmp_path) == ["pairs.npy"], f"stale temporary files of the killed jobs are removed; left: {left}"
 
 
 def test_ctrl_c_stops_the_job_and_cleans_up(source, tmp_path):
