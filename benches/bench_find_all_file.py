@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""``rsimhash find-all`` on a decimal fingerprint file against ``batch.find_all`` on the array.
+"""``rsimhash find-all`` on a fingerprint file against ``batch.find_all`` on the array.
 
-A file of ``--n`` (default 10**7) decimal u64 fingerprints, one a line
-(seeded random values, 1 % of them a copy of an earlier one with 1 to 3 bits
-flipped), is written once to ``--tmpdir``. Each round, interleaved:
+A file of ``--n`` (default 10**7) u64 fingerprints (seeded random values,
+1 % of them a copy of an earlier one with 1 to 3 bits flipped) is written
+once to ``--tmpdir``: one decimal value a line (``--format lines``, the
+default), or a hash TSV (``--format tsv``: ``id<TAB>hash`` under a header,
+the ids ``doc-0``, ``doc-1``, ...; the command then writes the pairs of
+ids). Each round, interleaved:
 
 * ``cli``: ``python -m rsimhash.cli find-all --input FILE --output OUT -k 3``
   in a subprocess, from start to exit (start-up, reading and parsing the
@@ -19,6 +22,7 @@ Usage::
 
     python benches/bench_find_all_file.py               # 10^7 lines, 5 rounds
     python benches/bench_find_all_file.py --n 1000000 --rounds 3
+    python benches/bench_find_all_file.py --format tsv   # the hash TSV
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from bench_fingerprint import installed_env, machine_info  # noqa: E402
 TARGET = 1.5
 
 
-def make_file(path: str, n: int, seed: int) -> np.ndarray:
+def make_file(path: str, n: int, seed: int, tsv: bool = False) -> np.ndarray:
     rng = np.random.default_rng(seed)
     fps = rng.integers(0, np.iinfo(np.uint64).max, size=n, dtype=np.uint64, endpoint=True)
     planted = rng.choice(n, size=n // 100, replace=False)
@@ -51,8 +55,14 @@ def make_file(path: str, n: int, seed: int) -> np.ndarray:
         fps[planted] = np.where(rng.random(len(planted)) < 1 / bits, fps[sources] ^ flip, fps[planted])
     if not os.path.exists(path):
         with open(path + ".part", "w") as f:
+            if tsv:
+                f.write("id\thash\n")
             for lo in range(0, n, 1 << 20):
-                f.write("\n".join(map(str, fps[lo : lo + (1 << 20)].tolist())) + "\n")
+                values = fps[lo : lo + (1 << 20)].tolist()
+                if tsv:
+                    f.write("".join(f"doc-{lo + i}\t{v}\n" for i, v in enumerate(values)))
+                else:
+                    f.write("\n".join(map(str, values)) + "\n")
         os.replace(path + ".part", path)
     return fps
 
@@ -63,12 +73,15 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tmpdir", default=tempfile.gettempdir())
+    ap.add_argument("--format", choices=("lines", "tsv"), default="lines")
     args = ap.parse_args()
 
     import rsimhash
 
-    path = os.path.join(args.tmpdir, f"rsimhash-fps-{args.n}-seed{args.seed}.txt")
-    fps = make_file(path, args.n, args.seed)
+    tsv = args.format == "tsv"
+    name = f"rsimhash-fps-{args.n}-seed{args.seed}" + (".tsv" if tsv else ".txt")
+    path = os.path.join(args.tmpdir, name)
+    fps = make_file(path, args.n, args.seed, tsv)
     info = machine_info(rsimhash, np)
     print(
         f"find-all: {path}, {args.n:,} lines, {os.path.getsize(path) / 1e6:.0f} MB; nproc {info['nproc']}, "
@@ -93,13 +106,7 @@ def main() -> int:
         subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)
         runs["read"].append(time.perf_counter() - t0)
         print(f"  round {r + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in runs.items()), flush=True)
-    # The same pairs: the CLI prints values (smaller first, a repeated value with itself).
-    values, counts = np.unique(fps, return_counts=True)
-    pairs = np.sort(fps[np.asarray(found)], axis=1) if len(found) else np.empty((0, 2), np.uint64)
-    want = {tuple(p) for p in pairs.tolist() if p[0] != p[1]} | {(int(v), int(v)) for v in values[counts > 1]}
-    with open(out) as f:
-        got = [tuple(map(int, line.strip("[]\n").split(", "))) for line in f]
-    assert got == sorted(want), "find-all and batch.find_all disagree"
+    got = same_pairs(out, fps, np.asarray(found), tsv)
     os.remove(out)
     med = {k: statistics.median(v) for k, v in runs.items()}
     for k, v in runs.items():
@@ -110,6 +117,27 @@ def main() -> int:
         f"{len(got):,} pairs, the same from both"
     )
     return 0
+
+
+def same_pairs(out: str, fps: np.ndarray, found: np.ndarray, tsv: bool) -> list:
+    """The command's pairs, checked equal to ``batch.find_all``'s."""
+    found = found.reshape(-1, 2)
+    if tsv:
+        # Pairs of records: ``doc-I<TAB>doc-J<TAB>distance`` under a header.
+        with open(out) as f:
+            next(f)
+            got = [tuple(sorted(int(x[4:]) for x in line.split("\t")[:2])) for line in f]
+        want = sorted(map(tuple, np.sort(found, axis=1).tolist()))
+        assert sorted(got) == want, "find-all and batch.find_all disagree"
+        return got
+    # The CLI prints values (smaller first, a repeated value with itself).
+    values, counts = np.unique(fps, return_counts=True)
+    pairs = np.sort(fps[found], axis=1) if len(found) else np.empty((0, 2), np.uint64)
+    want = {tuple(p) for p in pairs.tolist() if p[0] != p[1]} | {(int(v), int(v)) for v in values[counts > 1]}
+    with open(out) as f:
+        got = [tuple(map(int, line.strip("[]\n").split(", "))) for line in f]
+    assert got == sorted(want), "find-all and batch.find_all disagree"
+    return got
 
 
 if __name__ == "__main__":

@@ -848,8 +848,8 @@ class JsonLines:
     ``id``, and ``hash``) reads a fingerprint file instead: each chunk's ``fingerprints`` are the hashes read.
 
     Iterating gives ``RecordChunk`` objects and, when the input stops early, one last ``(line, compression, error)`` tuple.
-    With ``values_only`` (``format="lines"``), a block whose every line is a number or blank comes as a
-    ``RecordValues`` instead, without per-line entries.
+    With ``values_only`` (``format="lines"`` or ``"hash"``), a block whose every line is a number or blank (a TSV
+    block past the header: a record or blank) comes as a ``RecordValues`` instead, without per-line entries.
     """
 
     def __new__(
@@ -874,12 +874,15 @@ class JsonLines:
 
 @final
 class RecordValues:
-    """A block of a ``lines`` file read for its values alone (``JsonLines(values_only=True)``)."""
+    """A block of a fingerprint file read for its values (and a hash TSV's ids) alone (``JsonLines(values_only=True)``)."""
 
     def __len__(self) -> int: ...
     @property
     def fingerprints(self) -> npt.NDArray[np.uint64]:
         """The block's values, in input order."""
+    @property
+    def ids(self) -> Union[tuple[bytes, npt.NDArray[np.uint64]], None]:
+        """A hash TSV's ids, packed as ``RecordChunk.id_texts`` packs them (``(bytes, offsets)``); None for a ``lines`` file."""
     @property
     def nbytes(self) -> int:
         """Bytes of (decompressed) input the block covers."""

@@ -136,10 +136,11 @@ impl PyJsonLines {
                 let chunk = PyRecordChunk { chunk, fields: Arc::clone(&self.fields), texts: self.texts };
                 Ok(Some(Py::new(py, chunk)?.into_any()))
             }
-            Some(Ok(Item::Values { fingerprints, lines, nbytes, consumed })) => {
+            Some(Ok(Item::Values { fingerprints, ids, lines, nbytes, consumed })) => {
                 let count = fingerprints.len();
                 let fingerprints = PyArray1::from_vec(py, fingerprints).unbind(); // the vector itself, no copy
-                Ok(Some(Py::new(py, PyRecordValues { fingerprints, count, lines, nbytes, consumed })?.into_any()))
+                let ids = ids.map(|ids| (PyBytes::new(py, &ids.text).unbind(), PyArray1::from_vec(py, ids.offsets).unbind()));
+                Ok(Some(Py::new(py, PyRecordValues { fingerprints, ids, count, lines, nbytes, consumed })?.into_any()))
             }
             Some(Ok(Item::Failed { failure, line })) => {
                 let failed = (line, failure.compression.name(), failure.error.to_string());
@@ -172,10 +173,13 @@ fn open(source: &Bound<'_, PyAny>) -> PyResult<(File, String)> {
     Err(PyValueError::new_err("source must be a path (or, on Unix, a file descriptor)"))
 }
 
-/// A block of a `lines` file read for its values alone (`values_only`).
+/// A block of a fingerprint file read for its values (and a TSV's ids)
+/// alone (`values_only`).
 #[pyclass(name = "RecordValues", module = "rsimhash._rsimhash", frozen)]
 pub(crate) struct PyRecordValues {
     fingerprints: Py<PyArray1<u64>>,
+    #[allow(clippy::type_complexity)]
+    ids: Option<(Py<PyBytes>, Py<PyArray1<u64>>)>,
     count: usize,
     lines: u64,
     nbytes: usize,
@@ -192,6 +196,14 @@ impl PyRecordValues {
     #[getter]
     fn fingerprints(&self, py: Python<'_>) -> Py<PyArray1<u64>> {
         self.fingerprints.clone_ref(py)
+    }
+
+    /// A hash TSV's ids, packed as ``RecordChunk.id_texts`` packs them
+    /// (``(bytes, offsets)``); None for a ``lines`` file.
+    #[getter]
+    #[allow(clippy::type_complexity)]
+    fn ids(&self, py: Python<'_>) -> Option<(Py<PyBytes>, Py<PyArray1<u64>>)> {
+        self.ids.as_ref().map(|(text, offsets)| (text.clone_ref(py), offsets.clone_ref(py)))
     }
 
     /// Bytes of (decompressed) input the block covers.
@@ -284,12 +296,12 @@ impl PyRecordChunk {
     fn ids<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
         let Some(ids) = self.chunk.ids.as_ref() else { return Ok(None) };
         let list = PyList::empty(py);
-        for id in ids {
-            match id {
+        for i in 0..ids.len() {
+            match self.chunk.id(i) {
                 None => list.append(py.None())?,
                 Some(Id::Int(v)) => list.append(v)?,
                 Some(Id::UInt(v)) => list.append(v)?,
-                Some(Id::Str(s)) => list.append(PyString::new(py, s))?,
+                Some(Id::Str(s)) => list.append(PyString::new(py, &s))?,
             }
         }
         Ok(Some(list))
@@ -303,21 +315,9 @@ impl PyRecordChunk {
     /// of 10^7 lines off the interpreter.
     #[allow(clippy::type_complexity)]
     fn id_texts<'py>(&self, py: Python<'py>) -> Option<(Bound<'py, PyBytes>, Bound<'py, PyArray1<u64>>)> {
-        use std::fmt::Write as _;
-
-        let ids = self.chunk.ids.as_ref()?;
-        let mut text = String::with_capacity(ids.len() * 12);
-        let mut offsets = Vec::with_capacity(ids.len() + 1);
-        offsets.push(0u64);
-        for id in ids {
-            match id.as_ref()? {
-                Id::Int(v) => write!(text, "{v}").expect("a String takes any write"),
-                Id::UInt(v) => write!(text, "{v}").expect("a String takes any write"),
-                Id::Str(s) => text.push_str(s),
-            }
-            offsets.push(text.len() as u64);
-        }
-        Some((PyBytes::new(py, text.as_bytes()), PyArray1::from_vec(py, offsets)))
+        let chunk = &self.chunk;
+        let (text, offsets) = py.detach(|| chunk.id_texts())?;
+        Some((PyBytes::new(py, &text), PyArray1::from_vec(py, offsets)))
     }
 
     /// Entry `i`'s line as read, without its `\n`.

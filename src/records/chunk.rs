@@ -34,6 +34,48 @@ pub struct Entry {
     pub status: Status,
 }
 
+/// An entry's id as a chunk holds it. Most string ids are bytes of their
+/// line (a TSV field, a JSON string without escapes): those are held as
+/// where they lie in the block, so a block of 10^6 records makes no
+/// allocation an id, and dropping it frees none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeldId {
+    /// No id (not a record, or its id field is missing).
+    None,
+    Int(i64),
+    UInt(u64),
+    /// `data[start..end]`, valid UTF-8 (checked when it was parsed).
+    Span {
+        start: usize,
+        end: usize,
+    },
+    /// A string the line does not hold as it is (a JSON escape decoded).
+    Owned(Box<str>),
+}
+
+impl HeldId {
+    /// `id`, parsed from a slice of `data`: a borrowed string becomes the
+    /// span it lies at (anything else, or a string from another buffer, is
+    /// owned).
+    pub(crate) fn of(id: Option<Id<'_>>, data: &[u8]) -> HeldId {
+        match id {
+            None => HeldId::None,
+            Some(Id::Int(v)) => HeldId::Int(v),
+            Some(Id::UInt(v)) => HeldId::UInt(v),
+            Some(Id::Str(Cow::Borrowed(s))) => {
+                let base = data.as_ptr() as usize;
+                let at = (s.as_ptr() as usize).wrapping_sub(base);
+                if at <= data.len() && s.len() <= data.len() - at {
+                    HeldId::Span { start: at, end: at + s.len() }
+                } else {
+                    HeldId::Owned(s.into())
+                }
+            }
+            Some(Id::Str(Cow::Owned(s))) => HeldId::Owned(s.into_boxed_str()),
+        }
+    }
+}
+
 /// The records of one block, in input order.
 #[derive(Debug)]
 pub struct RecordChunk {
@@ -43,8 +85,9 @@ pub struct RecordChunk {
     pub entries: Vec<Entry>,
     /// Each entry's fingerprint (0 unless a record), when a shingling was given.
     pub fingerprints: Option<Vec<u64>>,
-    /// Each entry's id (`None` unless a record with an id), when ids were asked for.
-    pub ids: Option<Vec<Option<Id<'static>>>>,
+    /// Each entry's id ([`HeldId::None`] unless a record with an id), when
+    /// ids were asked for; read them with [`Self::id`].
+    pub ids: Option<Vec<HeldId>>,
     /// Lines the block covers, blank ones included.
     pub lines: u64,
     /// The file's bytes read when the block was cut.
@@ -69,7 +112,7 @@ impl RecordChunk {
         final_newline: bool,
         entries: Vec<Entry>,
         fingerprints: Option<Vec<u64>>,
-        ids: Option<Vec<Option<Id<'static>>>>,
+        ids: Option<Vec<HeldId>>,
         lines: u64,
         consumed: u64,
         spare: Option<Spare>,
@@ -85,7 +128,7 @@ impl RecordChunk {
             final_newline: true,
             entries: vec![Entry { line: first_line, start: 0, end: 0, status: Status::TooLong }],
             fingerprints: fingerprints.then(|| vec![0]),
-            ids: ids.then(|| vec![None]),
+            ids: ids.then(|| vec![HeldId::None]),
             lines: 1,
             consumed: block.consumed,
             spare,
@@ -113,7 +156,7 @@ impl RecordChunk {
         let lines = spans.len() as u64;
         let want_ids = fields.id.is_some();
         // `None` for a blank line, which is not an entry.
-        let parsed: Vec<Option<(Status, u64, Option<Id<'static>>)>> = spans
+        let parsed: Vec<Option<(Status, u64, HeldId)>> = spans
             .par_iter()
             .with_min_len(8)
             .map_init(
@@ -123,13 +166,13 @@ impl RecordChunk {
                     // buffer of an escaped text: texts are never copied.
                     let (hash, id) = match parse_line_with(&data[start..end], fields, fp) {
                         Line::Blank => return None,
-                        Line::Defer => return Some((Status::Defer, 0, None)),
+                        Line::Defer => return Some((Status::Defer, 0, HeldId::None)),
                         Line::Record { text, id } => (text, id),
                     };
                     Some(match id {
-                        Some(id) => (Status::Record, hash, Some(id.into_owned())),
-                        None if want_ids => (Status::NoId, hash, None),
-                        None => (Status::Record, hash, None),
+                        Some(id) => (Status::Record, hash, HeldId::of(Some(id), &data)),
+                        None if want_ids => (Status::NoId, hash, HeldId::None),
+                        None => (Status::Record, hash, HeldId::None),
                     })
                 },
             )
@@ -148,6 +191,48 @@ impl RecordChunk {
             }
         }
         RecordChunk { data, final_newline: block.final_newline, entries, fingerprints, ids, lines, consumed: block.consumed, spare }
+    }
+
+    /// Entry `i`'s id, or None when it has none or ids were not asked for.
+    ///
+    /// # Panics
+    /// If `i` is out of range.
+    pub fn id(&self, i: usize) -> Option<Id<'_>> {
+        match &self.ids.as_ref()?[i] {
+            HeldId::None => None,
+            HeldId::Int(v) => Some(Id::Int(*v)),
+            HeldId::UInt(v) => Some(Id::UInt(*v)),
+            HeldId::Span { start, end } => {
+                // Checked as UTF-8 when the line was parsed.
+                let text = std::str::from_utf8(&self.data[*start..*end]).expect("an id span is UTF-8");
+                Some(Id::Str(Cow::Borrowed(text)))
+            }
+            HeldId::Owned(s) => Some(Id::Str(Cow::Borrowed(s))),
+        }
+    }
+
+    /// Every entry's id as text (an int in decimal), packed: id `i` is the
+    /// UTF-8 of `text[offsets[i]..offsets[i + 1]]`; None when ids were not
+    /// asked for or an entry has none.
+    pub fn id_texts(&self) -> Option<(Vec<u8>, Vec<u64>)> {
+        use std::io::Write as _;
+
+        let ids = self.ids.as_ref()?;
+        let mut text = Vec::with_capacity(ids.len() * 12);
+        let mut offsets = Vec::with_capacity(ids.len() + 1);
+        offsets.push(0u64);
+        for id in ids {
+            // Writes to a Vec cannot fail.
+            let _ = match id {
+                HeldId::None => return None,
+                HeldId::Int(v) => write!(text, "{v}"),
+                HeldId::UInt(v) => write!(text, "{v}"),
+                HeldId::Span { start, end } => text.write_all(&self.data[*start..*end]),
+                HeldId::Owned(s) => text.write_all(s.as_bytes()),
+            };
+            offsets.push(text.len() as u64);
+        }
+        Some((text, offsets))
     }
 
     /// Entry `i`'s line, without its `\n`.

@@ -12,13 +12,10 @@
 //! line. A TSV's first line is always a [`Status::Header`] entry, checked
 //! there too.
 
-use std::borrow::Cow;
-
 use rayon::prelude::*;
 
-use super::chunk::{Entry, RecordChunk, Status};
+use super::chunk::{Entry, HeldId, RecordChunk, Status};
 use super::input::{Block, Spare};
-use super::json::Id;
 
 /// Which fingerprint file, and what its header said.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,26 +92,29 @@ fn header(line: &[u8], id: &str) -> Option<Columns> {
     Some(Columns { count: names.len(), id: at(id)?, hash: at("hash")? })
 }
 
-/// One line of a TSV: `(hash, id)`, or None for the reference reader.
-fn tsv_line(line: &[u8], c: Columns) -> Option<(u64, Id<'static>)> {
+/// One line of a TSV: `(hash, id)`, the id where it lies in `line`, or
+/// None for the reference reader.
+fn tsv_line(line: &[u8], c: Columns) -> Option<(u64, std::ops::Range<usize>)> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let mut fields = [&line[..0]; 2];
+    let (mut hash, mut id) = (0..0, 0..0);
     let mut n = 0;
-    for (i, f) in line.split(|&b| b == b'\t').enumerate() {
-        if i == c.hash {
-            fields[0] = f;
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\t', line).chain(std::iter::once(line.len())) {
+        if n == c.hash {
+            hash = start..end;
         }
-        if i == c.id {
-            fields[1] = f;
+        if n == c.id {
+            id = start..end;
         }
         n += 1;
+        start = end + 1;
     }
     if n != c.count {
         return None;
     }
-    let hash = parse_u64(fields[0])?;
-    let id = std::str::from_utf8(fields[1]).ok()?;
-    Some((hash, Id::Str(Cow::Owned(id.to_owned()))))
+    let hash = parse_u64(&line[hash])?;
+    std::str::from_utf8(&line[id.clone()]).ok()?;
+    Some((hash, id))
 }
 
 /// Parses `block`, whose first line is line `first_line`, on the current
@@ -144,26 +144,26 @@ pub fn parse_block(block: Block, first_line: u64, format: &mut HashFormat, spare
         HashFormat::Tsv { columns, .. } => Some(*columns),
     };
     // `None` for a blank line, which is not an entry.
-    let parsed: Vec<Option<(Status, u64, Option<Id<'static>>)>> = spans
+    let parsed: Vec<Option<(Status, u64, HeldId)>> = spans
         .par_iter()
         .enumerate()
         .with_min_len(1024)
         .map(|(i, &(a, b))| {
             let line = &data[a..b];
             if Some(i) == header_at && tsv.is_some() {
-                return Some((Status::Header, 0, None));
+                return Some((Status::Header, 0, HeldId::None));
             }
             if blank(line) {
                 return None;
             }
             let found = match tsv {
-                None => parse_u64(line).map(|h| (h, None)),
+                None => parse_u64(line).map(|h| (h, HeldId::None)),
                 Some(None) => None, // a bad header: the reference reader stops at it
-                Some(Some(c)) => tsv_line(line, c).map(|(h, id)| (h, Some(id))),
+                Some(Some(c)) => tsv_line(line, c).map(|(h, id)| (h, HeldId::Span { start: a + id.start, end: a + id.end })),
             };
             Some(match found {
                 Some((hash, id)) => (Status::Record, hash, id),
-                None => (Status::Defer, 0, None),
+                None => (Status::Defer, 0, HeldId::None),
             })
         })
         .collect();
@@ -242,19 +242,7 @@ fn plain_line(data: &[u8], at: usize) -> Option<(u64, usize)> {
 /// reader words the error. Pieces of the block, cut at line ends, are read
 /// side by side, with no per-line bookkeeping.
 pub fn lines_values(data: &[u8]) -> Option<(Vec<u64>, u64)> {
-    const PIECE: usize = 256 << 10;
-    let mut pieces = Vec::with_capacity(data.len() / PIECE + 1);
-    let mut start = 0;
-    while start < data.len() {
-        let cut = (start + PIECE).min(data.len());
-        let end = match memchr::memchr(b'\n', &data[cut..]) {
-            Some(i) if cut < data.len() => cut + i + 1,
-            _ => data.len(),
-        };
-        pieces.push(&data[start..end]);
-        start = end;
-    }
-    let parts: Vec<Option<(Vec<u64>, u64)>> = pieces
+    let parts: Vec<Option<(Vec<u64>, u64)>> = pieces(data)
         .par_iter()
         .map(|piece| {
             let mut values = Vec::with_capacity(piece.len() / 16 + 1);
@@ -290,6 +278,82 @@ pub fn lines_values(data: &[u8]) -> Option<(Vec<u64>, u64)> {
         lines += n;
     }
     Some((values, lines))
+}
+
+/// Pieces of about 256 KiB of `data`, cut after a line's `\n`, to be read
+/// side by side.
+fn pieces(data: &[u8]) -> Vec<&[u8]> {
+    const PIECE: usize = 256 << 10;
+    let mut pieces = Vec::with_capacity(data.len() / PIECE + 1);
+    let mut start = 0;
+    while start < data.len() {
+        let cut = (start + PIECE).min(data.len());
+        let end = match memchr::memchr(b'\n', &data[cut..]) {
+            Some(i) if cut < data.len() => cut + i + 1,
+            _ => data.len(),
+        };
+        pieces.push(&data[start..end]);
+        start = end;
+    }
+    pieces
+}
+
+/// Ids as text, packed: id `i` is `text[offsets[i]..offsets[i + 1]]`
+/// (UTF-8).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct PackedIds {
+    pub text: Vec<u8>,
+    pub offsets: Vec<u64>,
+}
+
+/// A TSV block past the header, for a consumer that never names a line
+/// (`find-all` and `cluster` on a hash TSV): its hashes, its ids packed and
+/// its line count, as [`parse_block`] would give them. None when any line
+/// is neither a record nor blank: [`parse_block`] then reads the block, so
+/// that the reference reader words the error. No entry, status or id
+/// object a line: at 10^7 lines those cost more than the parsing.
+pub fn tsv_values(data: &[u8], columns: Columns) -> Option<(Vec<u64>, PackedIds, u64)> {
+    type Part = (Vec<u64>, PackedIds, u64);
+    let parts: Vec<Option<Part>> = pieces(data)
+        .par_iter()
+        .map(|piece| {
+            let mut values = Vec::with_capacity(piece.len() / 24 + 1);
+            let mut ids = PackedIds { text: Vec::with_capacity(piece.len() / 2), offsets: Vec::with_capacity(piece.len() / 24 + 1) };
+            let mut lines = 0;
+            let mut at = 0;
+            while at < piece.len() {
+                lines += 1;
+                let end = memchr::memchr(b'\n', &piece[at..]).map_or(piece.len(), |i| at + i);
+                let line = &piece[at..end];
+                at = end + 1;
+                if blank(line) {
+                    continue;
+                }
+                let (hash, id) = tsv_line(line, columns)?;
+                values.push(hash);
+                ids.offsets.push(ids.text.len() as u64);
+                ids.text.extend_from_slice(&line[id]);
+            }
+            Some((values, ids, lines))
+        })
+        .collect();
+    let count = parts.iter().map(|p| p.as_ref().map_or(0, |(v, _, _)| v.len())).sum();
+    let mut values = Vec::with_capacity(count);
+    let mut ids = PackedIds {
+        text: Vec::with_capacity(parts.iter().map(|p| p.as_ref().map_or(0, |(_, i, _)| i.text.len())).sum()),
+        offsets: Vec::with_capacity(count + 1),
+    };
+    let mut lines = 0;
+    for part in parts {
+        let (v, piece, n) = part?;
+        values.extend_from_slice(&v);
+        let base = ids.text.len() as u64;
+        ids.offsets.extend(piece.offsets.iter().map(|o| o + base));
+        ids.text.extend_from_slice(&piece.text);
+        lines += n;
+    }
+    ids.offsets.push(ids.text.len() as u64);
+    Some((values, ids, lines))
 }
 
 #[cfg(test)]
@@ -361,6 +425,52 @@ mod tests {
         assert_eq!((values, lines), (want, 200_000));
     }
 
+    /// A TSV block past the header: the lean reader gives `parse_block`'s
+    /// hashes, ids and line count, or steps aside when a line is bad.
+    #[test]
+    fn tsv_values_as_parse_block() {
+        let cases: [&[u8]; 10] = [
+            b"",
+            b"\n",
+            b"a\t1\nb\t2\n\n c \t 3 \r\n",
+            b"a\t5",
+            b"\t7\n\t\n",
+            b"a\t1\nb\tx\n",
+            b"a\t1\t2\n",
+            b"d\xc3\xa9\t18446744073709551615\n",
+            b"\xff\t1\n",
+            b"a\t18446744073709551616\n",
+        ];
+        let columns = Columns { count: 2, id: 0, hash: 1 };
+        for data in cases {
+            let block = Block { data: data.to_vec(), final_newline: data.ends_with(b"\n"), consumed: 0, too_long: false };
+            let mut format = HashFormat::Tsv { id: "id".into(), columns: Some(columns) };
+            let chunk = parse_block(block, 2, &mut format, None);
+            let all_records = chunk.entries.iter().all(|e| e.status == Status::Record);
+            match tsv_values(data, columns) {
+                Some((values, ids, lines)) => {
+                    assert!(all_records, "{data:?}");
+                    assert_eq!(Some(values), chunk.fingerprints, "{data:?}");
+                    assert_eq!(Some(ids), chunk.id_texts().map(|(text, offsets)| PackedIds { text, offsets }), "{data:?}");
+                    assert_eq!(lines, chunk.lines, "{data:?}");
+                }
+                None => assert!(!all_records, "{data:?}"),
+            }
+        }
+        // Many pieces, the id last: ids and values in order, offsets across the cuts.
+        let columns = Columns { count: 3, id: 2, hash: 0 };
+        let text: String = (0..100_000u64).map(|i| if i % 7 == 0 { "\n".to_string() } else { format!("{}\tx\tdoc-{i}\n", crate::job::mix(i)) }).collect();
+        let (values, ids, lines) = tsv_values(text.as_bytes(), columns).unwrap();
+        let kept: Vec<u64> = (0..100_000u64).filter(|i| i % 7 != 0).collect();
+        assert_eq!(values, kept.iter().map(|&i| crate::job::mix(i)).collect::<Vec<u64>>());
+        assert_eq!(lines, 100_000);
+        assert_eq!(ids.offsets.len(), kept.len() + 1);
+        for (n, i) in kept.iter().enumerate() {
+            let (a, b) = (ids.offsets[n] as usize, ids.offsets[n + 1] as usize);
+            assert_eq!(&ids.text[a..b], format!("doc-{i}").as_bytes());
+        }
+    }
+
     #[test]
     fn headers() {
         assert_eq!(header(b"id\thash", "id"), Some(Columns { count: 2, id: 0, hash: 1 }));
@@ -373,11 +483,15 @@ mod tests {
     #[test]
     fn tsv_lines() {
         let c = Columns { count: 2, id: 0, hash: 1 };
-        assert_eq!(tsv_line(b"a\t5\r", c), Some((5, Id::Str("a".into()))));
+        assert_eq!(tsv_line(b"a\t5\r", c), Some((5, 0..1)));
         assert_eq!(tsv_line(b"a\t5\t6", c), None);
         assert_eq!(tsv_line(b"a 5", c), None);
         assert_eq!(tsv_line(b"a\tx", c), None);
         assert_eq!(tsv_line(b"\xff\t5", c), None);
-        assert_eq!(tsv_line(b"\t5", c), Some((5, Id::Str("".into()))));
+        assert_eq!(tsv_line(b"\t5", c), Some((5, 0..0)));
+        let c = Columns { count: 3, id: 2, hash: 0 };
+        assert_eq!(tsv_line(b"7\tx\tdoc-\xc3\xa9", c), Some((7, 4..10)));
+        assert_eq!(tsv_line(b"7\tx\t", c), Some((7, 4..4)));
+        assert_eq!(tsv_line(b"7\tx", c), None);
     }
 }

@@ -33,10 +33,13 @@ use crate::fingerprint::Shingling;
 #[derive(Debug)]
 pub enum Item {
     Chunk(RecordChunk),
-    /// A `lines` block whose every line is a number or blank, read for its
-    /// values alone ([`ReaderOptions::values_only`]).
+    /// A `lines` block whose every line is a number or blank, or a hash
+    /// TSV's block past its header whose every line is a record or blank,
+    /// read for its values (and the TSV's ids) alone
+    /// ([`ReaderOptions::values_only`]).
     Values {
         fingerprints: Vec<u64>,
+        ids: Option<hashes::PackedIds>,
         lines: u64,
         nbytes: usize,
         consumed: u64,
@@ -63,8 +66,9 @@ pub struct ReaderOptions {
     /// Lines longer than this are bad lines ([`Status::TooLong`]), never
     /// held (default [`input::MAX_LINE_BYTES`], 256 MiB).
     pub max_line_bytes: usize,
-    /// A `lines` file's consumer wants the values alone: blocks of plain
-    /// numbers come as [`Item::Values`], any other as a chunk.
+    /// A fingerprint file's consumer wants the values (and a TSV's ids)
+    /// alone: blocks of plain numbers, or of well-formed TSV records past
+    /// the header, come as [`Item::Values`], any other as a chunk.
     pub values_only: bool,
 }
 
@@ -121,12 +125,20 @@ impl JsonLinesReader {
                 for block in block_rx {
                     let item = match block {
                         Ok(block) => pool.install(|| {
-                            if options.values_only && !block.too_long && hashes == Some(HashFormat::Lines) {
-                                if let Some((fingerprints, lines)) = hashes::lines_values(&block.data) {
+                            if options.values_only && !block.too_long {
+                                // A TSV's header is read by `parse_block`, which sets its columns.
+                                let values = match &hashes {
+                                    Some(HashFormat::Lines) => hashes::lines_values(&block.data).map(|(v, n)| (v, None, n)),
+                                    Some(HashFormat::Tsv { columns: Some(c), .. }) if next_line > 1 => {
+                                        hashes::tsv_values(&block.data, *c).map(|(v, ids, n)| (v, Some(ids), n))
+                                    }
+                                    _ => None,
+                                };
+                                if let Some((fingerprints, ids, lines)) = values {
                                     next_line += lines;
                                     let (nbytes, consumed) = (block.data.len(), block.consumed);
                                     spare.put(block.data);
-                                    return Item::Values { fingerprints, lines, nbytes, consumed };
+                                    return Item::Values { fingerprints, ids, lines, nbytes, consumed };
                                 }
                             }
                             let chunk = match hashes.as_mut() {

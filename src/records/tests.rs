@@ -51,7 +51,7 @@ fn read_all(bytes: &[u8], block_bytes: usize) -> Seen {
                     let mut again = Vec::new();
                     c.write_to([i], &mut again).unwrap();
                     assert_eq!(out, again);
-                    let id = c.ids.as_ref().unwrap()[i].clone();
+                    let id = c.id(i).map(Id::into_owned);
                     seen.push((e.line, e.status, c.fingerprints.as_ref().unwrap()[i], id, out));
                 }
             }
@@ -125,6 +125,41 @@ fn texts_are_decoded() {
     assert_eq!(data, b"a\tbplain");
 }
 
+#[test]
+fn ids_are_held_where_the_line_has_them() {
+    // A plain string id is a span of the block; an escaped one is decoded
+    // and owned; numbers stay numbers; a record without one has none.
+    let bytes =
+        "{\"text\":\"a\",\"id\":\"doc-é\"}\n{\"text\":\"b\",\"id\":\"x\\u0041\"}\n{\"text\":\"c\",\"id\":-7}\n{\"text\":\"d\",\"id\":18446744073709551615}\n";
+    let reader = JsonLinesReader::new(file_of(bytes.as_bytes()), "t", options(1 << 20)).unwrap();
+    let Some(Ok(Item::Chunk(c))) = reader.into_iter().next() else { panic!() };
+    let held = c.ids.as_ref().unwrap();
+    assert!(matches!(held[0], chunk::HeldId::Span { .. }));
+    assert!(matches!(held[1], chunk::HeldId::Owned(_)));
+    assert_eq!(c.id(0), Some(Id::Str("doc-é".into())));
+    assert_eq!(c.id(1), Some(Id::Str("xA".into())));
+    assert_eq!(c.id(2), Some(Id::Int(-7)));
+    assert_eq!(c.id(3), Some(Id::UInt(u64::MAX)));
+    let (text, offsets) = c.id_texts().unwrap();
+    assert_eq!(text, "doc-éxA-718446744073709551615".as_bytes());
+    assert_eq!(offsets, vec![0, 6, 8, 10, 30]);
+    // A record without an id: no packed texts (the caller takes the list).
+    let reader = JsonLinesReader::new(file_of(b"{\"text\":\"a\"}\n"), "t", options(1 << 20)).unwrap();
+    let Some(Ok(Item::Chunk(c))) = reader.into_iter().next() else { panic!() };
+    assert_eq!(c.id(0), None);
+    assert!(c.id_texts().is_none());
+}
+
+#[test]
+fn a_string_from_another_buffer_is_owned() {
+    let data = b"abc".to_vec();
+    let inside = std::str::from_utf8(&data[1..3]).unwrap();
+    assert_eq!(chunk::HeldId::of(Some(Id::Str(inside.into())), &data), chunk::HeldId::Span { start: 1, end: 3 });
+    let other = String::from("bc");
+    assert_eq!(chunk::HeldId::of(Some(Id::Str(other.as_str().into())), &data), chunk::HeldId::Owned("bc".into()));
+    assert_eq!(chunk::HeldId::of(None, &data), chunk::HeldId::None);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
@@ -170,7 +205,7 @@ fn read_hashes(bytes: &[u8], format: HashFormat, block_bytes: usize) -> Vec<(u64
     for item in reader {
         let Item::Chunk(c) = item.unwrap() else { panic!("failed") };
         for (i, e) in c.entries.iter().enumerate() {
-            let id = c.ids.as_ref().and_then(|ids| ids[i].clone());
+            let id = c.id(i).map(Id::into_owned);
             seen.push((e.line, e.status, c.fingerprints.as_ref().unwrap()[i], id));
         }
     }

@@ -12,7 +12,7 @@ memory is bounded by the chunk size, never by the input.
 from __future__ import annotations
 
 import os
-from typing import Any, BinaryIO, Callable, Iterator, Optional, Tuple
+from typing import Any, BinaryIO, Callable, Iterator, Optional, Tuple, Union
 
 import numpy as np
 
@@ -108,8 +108,9 @@ class Source(JsonRecords, FingerprintRecords, ParquetRecords, LineBlocks):
             raise ValueError(f"engine must be 'core' or 'python', got {engine!r}")
         self.engine = engine
         self.max_record_bytes = max_record_bytes  # longer lines are bad lines
-        # Read with values() alone: the core hands a lines file's plain blocks over as arrays
-        self.values_only = values_only and self.format == "lines" and limit is None
+        # Read with values() (a hash TSV: values_and_ids()) alone: the core
+        # hands a fingerprint file's plain blocks over as arrays
+        self.values_only = values_only and self.format in ("lines", "hash") and limit is None
         self.records = 0  # records yielded so far
         self.nbytes = 0  # input bytes read so far (uncompressed)
         self.line_ids = False  # ids are line numbers (json without an id field)
@@ -256,6 +257,27 @@ class Source(JsonRecords, FingerprintRecords, ParquetRecords, LineBlocks):
             fps = item.fingerprints if isinstance(item, RecordValues) else _hashes(self._from_core(item))
             self.records += len(fps)
             yield fps
+
+    def values_and_ids(self) -> Iterator[Tuple[np.ndarray, Union[Tuple[bytes, np.ndarray], Chunk]]]:
+        """``values`` of a hash TSV with each block's ids: ``(fingerprints,
+        ids)``, the ids packed by the core (``(bytes, offsets)``, see
+        ``RecordValues.ids``) for a block of well-formed records, else the
+        block's ``Chunk`` (read as ``chunks`` reads it, its bad lines
+        reported the same way)."""
+        if not (self.values_only and self._core is not None):
+            for chunk in self.chunks():
+                yield _hashes(chunk), chunk
+            return
+        from .._rsimhash import RecordValues
+
+        for item in self._core_items():
+            if isinstance(item, RecordValues) and item.ids is not None:
+                fps, ids = item.fingerprints, item.ids
+            else:
+                ids = self._from_core(item)
+                fps = _hashes(ids)
+            self.records += len(fps)
+            yield fps, ids
 
     def _from_core(self, rc: Any) -> Chunk:
         """A chunk of the core's records, its rare lines read by the reference reader."""

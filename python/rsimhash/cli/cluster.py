@@ -51,7 +51,7 @@ from .options import (
     positive_int,
 )
 from .outputs import Outputs
-from .pipeline import fingerprints_of, prefetch
+from .pipeline import blocks_of, prefetch
 from .progress import Progress, count
 from .shards import resolve_args
 from .spill import Fingerprints, Ids, Workspace, engine_part
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     index = make_index(args.distance, args.blocks)
     limit = memory_limit(args)
     with (
-        open_source(args, limit=args.sample, formats=("json", "hash", "parquet")) as source,
+        open_source(args, limit=args.sample, formats=("json", "hash", "parquet"), values_only=True) as source,
         Outputs() as outs,
         Workspace(args.workdir, args.output) as workspace,
     ):
@@ -125,9 +125,9 @@ def run(args: argparse.Namespace) -> int:
         cap = limit // IN_MEMORY_BYTES
         store, ids = Fingerprints(cap, workspace), Ids(cap, workspace)
         try:
-            for chunk in prefetch(source.chunks()):
-                store.add(fingerprints_of(chunk, args.mode, args.width, args.threads))
-                ids.extend_chunk(chunk)
+            for fps, held in prefetch(blocks_of(source, args.mode, args.width, args.threads)):
+                store.add(fps)
+                ids.extend_chunk(held)
                 progress.update(source.position(), source.records)
             fps = store.finish()
             ids.finish()

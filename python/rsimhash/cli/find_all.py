@@ -54,7 +54,7 @@ from .options import (
     open_source,
 )
 from .outputs import Outputs
-from .pipeline import fingerprints_of, prefetch
+from .pipeline import blocks_of, prefetch
 from .progress import Progress, count
 from .shards import is_sharded, resolve_args
 from .spill import Fingerprints, Ids, Workspace, engine_part
@@ -138,7 +138,7 @@ def _run_records(args: argparse.Namespace) -> int:
 
     limit = memory_limit(args)
     with (
-        open_source(args, formats=FORMATS) as source,
+        open_source(args, formats=FORMATS, values_only=True) as source,
         Outputs() as outs,
         Workspace(args.workdir, args.output) as workspace,
     ):
@@ -147,9 +147,9 @@ def _run_records(args: argparse.Namespace) -> int:
         cap = limit // IN_MEMORY_BYTES
         store, ids = Fingerprints(cap, workspace), Ids(cap, workspace)
         try:
-            for chunk in prefetch(source.chunks()):
-                store.add(fingerprints_of(chunk, args.mode, args.width, args.threads))
-                ids.extend_chunk(chunk)
+            for fps, held in prefetch(blocks_of(source, args.mode, args.width, args.threads)):
+                store.add(fps)
+                ids.extend_chunk(held)
                 progress.update(source.position(), source.records)
             fps = store.finish()
             ids.finish()

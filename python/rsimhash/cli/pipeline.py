@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Tuple, TypeVar
 
 import numpy as np
 
 from .._records import Chunk
+
+T = TypeVar("T")
 
 
 def fingerprints_of(chunk: Chunk, mode: str, width: Optional[int], threads: Optional[int]) -> np.ndarray:
@@ -29,12 +31,24 @@ def fingerprints_of(chunk: Chunk, mode: str, width: Optional[int], threads: Opti
     return fingerprints(chunk.texts, mode=mode, width=width, threads=threads)
 
 
+def blocks_of(source: Any, mode: str, width: Optional[int], threads: Optional[int]) -> Iterator[Tuple[np.ndarray, Any]]:
+    """The input's fingerprints and ids, a block at a time: ``(fingerprints,
+    ids)``, the ids a ``Chunk`` (for ``Ids.extend_chunk``) or, from a hash
+    TSV opened with ``values_only``, packed by the core as ``(bytes,
+    offsets)``: no per-line entries and no object an id."""
+    if getattr(source, "values_only", False) and source.format == "hash":  # a ShardedSource reads chunks
+        yield from source.values_and_ids()
+        return
+    for chunk in source.chunks():
+        yield fingerprints_of(chunk, mode, width, threads), chunk
+
+
 class _Failure:
     def __init__(self, error: BaseException):
         self.error = error
 
 
-def prefetch(chunks: Iterator[Chunk], depth: int = 2) -> Iterator[Chunk]:
+def prefetch(chunks: Iterator[T], depth: int = 2) -> Iterator[T]:
     """Runs ``chunks`` on a thread ``depth`` chunks ahead of the consumer.
 
     Reading and JSON parsing hold the GIL while fingerprinting and the index

@@ -180,8 +180,9 @@ class Ids:
         self._add(ids, len(ids))
 
     def extend_chunk(self, chunk: Any) -> None:
-        """Adds a chunk's ids: packed by the core where it holds them all."""
-        packed = chunk.packed_ids()
+        """Adds a chunk's ids (packed by the core where it holds them all),
+        or ids already packed: ``(bytes, offsets)``."""
+        packed = chunk if isinstance(chunk, tuple) else chunk.packed_ids()
         if packed is None:
             self.extend(chunk.ids)
         else:
@@ -242,21 +243,23 @@ class Ids:
 
     def text(self, positions: Sequence[int]) -> List[str]:
         """The ids of these records, as text."""
-        if self._starts is None:
-            which = np.searchsorted(np.asarray(self._piece_starts), np.asarray(positions, dtype=np.int64), side="right") - 1
-            out = []
-            for p, w in zip(positions, which.tolist()):
-                piece, i = self.memory[w], p - self._piece_starts[w]
-                if isinstance(piece, tuple):
-                    blob, offsets = piece
-                    out.append(blob[offsets[i] : offsets[i + 1]].decode("utf-8", "surrogatepass"))
-                else:
-                    out.append(str(piece[i]))
-            return out
-        out = []
-        for p in positions:
-            lo, hi = int(self._starts[p]), int(self._starts[p + 1])
-            out.append(bytes(self._mm[lo:hi]).decode("utf-8", "surrogatepass"))
+        at = np.asarray(positions, dtype=np.int64)
+        if self._starts is not None:
+            return _slices(self._mm, self._starts, at)
+        # Each piece's positions at once: the byte ranges gathered by numpy,
+        # not looked up one id at a time.
+        which = np.searchsorted(np.asarray(self._piece_starts), at, side="right") - 1
+        order = np.argsort(which, kind="stable")
+        pieces, cuts = np.unique(which[order], return_index=True)
+        out: List[Any] = [None] * len(at)
+        for w, mine in zip(pieces.tolist(), np.split(order, cuts[1:])):
+            piece, local = self.memory[w], at[mine] - self._piece_starts[w]
+            if isinstance(piece, tuple):
+                texts = _slices(piece[0], piece[1], local)
+            else:
+                texts = [str(piece[i]) for i in local.tolist()]
+            for j, t in zip(mine.tolist(), texts):
+                out[j] = t
         return out
 
     def close(self) -> None:
@@ -264,6 +267,13 @@ class Ids:
             if f is not None and not f.closed:
                 f.close()
         self._mm = None
+
+
+def _slices(blob: Any, offsets: np.ndarray, at: np.ndarray) -> List[str]:
+    """The texts ``blob[offsets[i]:offsets[i + 1]]`` for each ``i`` in ``at``."""
+    lo, hi = offsets[at].tolist(), offsets[at + 1].tolist()
+    view = memoryview(blob)
+    return [str(view[a:b], "utf-8", "surrogatepass") for a, b in zip(lo, hi)]
 
 
 def engine_part(workspace: Workspace) -> str:
