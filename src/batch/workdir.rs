@@ -227,11 +227,6 @@ impl Workdir {
         self.remove_where(|name| name.starts_with(&format!("t{t:03}-")) || name.starts_with(&format!("t{t:03}.done")))
     }
 
-    /// Removes every file of the job's own.
-    fn clear(&self) -> Result<()> {
-        self.remove_where(is_ours)
-    }
-
     fn remove_where(&self, pick: impl Fn(&str) -> bool) -> Result<()> {
         let entries = fs::read_dir(&self.path).map_err(Error::io("read the work directory", &self.path))?;
         for entry in entries.flatten() {
@@ -258,9 +253,18 @@ impl Workdir {
     }
 
     /// At the end of a job: the state is no longer needed.
+    ///
+    /// In an order that leaves, if the run is killed at any point, a
+    /// directory the next run takes for its own: the tables' markers go
+    /// first (no table is then finished), their runs and spills next, and
+    /// `job.txt` only when nothing else of the job's is left. (Removed in
+    /// the directory's order, `job.txt` could go first, and a kill then left
+    /// runs in a directory no run would ever claim or remove.)
     pub fn finish(self) -> Result<()> {
         if !self.temporary {
-            self.clear()?;
+            for step in 0..CLEANUP_STEPS {
+                self.remove_where(|name| cleanup_step(name) == Some(step))?;
+            }
             let _ = fs::remove_file(self.file(LOCK));
             // Only when empty: whatever someone else put there stays.
             let _ = fs::remove_dir(&self.path);
@@ -349,7 +353,25 @@ fn is_ours(name: &str) -> bool {
         || name.ends_with(".run")
 }
 
-/// Locks the directory for this process.
+/// The steps of [`Workdir::finish`].
+const CLEANUP_STEPS: u8 = 3;
+
+/// When [`Workdir::finish`] removes `name` (the lock aside, last): tables'
+/// markers (0), then their runs and spills (1), then `job.txt` and what a
+/// run writes before it (2); None for what is not the job's.
+fn cleanup_step(name: &str) -> Option<u8> {
+    if !is_ours(name) || name == LOCK {
+        return None;
+    }
+    Some(if name.ends_with(".done") || name.ends_with(".done.tmp") {
+        0
+    } else if name == JOB || made_before_job(name) {
+        2
+    } else {
+        1
+    })
+}
+
 /// Whether `name` is a file a run writes in a new job directory before
 /// `job.txt` is in place: its lock, the made-workdir marker, and the
 /// temporary files of [`Workdir::write_atomic`] for both (a run killed
@@ -439,6 +461,45 @@ mod tests {
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), names.len());
         assert!(empty.path().is_dir(), "the directory the user made stays");
         assert_eq!(fs::read_dir(empty.path()).unwrap().count(), 0);
+    }
+
+    /// A run killed at any point of its clean-up at the end leaves a
+    /// directory the next run of the job takes as its own (and removes
+    /// whole when it ends), never one no run claims.
+    #[test]
+    fn a_run_killed_while_cleaning_up_leaves_nothing_for_good() {
+        let dir = tempfile::tempdir().unwrap();
+        let parent = dir.path().join("made");
+        let w = Workdir::open(&parent, "job A").unwrap();
+        let own = w.path().to_path_buf();
+        for t in 0..3 {
+            let run = super::super::runs::write_run(&w.file(&format!("t{t:03}-000.pairs")), &[t as u64]).unwrap();
+            w.mark_done(t, &[run]).unwrap();
+        }
+        fs::write(w.file("t003-0000.spill"), "").unwrap();
+        drop(w);
+        // Every file, in the order a clean-up removes them.
+        let mut names: Vec<String> = fs::read_dir(&own).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.retain(|n| cleanup_step(n).is_some());
+        names.sort_by_key(|n| cleanup_step(n));
+        assert_eq!(names.last().map(|n| cleanup_step(n)), Some(Some(2)));
+        let saved: Vec<(String, Vec<u8>)> = names.iter().map(|n| (n.clone(), fs::read(own.join(n)).unwrap())).collect();
+        for killed_after in 0..=names.len() {
+            fs::create_dir_all(&own).unwrap();
+            for (name, bytes) in &saved[killed_after..] {
+                fs::write(own.join(name), bytes).unwrap();
+            }
+            fs::write(own.join(LOCK), "").unwrap();
+            let w = Workdir::open(&parent, "job A").unwrap();
+            assert_eq!(w.path(), own, "killed after {killed_after} removals: the directory is the job's");
+            w.finish().unwrap();
+            assert!(
+                !parent.exists() || fs::read_dir(&parent).unwrap().count() == 0,
+                "killed after {killed_after}: {:?}",
+                fs::read_dir(&parent).unwrap().collect::<Vec<_>>()
+            );
+            let _ = fs::remove_dir(&parent);
+        }
     }
 
     /// A run killed between making its directory and writing whose it is
