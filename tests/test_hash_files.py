@@ -13,6 +13,7 @@ gives the pairs of ``batch.find_all`` on the parsed array.
 from __future__ import annotations
 
 import gzip
+import os
 import random
 
 import numpy as np
@@ -308,3 +309,58 @@ def test_find_all_and_cluster_name_tsv_ids_whatever_the_chunk(tmp_path):
         ok(run_cli("cluster", *args, "--output", clusters, *extra))
         members = [line.split("\t") for line in clusters.read_text(encoding="utf-8").splitlines()[1:]]
         assert sorted(m[0] for m in members) == sorted(name for pair in want for name in pair)
+
+
+def _copies_tsv(path, n_copies: int = 300) -> np.ndarray:
+    """A hash TSV: ``n_copies`` copies of one hash among near and far others."""
+    rng = np.random.default_rng(5)
+    fps = rng.integers(0, U64_MAX, size=n_copies + 200, dtype=np.uint64, endpoint=True)
+    fps[:n_copies] = fps[-1]
+    fps[n_copies : n_copies + 50] = fps[-1] ^ np.uint64(0b101)  # within 3 bits of the copies
+    rng.shuffle(fps)
+    path.write_text("id\thash\n" + "".join(f"r{i}\t{v}\n" for i, v in enumerate(fps.tolist())), encoding="utf-8")
+    return fps
+
+
+def _pairs_named(out) -> list:
+    return sorted(tuple(line.split("\t")[:2]) for line in out.read_text(encoding="utf-8").splitlines()[1:])
+
+
+def test_find_all_on_records_honours_copies(tmp_path):
+    """``--copies first`` on records (not only with --jaccard): each copy
+    paired with the first copy of its fingerprint, as ``batch.find_all``
+    with ``copies="first"`` pairs them; ``all`` (the default) every pair."""
+    path = tmp_path / "c.tsv"
+    fps = _copies_tsv(path)
+    for copies in ("first", "all"):
+        out = tmp_path / f"{copies}.tsv"
+        ok(run_cli("find-all", "--input", path, "--output", out, "--copies", copies))
+        found = np.asarray(rsimhash.batch.find_all(fps, 3, copies=copies)).tolist()
+        assert _pairs_named(out) == sorted((f"r{a}", f"r{b}") for a, b in found)
+    assert len(_pairs_named(tmp_path / "first.tsv")) < len(_pairs_named(tmp_path / "all.tsv")) // 20
+
+
+def test_find_all_on_records_writes_pairs_past_memory_through_the_work_directory(tmp_path, monkeypatch, capsys):
+    """Pairs of records that memory cannot hold go to a file in the work
+    directory and are read back a block at a time: the same output."""
+    from rsimhash import batch
+    from rsimhash.cli import main
+
+    path = tmp_path / "c.tsv"
+    _copies_tsv(path)
+    want = tmp_path / "want.tsv"
+    ok(run_cli("find-all", "--input", path, "--output", want))
+    real, calls = batch.find_all, []
+
+    def no_room_in_memory(*args, **kwargs):
+        calls.append(kwargs.get("out"))
+        if kwargs.get("out") is None:
+            raise MemoryError("the pairs of find_all need more memory than is available")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(batch, "find_all", no_room_in_memory)
+    got = tmp_path / "got.tsv"
+    assert main(["find-all", "--input", str(path), "--output", str(got), "--quiet", "--workdir", str(tmp_path / "w")]) == 0
+    assert calls[0] is None and str(calls[1]).startswith(str(tmp_path / "w"))
+    assert got.read_bytes() == want.read_bytes()
+    assert not os.path.exists(tmp_path / "w") or not os.listdir(tmp_path / "w"), "the work files are removed"

@@ -184,9 +184,16 @@ pub fn find_all_to_file(source: &Source<'_>, ids: Option<&[u64]>, opts: &Options
     let mut job = pairs(source, opts, control, Job::FindAll)?;
     let answer = Answer::new(&mut job, opts, control)?;
     let count = answer.count;
+    let in_order = ids.is_none_or(increasing) && answer.in_order();
+    // Room for the answer before any of it is written (and for its sorted
+    // runs too when it is sorted again on disk, mostly beside it): a disk
+    // filled for every other process after hours of work is worse than an
+    // error now.
+    let beside = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let bytes = count.saturating_mul(16).saturating_mul(if in_order { 1 } else { 2 });
+    workdir::check_room_in(beside, bytes, "write to", &format!("the {count} pairs of find_all need"), &answer.advice("pass another out="))?;
     let mut writer = npy::NpyWriter::create(out, "<u8", &[count, 2], 8)?;
     control.side_step("writing the pairs".into(), count);
-    let in_order = ids.is_none_or(increasing) && answer.in_order();
     if in_order {
         answer.each(&mut job, |batch| {
             control.check()?;
@@ -196,7 +203,6 @@ pub fn find_all_to_file(source: &Source<'_>, ids: Option<&[u64]>, opts: &Options
         })?;
     } else {
         // Ids out of order, or the pairs of copies: sorted again, on disk.
-        let beside = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let temporary = if job.dirs.work.is_none() { Some(Workdir::temporary(Some(beside))?) } else { None };
         let dir = job.dirs.work.as_ref().or(temporary.as_ref()).expect("one of them").path().to_path_buf();
         let mut sorter = ExternalSort::<[u64; 2]>::new(&dir, "ids", budget::Budget::new(opts.memory_limit).pair_bytes);

@@ -170,19 +170,7 @@ impl Workdir {
     /// [`Error::Io`] (storage full) naming the directory, the bytes needed
     /// and the bytes free, before anything is written.
     pub fn check_room(&self, bytes: u64) -> Result<()> {
-        let Some(free) = free_bytes(&self.path) else { return Ok(()) };
-        if free >= bytes {
-            return Ok(());
-        }
-        let source = std::io::Error::new(
-            std::io::ErrorKind::StorageFull,
-            format!(
-                "the job needs {} there and {} are free; free some, or pass another workdir (or a larger memory_limit)",
-                show_bytes(bytes, free),
-                show_bytes(free, bytes)
-            ),
-        );
-        Err(Error::Io { path: self.path.display().to_string(), action: "spill to", source })
+        check_room_in(&self.path, bytes, "spill to", "the job needs", "pass another workdir (or a larger memory_limit)")
     }
 
     /// The runs of table `t`, if a run before finished it and its files are there.
@@ -323,6 +311,21 @@ fn show_bytes(bytes: u64, other: u64) -> String {
 }
 
 /// Bytes free for this user on the filesystem of `dir`, where known.
+/// [`Error::Io`] (storage full) when `dir` has less than `bytes` free,
+/// naming both amounts: `who_needs` them to `action` it; `advice` says
+/// what else to do besides freeing some.
+pub(crate) fn check_room_in(dir: &Path, bytes: u64, action: &'static str, who_needs: &str, advice: &str) -> Result<()> {
+    let Some(free) = free_bytes(dir) else { return Ok(()) };
+    if free >= bytes {
+        return Ok(());
+    }
+    let source = std::io::Error::new(
+        std::io::ErrorKind::StorageFull,
+        format!("{who_needs} {} there and {} are free; free some, or {advice}", show_bytes(bytes, free), show_bytes(free, bytes)),
+    );
+    Err(Error::Io { path: dir.display().to_string(), action, source })
+}
+
 #[cfg(unix)]
 fn free_bytes(dir: &Path) -> Option<u64> {
     use std::os::unix::ffi::OsStrExt;
@@ -570,5 +573,20 @@ mod tests {
         assert_eq!(show_bytes(210_000_000, 209_999_000), "0.210000 GB");
         assert_eq!(show_bytes(209_999_000, 210_000_000), "0.209999 GB");
         assert_eq!(show_bytes(5_000_000_000, 1_000_000_000), "5.00 GB");
+    }
+
+    /// More than any disk holds: refused up front, the amounts and the
+    /// advice in the message; what fits passes.
+    #[test]
+    fn room_is_checked_before_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        check_room_in(dir.path(), 1 << 20, "write to", "the pairs need", "pass another out=").unwrap();
+        let Err(Error::Io { path, action, source }) = check_room_in(dir.path(), u64::MAX, "write to", "the pairs need", "pass another out=") else {
+            panic!("no disk holds 2^64 bytes")
+        };
+        assert_eq!((path, action), (dir.path().display().to_string(), "write to"));
+        assert_eq!(source.kind(), std::io::ErrorKind::StorageFull);
+        let text = source.to_string();
+        assert!(text.starts_with("the pairs need 18446744073.71 GB there and ") && text.ends_with("free; free some, or pass another out="), "{text}");
     }
 }

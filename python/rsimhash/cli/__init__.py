@@ -122,6 +122,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except OSError as e:  # a full disk, a vanished directory: not a bug, not a traceback
         print(f"{PROG}: error: {e}", file=sys.stderr, flush=True)
         return 1
-    except MemoryError:
-        print(f"{PROG}: error: out of memory", file=sys.stderr, flush=True)
+    except MemoryError as e:  # the core's names the memory needed and what to do
+        print(f"{PROG}: error: {e or 'out of memory'}", file=sys.stderr, flush=True)
         return 1

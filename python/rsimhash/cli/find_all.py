@@ -95,9 +95,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--copies",
         choices=("all", "first"),
         default=None,
-        help="pairs of records given more than once (copies), with --jaccard: 'all' lists every pair "
-        "of them (c copies make c(c-1)/2), 'first' pairs each copy with the first copy only. "
-        "Default: all, with a warning when copies make most of a large output",
+        help="pairs of records given more than once (copies: the same fingerprint, or with --jaccard "
+        "the same text): 'all' lists every pair of them (c copies make c(c-1)/2), 'first' pairs each "
+        "copy with the first copy only. Default: all, with a warning when copies make most of a large "
+        "output",
     )
     add_memory(p)
     add_run(p)
@@ -134,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_records(args: argparse.Namespace) -> int:
     """Records: the pairs within K bits as a TSV of their ids and distance."""
-    from .. import batch, hamming
+    from .. import hamming
 
     limit = memory_limit(args)
     with (
@@ -157,7 +158,7 @@ def _run_records(args: argparse.Namespace) -> int:
             jobs: Dict[str, Any] = dict(memory_limit=limit, threads=args.threads, progress=False if args.quiet else None)
             if isinstance(fps, str):
                 jobs["workdir"] = workspace.path
-            found: Any = batch.find_all(fps, args.distance, blocks=args.blocks, **jobs)
+            found = _pairs_of_records(fps, args, jobs, workspace)
             values: Any = np.load(fps, mmap_mode="r") if isinstance(fps, str) else fps
             out.write(b"id_a\tid_b\tdistance\n")
             step = 1 << 16
@@ -165,7 +166,7 @@ def _run_records(args: argparse.Namespace) -> int:
                 block = np.asarray(found[lo : lo + step])
                 a, b = block[:, 0], block[:, 1]
                 dist = hamming(np.asarray(values[a]), np.asarray(values[b])).tolist()
-                rows = zip(ids.text(a.tolist()), ids.text(b.tolist()), dist)
+                rows = zip(ids.text(a), ids.text(b), dist)
                 out.write(utf8("".join(f"{x}\t{y}\t{d}\n" for x, y, d in rows)))
             pairs = len(found)
             del values
@@ -183,6 +184,44 @@ def _run_records(args: argparse.Namespace) -> int:
             source.nbytes,
         )
     return 0
+
+
+def _pairs_of_records(fps: Any, args: argparse.Namespace, jobs: Dict[str, Any], workspace: Workspace) -> Any:
+    """The pairs of records within K bits (``--copies`` as asked): in memory
+    when they fit, else written to the work directory by the batch engine
+    and read back a block at a time. Copies left unset and making most of
+    a large answer get a warning worded for the command."""
+    import warnings
+
+    from .. import batch
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        try:
+            found: Any = batch.find_all(fps, args.distance, blocks=args.blocks, copies=args.copies, **jobs)
+        except MemoryError:
+            # Counted before any pair was made: too many to hold, so on disk
+            # (where a lack of room is an error naming the room needed).
+            path = workspace.file("pairs", ".npy")
+            work = jobs.get("workdir") or workspace.file("pairs-job")
+            try:
+                batch.find_all(fps, args.distance, blocks=args.blocks, copies=args.copies, out=path, **{**jobs, "workdir": work})
+            except OSError as e:  # no room for them either: the advice in the command's words
+                words = str(e).replace("pass another out=", "pass another --workdir")
+                raise OSError(words.replace('copies="first"', "--copies first")) from None
+            found = np.load(path, mmap_mode="r")
+    if any("copies" in str(w.message) for w in caught):
+        import sys
+
+        print(
+            f"rsimhash find-all: warning: {len(found):,} pairs to write, most of them between copies of the same "
+            "fingerprint; --copies first pairs each copy with its first copy only (--copies all silences this)",
+            file=sys.stderr,
+        )
+    for w in caught:
+        if "copies" not in str(w.message):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return found
 
 
 def _run_lines(args: argparse.Namespace) -> int:
