@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""A new batch against a store, beside the dedup of the concatenation (issue 27).
+"""A new batch against a store, beside the job on the concatenation (issues 27, 42).
 
-The store: ``--stored`` random fingerprints (default 10^8) in a directory of
+The store: ``--stored`` random fingerprints (default 10^7 and 10^8, one
+store each: the 10x and the 100x case) in a directory of
 ``.npy`` shards outside the repository (``--dir``, default
 ``/work/tmp/rsimhash-incremental`` or the system's temporary directory),
 written once with a seed and reused by later runs. The new batch:
@@ -10,15 +11,20 @@ one, 5 % copies of other new ones, 2 % within 1 to 3 bits of other new
 ones, the rest random.
 
 Each run is a fresh process (its inputs on disk before the clock starts)
-that reports its time and its own peak RSS (``VmHWM``):
-``batch.dedup(new, against=store)`` and ``batch.dedup`` of the store's
-shards followed by the new batch, rounds interleaved, medians taken. Their
-keep masks among the new items must be equal (the store is random, so no
-two stored fingerprints are within k and the two agree exactly).
-Targets: at most 0.5x the time of the concatenation, peak RSS under 2 GiB.
+that reports its wall time, its CPU seconds (``getrusage``, all threads)
+and its own peak RSS (``VmHWM``): ``batch.dedup(new, against=store)``
+beside ``batch.dedup`` of the store's shards followed by the new batch, and
+``batch.find_all(new, against=store)`` beside ``batch.find_all`` of the
+same concatenation; rounds interleaved (the order turned each round),
+medians taken. The keep masks among the new items must be equal (the store
+is random, so no two stored fingerprints are within k and the two agree
+exactly), and the pairs between the store and the new batch too.
+Targets (issue 42): at most 0.3x the concatenation's time at 10x, 0.1x at
+100x.
 
-    python benches/bench_incremental.py                          # 10^6 against 10^8, 3 rounds
+    python benches/bench_incremental.py                          # 10^6 against 10^7 and 10^8, 3 rounds
     python benches/bench_incremental.py --stored 10000000 --rounds 5
+    python benches/bench_incremental.py --jobs dedup             # dedup only
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -93,22 +100,37 @@ def vm_hwm() -> int:
     return 0
 
 
+def cpu_seconds() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def child(args: argparse.Namespace) -> None:
-    """One run, in its own process: prints time, peak RSS and where its mask went."""
+    """One run, in its own process: prints time, peak RSS and where its answer went."""
     import rsimhash
 
     data = json.loads(args.child)
     new = np.load(data["new"], mmap_mode="r")
-    started = time.perf_counter()
-    if args.mode == "against":
-        keep = rsimhash.batch.dedup(data["new"], k=args.k, against=data["store"], progress=False, memory_limit="4GiB")
+    stored = sum(len(np.load(p, mmap_mode="r")) for p in data["shards"])
+    job = dict(k=args.k, progress=False, memory_limit="4GiB")
+    started, cpu = time.perf_counter(), cpu_seconds()
+    if args.mode == "dedup-against":
+        answer = rsimhash.batch.dedup(data["new"], against=data["store"], **job)
+    elif args.mode == "dedup-concat":
+        answer = rsimhash.batch.dedup(data["shards"] + [data["new"]], **job)[-len(new) :]
+    elif args.mode == "find_all-against":
+        answer = rsimhash.batch.find_all(data["new"], against=data["store"], **job)
     else:
-        keep = rsimhash.batch.dedup(data["shards"] + [data["new"]], k=args.k, progress=False, memory_limit="4GiB")
-        keep = keep[-len(new) :]
-    seconds = time.perf_counter() - started
-    out = os.path.join(os.path.dirname(data["new"]), f"keep-{args.mode}-{os.getpid()}.npy")
-    np.save(out, keep)
-    print(json.dumps({"seconds": seconds, "rss": vm_hwm(), "keep": out, "kept": int(keep.sum())}))
+        pairs = rsimhash.batch.find_all(data["shards"] + [data["new"]], **job)
+        # The pairs between the store and the new batch, as [new, old].
+        cross = pairs[(pairs[:, 0] < stored) & (pairs[:, 1] >= stored)]
+        answer = np.stack([cross[:, 1] - stored, cross[:, 0]], axis=1) if len(cross) else np.zeros((0, 2), np.uint64)
+        answer = answer[np.lexsort((answer[:, 1], answer[:, 0]))]
+    seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
+    out = os.path.join(os.path.dirname(data["new"]), f"answer-{args.mode}-{os.getpid()}.npy")
+    np.save(out, answer)
+    count = int(answer.sum()) if answer.ndim == 1 else len(answer)
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "rss": vm_hwm(), "answer": out, "count": count}))
 
 
 def run(mode: str, data: Dict[str, Any], k: int) -> Dict[str, Any]:
@@ -117,44 +139,76 @@ def run(mode: str, data: Dict[str, Any], k: int) -> Dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def bench_size(args: argparse.Namespace, stored: int) -> bool:
+    """Every job of ``--jobs`` at one store size; True when the answers agree."""
+    data = make_data(args.dir, stored, args.new, args.seed)
+    print(f"{args.new:,} new against {stored:,} stored ({stored / args.new:g}x), k={args.k}; load average {load_average()}")
+    ok = True
+    for job in args.jobs.split(","):
+        modes = (f"{job}-against", f"{job}-concat")
+        results: Dict[str, List[Dict[str, Any]]] = {m: [] for m in modes}
+        for r in range(args.rounds):
+            for mode in modes if r % 2 == 0 else modes[::-1]:
+                res = run(mode, data, args.k)
+                results[mode].append(res)
+                print(
+                    f"  round {r + 1} {mode:17s} {res['seconds']:7.2f} s  {res['cpu']:7.2f} CPU s  "
+                    f"peak RSS {res['rss'] / 2**30:.2f} GiB  {'kept' if job == 'dedup' else 'pairs'} {res['count']:,}  "
+                    f"load {load_average()}"
+                )
+        paths = [x["answer"] for v in results.values() for x in v]
+        first = np.load(paths[0])
+        equal = all(np.array_equal(first, np.load(path)) for path in paths)
+        for path in paths:
+            os.remove(path)
+        med = {m: statistics.median(x["seconds"] for x in v) for m, v in results.items()}
+        cpu = {m: statistics.median(x["cpu"] for x in v) for m, v in results.items()}
+        rss = {m: max(x["rss"] for x in v) for m, v in results.items()}
+        a, c = modes
+        print(
+            f"  {job}: median against {med[a]:.2f} s, concatenation {med[c]:.2f} s, ratio {med[a] / med[c]:.3f}x; "
+            f"CPU {cpu[a]:.2f} s / {cpu[c]:.2f} s, ratio {cpu[a] / cpu[c]:.3f}x; "
+            f"peak RSS {rss[a] / 2**30:.2f} / {rss[c] / 2**30:.2f} GiB; answers equal in every run: {equal}"
+        )
+        ok = ok and equal
+    return ok
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--stored", type=int, default=100_000_000)
+    p.add_argument("--stored", default="10000000,100000000", help="store sizes, comma-separated")
     p.add_argument("--new", type=int, default=1_000_000)
     p.add_argument("--k", type=int, default=3)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--jobs", default="dedup,find_all", help="dedup, find_all or both (comma-separated)")
     p.add_argument("--seed", type=int, default=27)
     p.add_argument("--dir", default=default_dir())
-    p.add_argument("--mode", choices=("against", "concat"), help=argparse.SUPPRESS)
+    p.add_argument("--mode", help=argparse.SUPPRESS)
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
         return child(args)
     os.makedirs(args.dir, exist_ok=True)
-    data = make_data(args.dir, args.stored, args.new, args.seed)
-    cpu = platform.processor() or platform.machine()
-    print(f"{args.new:,} new against {args.stored:,} stored, k={args.k}; {cpu}, {os.cpu_count()} cpus")
-    results: Dict[str, List[Dict[str, Any]]] = {"against": [], "concat": []}
-    masks = []
-    for r in range(args.rounds):
-        for mode in ("against", "concat") if r % 2 == 0 else ("concat", "against"):
-            res = run(mode, data, args.k)
-            results[mode].append(res)
-            masks.append((mode, res["keep"]))
-            print(
-                f"  round {r + 1} {mode:8s} {res['seconds']:7.2f} s  peak RSS {res['rss'] / 2**30:.2f} GiB  kept {res['kept']:,}"
-            )
-    first = np.load(masks[0][1])
-    equal = all(np.array_equal(first, np.load(path)) for _, path in masks)
-    for _, path in masks:
-        os.remove(path)
-    med = {m: statistics.median(x["seconds"] for x in v) for m, v in results.items()}
-    rss = {m: max(x["rss"] for x in v) for m, v in results.items()}
-    ratio = med["against"] / med["concat"]
-    print(f"median: against {med['against']:.2f} s, concatenation {med['concat']:.2f} s, ratio {ratio:.3f}x")
-    print(f"peak RSS: against {rss['against'] / 2**30:.2f} GiB, concatenation {rss['concat'] / 2**30:.2f} GiB")
-    print(f"keep masks of the new items equal in every run: {equal}")
-    if not equal:
+    print(f"{cpu_model()}, {os.cpu_count()} cpus")
+    ok = True
+    for stored in (int(float(x)) for x in args.stored.split(",")):
+        ok = bench_size(args, stored) and ok
+    if not ok:
         sys.exit(1)
 
 
