@@ -54,7 +54,7 @@ from .options import (
     open_source,
 )
 from .outputs import Outputs
-from .pipeline import blocks_of, prefetch
+from .pipeline import blocks_of, expected_records, prefetch
 from .progress import Progress, count
 from .shards import is_sharded, resolve_args
 from .spill import Fingerprints, Ids, Workspace, engine_part
@@ -149,7 +149,7 @@ def _run_records(args: argparse.Namespace) -> int:
         store, ids = Fingerprints(cap, workspace), Ids(cap, workspace)
         try:
             for fps, held in prefetch(blocks_of(source, args.mode, args.width, args.threads)):
-                store.add(fps)
+                store.add(fps, expect=expected_records(source))
                 ids.extend_chunk(held)
                 progress.update(source.position(), source.records)
             fps = store.finish()

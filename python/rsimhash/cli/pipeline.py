@@ -43,6 +43,13 @@ def blocks_of(source: Any, mode: str, width: Optional[int], threads: Optional[in
         yield fingerprints_of(chunk, mode, width, threads), chunk
 
 
+def expected_records(source: Any) -> int:
+    """The records the whole input holds, estimated from those read so far
+    and the share of the file they came from (0 when unknown)."""
+    total, at = getattr(source, "total", None), source.position()
+    return int(source.records * total / at) if total and at else 0
+
+
 class _Failure:
     def __init__(self, error: BaseException):
         self.error = error

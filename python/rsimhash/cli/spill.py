@@ -121,7 +121,11 @@ class Fingerprints:
     def spilled(self) -> bool:
         return self.path is not None
 
-    def add(self, fps: np.ndarray) -> None:
+    def add(self, fps: np.ndarray, expect: int = 0) -> None:
+        """Adds ``fps``; ``expect``: how many the input is thought to hold
+        in all (room for them is made at once, not by doubling: in a fresh
+        process every page is touched for the first time, and doubling
+        touched twice the pages)."""
         held = self.count
         self.count += len(fps)
         if self._file is None and self.count > self.cap:
@@ -136,7 +140,10 @@ class Fingerprints:
         if self.count > len(self._held):
             # Doubling: each value is copied at most twice more, and the
             # pages of the room not yet used are never touched.
-            grown = np.empty(max(self.count, 2 * len(self._held), 1 << 16), dtype=np.uint64)
+            room = max(self.count, 2 * len(self._held), 1 << 16)
+            if expect > self.count:
+                room = min(max(self.count, expect + expect // 32), max(self.cap, self.count))
+            grown = np.empty(room, dtype=np.uint64)
             grown[:held] = self._held[:held]
             self._held = grown
         self._held[held : self.count] = fps
