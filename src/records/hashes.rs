@@ -280,6 +280,27 @@ pub fn lines_values(data: &[u8]) -> Option<(Vec<u64>, u64)> {
     Some((values, lines))
 }
 
+/// The line at `at` of an `id<TAB>hash` TSV when it is the usual one: an
+/// ASCII id without a tab or `\r`, a tab, then a u64's ASCII digits (as
+/// [`plain_line`] reads them) and `\n` or the end of `data`: `(hash, where the tab is, where the line
+/// ends)`; else None (the line is read whole by [`tsv_line`]).
+#[inline]
+fn plain_id_hash(data: &[u8], at: usize) -> Option<(u64, usize, usize)> {
+    let mut i = at;
+    // An ASCII id (any non-ASCII byte, even valid UTF-8, takes the long way).
+    while i < data.len() && data[i] != b'\t' {
+        if data[i] >= 0x80 || data[i] == b'\n' || data[i] == b'\r' {
+            return None;
+        }
+        i += 1;
+    }
+    if i == data.len() {
+        return None; // no tab
+    }
+    let (v, end) = plain_line(data, i + 1)?;
+    Some((v, i, end))
+}
+
 /// Pieces of about 256 KiB of `data`, cut after a line's `\n`, to be read
 /// side by side.
 fn pieces(data: &[u8]) -> Vec<&[u8]> {
@@ -314,6 +335,7 @@ pub struct PackedIds {
 /// object a line: at 10^7 lines those cost more than the parsing.
 pub fn tsv_values(data: &[u8], columns: Columns) -> Option<(Vec<u64>, PackedIds, u64)> {
     type Part = (Vec<u64>, PackedIds, u64);
+    let id_then_hash = columns == Columns { count: 2, id: 0, hash: 1 };
     let parts: Vec<Option<Part>> = pieces(data)
         .par_iter()
         .map(|piece| {
@@ -323,6 +345,17 @@ pub fn tsv_values(data: &[u8], columns: Columns) -> Option<(Vec<u64>, PackedIds,
             let mut at = 0;
             while at < piece.len() {
                 lines += 1;
+                // The usual line, `id<TAB>digits` then its end, in one pass
+                // over its bytes; any other is read whole as `parse_block` reads it.
+                if id_then_hash {
+                    if let Some((hash, tab, end)) = plain_id_hash(piece, at) {
+                        values.push(hash);
+                        ids.offsets.push(ids.text.len() as u64);
+                        ids.text.extend_from_slice(&piece[at..tab]);
+                        at = end + 1;
+                        continue;
+                    }
+                }
                 let end = memchr::memchr(b'\n', &piece[at..]).map_or(piece.len(), |i| at + i);
                 let line = &piece[at..end];
                 at = end + 1;
@@ -442,6 +475,21 @@ mod tests {
             b"a\t18446744073709551616\n",
         ];
         let columns = Columns { count: 2, id: 0, hash: 1 };
+        let more: [&[u8]; 12] = [
+            b"a\t1234567890123456789\n",
+            b"a\t12345678901234567890\n",
+            b"a\t007\n",
+            b"a\t7 \n",
+            b"a\t7\r\n",
+            b"a\t\n",
+            b"\t\t\n",
+            b"a b\t7\n",
+            b"\xc3\xa9\t7\n",
+            b"a\r\t7\n",
+            b"a",
+            b"a\t9\nb",
+        ];
+        let cases: Vec<&[u8]> = cases.into_iter().chain(more).collect();
         for data in cases {
             let block = Block { data: data.to_vec(), final_newline: data.ends_with(b"\n"), consumed: 0, too_long: false };
             let mut format = HashFormat::Tsv { id: "id".into(), columns: Some(columns) };
