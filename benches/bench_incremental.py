@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import shutil
 import statistics
@@ -43,6 +42,9 @@ import time
 from typing import Any, Dict, List
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_fingerprint import cpu_model  # noqa: E402
 
 SHARD = 10_000_000
 
@@ -141,17 +143,6 @@ def run(mode: str, data: Dict[str, Any], k: int) -> Dict[str, Any]:
 
 def load_average() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def bench_size(args: argparse.Namespace, stored: int) -> bool:
