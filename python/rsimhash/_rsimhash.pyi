@@ -857,9 +857,7 @@ class ShuffleRoutes:
 def spanning_forest(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
     """The mask of the edges ``(a[i], b[i])`` that, taken in order, join two components of the edges before them."""
 
-def component_labels(
-    a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]
-) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+def component_labels(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """``(ids, roots)``: each id of the edges ``(a[i], b[i])``, ascending, and the smallest id of its component."""
 
 def portable_paths() -> bool:

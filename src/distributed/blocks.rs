@@ -166,7 +166,7 @@ impl ShuffleTables {
     /// # Errors
     /// [`Error::InvalidParameter`] for a task past the routes' last, routes
     /// of another design, or more than 2^32 - 1 distinct fingerprints.
-    pub fn reduce(&self, routes: &Routes, task: u32, items: &mut [[u64; 2]], output: Output) -> Result<Vec<[i64; 2]>> {
+    pub fn reduce(&self, routes: &Routes, task: u32, items: &mut Vec<[u64; 2]>, output: Output) -> Result<Vec<[i64; 2]>> {
         self.check_fine(routes.fine())?;
         let Task { table: t, cells, i: ci, j: cj, .. } = routes.task(task)?;
         let cross = ci != cj;
@@ -177,16 +177,11 @@ impl ShuffleTables {
         for item in items.iter_mut() {
             item[0] = perm.apply(item[0]);
         }
-        // By key alone (cheaper than by the pair), then each run of copies by id.
-        items.sort_unstable_by_key(|&[key, _]| key);
-        let mut i = 0;
-        while i < items.len() {
-            let end = i + items[i..].iter().position(|x| x[0] != items[i][0]).unwrap_or(items.len() - i);
-            if end - i > 1 {
-                items[i..end].sort_unstable_by_key(|&[_, id]| id as i64);
-            }
-            i = end;
-        }
+        // The batch engine's radix sort on the top bits of the key (a task
+        // holds millions of items),
+        // runs sharing them by key, then id.
+        let bits = crate::tables::radix::sort_bits(items.len(), self.prefix(t));
+        crate::tables::radix::sort_by_top_bits(items, &mut Vec::new(), bits, |x| x[0], |x, y| (x[0], x[1] as i64).cmp(&(y[0], y[1] as i64)));
         let mut starts: Vec<u32> = Vec::new();
         let mut keys: Vec<u64> = Vec::new();
         for (i, item) in items.iter().enumerate() {
@@ -430,8 +425,8 @@ mod tests {
         assert!(empty.tasks.is_empty() && empty.starts == [0]);
         assert!(s.pack(&[1, 2], &[1], &routes).is_err());
         assert!(s.pack(&[1], &[1], &ShuffleTables::new(3, 5).unwrap().uniform(4)).is_err());
-        assert!(s.reduce(&routes, routes.tasks(), &mut [[1, 1]], Output::All).is_err());
-        assert!(s.reduce(&routes, 0, &mut [], Output::All).unwrap().is_empty());
+        assert!(s.reduce(&routes, routes.tasks(), &mut vec![[1, 1]], Output::All).is_err());
+        assert!(s.reduce(&routes, 0, &mut Vec::new(), Output::All).unwrap().is_empty());
     }
 
     #[test]

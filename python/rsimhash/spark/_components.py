@@ -36,7 +36,6 @@ def components(edges: Any, *, max_rounds: int = MAX_ROUNDS) -> Any:
     """``(id, cluster_id)`` of every id in ``edges`` (columns ``u``, ``v``):
     ``cluster_id`` the smallest id of its component."""
     from pyspark.sql import functions as F
-
     from pyspark.sql.types import LongType
 
     from ._pairs import integral

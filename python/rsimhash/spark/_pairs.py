@@ -65,6 +65,14 @@ TASK_ITEMS = 1 << 22
 # Fine buckets of the count pass for each task's worth of values, about:
 # units of whole fine buckets fill their tasks to within a sixteenth.
 FINE_SPLIT = 16
+# Rows the count pass samples, about: sizes only steer the tasks' memory
+# (any routes give the same pairs), and a sample of 2^20 rows sizes a task
+# of 2^22 values out of 8 x 10^9 to within a few percent (about 500 of its
+# values sampled), where counting every row took a quarter of the job at
+# 10^7. Every row is counted below twice this.
+SAMPLE_ROWS = 1 << 20
+# Estimated sizes are raised by this before planning: the sample's error.
+SAMPLE_MARGIN = 1.25
 
 
 def integral(data_type: Any) -> bool:
@@ -127,7 +135,8 @@ def plan(spark: Any, items: Any, shuffle: Any, n: int) -> Tuple[Dict[str, np.nda
     """The routes of a packed shuffle of ``items`` (``fp`` column, ``n``
     rows) and each task's partition key: one Spark job counts the distinct
     values of each fine bucket of each table (``ShuffleTables.histogram``
-    in each map task, summed); units of fine buckets hold about
+    in each map task, summed; on a sample of about ``SAMPLE_ROWS`` rows
+    past twice that, scaled up); units of fine buckets hold about
     ``n * tables / partitions`` values each and at most ``TASK_ITEMS``
     (``ShuffleTables.plan``); consecutive tasks are binned up to that size,
     a bin a partition. Returns the routes' parts, the partition key of each
@@ -137,7 +146,14 @@ def plan(spark: Any, items: Any, shuffle: Any, n: int) -> Tuple[Dict[str, np.nda
     target = max(1, min(cap, math.ceil(max(n, 1) * tables / shuffle_partitions(spark))))
     bits = max(0, math.ceil(math.log2(max(n, 1) * FINE_SPLIT / target)))
     fine = np.array([min(bits, shuffle.prefix(t), 16) for t in range(tables)], dtype=np.uint64)
-    hist = _histogram(items, shuffle.k, shuffle, fine) if n else np.zeros(int((1 << fine.astype(np.int64)).sum()), np.uint64)
+    if not n:
+        hist = np.zeros(int((1 << fine.astype(np.int64)).sum()), np.uint64)
+    elif n <= 2 * SAMPLE_ROWS:
+        hist = _histogram(items, shuffle.k, shuffle, fine)
+    else:
+        fraction = SAMPLE_ROWS / n
+        sampled = _histogram(items.sample(fraction=fraction, seed=n), shuffle.k, shuffle, fine)
+        hist = np.ceil(sampled * (SAMPLE_MARGIN / fraction)).astype(np.uint64)
     unit_of, cells, sizes = shuffle.plan(fine, hist, target, cap)
     bins = np.zeros(len(sizes), dtype=np.int64)
     held, b = 0, 0
