@@ -136,7 +136,7 @@ def plan(spark: Any, items: Any, shuffle: Any, n: int) -> Tuple[Dict[str, np.nda
     rows) and each task's partition key: one Spark job counts the distinct
     values of each fine bucket of each table (``ShuffleTables.histogram``
     in each map task, summed; on a sample of about ``SAMPLE_ROWS`` rows
-    past twice that, scaled up); units of fine buckets hold about
+    past twice that, scaled up; none when ``n`` is at most the cap); units of fine buckets hold about
     ``n * tables / partitions`` values each and at most ``TASK_ITEMS``
     (``ShuffleTables.plan``); consecutive tasks are binned up to that size,
     a bin a partition. Returns the routes' parts, the partition key of each
@@ -146,8 +146,11 @@ def plan(spark: Any, items: Any, shuffle: Any, n: int) -> Tuple[Dict[str, np.nda
     target = max(1, min(cap, math.ceil(max(n, 1) * tables / shuffle_partitions(spark))))
     bits = max(0, math.ceil(math.log2(max(n, 1) * FINE_SPLIT / target)))
     fine = np.array([min(bits, shuffle.prefix(t), 16) for t in range(tables)], dtype=np.uint64)
-    if not n:
-        hist = np.zeros(int((1 << fine.astype(np.int64)).sum()), np.uint64)
+    if n <= cap:
+        # No task can pass the cap: no count pass (a Spark job), the fine
+        # buckets taken as evenly filled.
+        size = 1 << fine.astype(np.int64)
+        hist = np.repeat(np.ceil(max(n, 1) / size).astype(np.uint64), size)
     elif n <= 2 * SAMPLE_ROWS:
         hist = _histogram(items, shuffle.k, shuffle, fine)
     else:
@@ -259,6 +262,10 @@ def _pack(k: int, blocks: int, routes: Dict[str, np.ndarray], keys: np.ndarray) 
 
 # Blocks in one Arrow batch of a map task's output at most.
 BATCH_BLOCKS = 4096
+# Items in one shuffled row at most (2 MiB): a task's items of a chunk go in
+# rows of this size, which the JVM copies and compresses without the cost
+# of huge arrays (rows of 16 MiB made the map stage slower).
+ROW_ITEMS = 1 << 14
 
 
 def _blocks(shuffle: Any, route: Any, keys: np.ndarray, fps: np.ndarray, ids: np.ndarray, pa: Any) -> Iterator[Any]:
@@ -266,11 +273,18 @@ def _blocks(shuffle: Any, route: Any, keys: np.ndarray, fps: np.ndarray, ids: np
     ``BATCH_BLOCKS`` rows and 2 GiB (a binary column's offsets are 32-bit)."""
     tasks, starts, items = shuffle.pack(fps, ids, route)
     data = items.reshape(-1).view(np.uint8)
+    # Each block cut into rows of at most ROW_ITEMS items.
+    pieces = np.maximum(1, -(-np.diff(starts).astype(np.int64) // ROW_ITEMS))
+    first = np.repeat(starts[:-1].astype(np.int64), pieces)
+    nth = np.arange(int(pieces.sum())) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    tasks = np.repeat(tasks, pieces)
+    ends = np.repeat(starts[1:].astype(np.int64), pieces)
+    starts = np.append(np.minimum(first + nth * ROW_ITEMS, ends), np.int64(starts[-1]))
     lo = 0
     while lo < len(tasks):
         hi = min(len(tasks), lo + BATCH_BLOCKS)
         # A block is at most CHUNK_ITEMS items times the cells' copies: cut at 1 GiB.
-        hi = max(lo + 1, min(hi, int(np.searchsorted(starts, starts[lo] + (1 << 26), side="right")) - 1))
+        hi = max(lo + 1, min(hi, int(np.searchsorted(starts, starts[lo] + (1 << 22), side="right")) - 1))
         first, last = int(starts[lo]), int(starts[hi])
         offsets = ((starts[lo : hi + 1] - first) * 16).astype(np.int32)
         block = pa.Array.from_buffers(
