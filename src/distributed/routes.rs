@@ -169,7 +169,11 @@ impl ShuffleTables {
         let mut offsets = vec![0usize];
         for (t, &f) in fine.iter().enumerate() {
             if f > self.fine_bits(t, MAX_BUCKET_BITS) {
-                return Err(Error::invalid("fine", "at most a table's prefix and 16 bits", format!("{f} for table {t} of {}", self.fine_bits(t, MAX_BUCKET_BITS))));
+                return Err(Error::invalid(
+                    "fine",
+                    "at most a table's prefix and 16 bits",
+                    format!("{f} for table {t} of {}", self.fine_bits(t, MAX_BUCKET_BITS)),
+                ));
             }
             offsets.push(offsets[t] + (1 << f));
         }

@@ -28,6 +28,7 @@ fn spanning_forest<'py>(py: Python<'py>, a: PyReadonlyArray1<'py, i64>, b: PyRea
 /// `(ids, roots)`: each id of the edges `(a[i], b[i])` (int64 arrays),
 /// ascending, and the smallest id of its component.
 #[pyfunction]
+#[allow(clippy::type_complexity)]
 fn component_labels<'py>(
     py: Python<'py>,
     a: PyReadonlyArray1<'py, i64>,
@@ -67,11 +68,7 @@ impl PyRoutes {
 /// A uint64 array of values that fit 32 bits, as `u32`s.
 fn small_u32s(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<u32>> {
     let values = U64s::extract(obj, name)?;
-    values
-        .as_slice()
-        .iter()
-        .map(|&v| u32::try_from(v).map_err(|_| PyValueError::new_err(format!("{name} must hold values below 2**32, got {v}"))))
-        .collect()
+    values.as_slice().iter().map(|&v| u32::try_from(v).map_err(|_| PyValueError::new_err(format!("{name} must hold values below 2**32, got {v}")))).collect()
 }
 
 /// The tables of a single-level design of `blocks` blocks for `k`, as the

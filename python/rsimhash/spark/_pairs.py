@@ -1,13 +1,19 @@
 """Every pair within k across a DataFrame: the paper's batch mode (§3.3) as
 Spark stages, with the Rust core inside each task, shuffling packed blocks.
 
-1. A map task (``mapInArrow``) takes its partition's ``(fingerprint, id)``
+1. A count pass (``plan``): each map task counts its distinct values by
+   the top bits of each table's permuted key (``ShuffleTables.histogram``;
+   a sample past ``2 * SAMPLE_ROWS`` rows, none when the rows fit one
+   task); the driver sums them and plans reduce tasks of at most
+   ``TASK_ITEMS`` distinct values (``ShuffleTables.plan``): runs of fine
+   buckets, a dense prefix group cut into cells whose pairs are tasks.
+2. A map task (``mapInArrow``) takes its partition's ``(fingerprint, id)``
    rows, up to ``CHUNK_ITEMS`` at a time, and hands them to
-   ``ShuffleTables.pack``: for every table each item's permuted key is
-   bucketed by its top bits (at most the table's prefix), and each
-   ``(table, bucket)`` becomes one row, a binary block of its items.
-2. Spark moves those few rows to the reduce task of their ``(table,
-   bucket)``; a reduce task concatenates a bucket's blocks and runs
+   ``ShuffleTables.pack``: each item goes, for every table, to the task of
+   its key (every task of its cell), and each task's items become rows of
+   binary blocks.
+3. Spark moves those few rows to the partition of their task's bin; a
+   reduce task concatenates each task's blocks and runs
    ``ShuffleTables.reduce``: the batch kernel's group scan, copies of a
    fingerprint collapsed onto their smallest id, each pair emitted only by
    the first table whose prefix it shares (the rule of
