@@ -189,6 +189,55 @@ def ball(centre: int, radius: int) -> np.ndarray:
     return np.array(out, dtype=np.uint64)
 
 
+def _workers() -> List[str]:
+    """The /proc directories of this user's PySpark Python workers (the daemon and its forks)."""
+    out = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                line = f.read()
+                if b"pyspark.daemon" in line or b"pyspark.worker" in line:
+                    out.append(f"/proc/{pid}")
+        except OSError:
+            continue
+    return out
+
+
+class PeakRss:
+    """The largest peak RSS (VmHWM) of any PySpark Python worker while the
+    block runs: the peaks are reset at the start (``clear_refs`` 5) and
+    sampled every 0.2 s (a worker that ends between samples is missed)."""
+
+    def __enter__(self) -> "PeakRss":
+        import threading
+
+        for d in _workers():
+            try:
+                with open(f"{d}/clear_refs", "w") as f:
+                    f.write("5")
+            except OSError:
+                pass
+        self.peak, self._stop = 0, threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.2):
+            for d in _workers():
+                try:
+                    with open(f"{d}/status") as f:
+                        for line in f:
+                            if line.startswith("VmHWM:"):
+                                self.peak = max(self.peak, int(line.split()[1]) * 1024)
+                except OSError:
+                    continue
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def skew(spark: Any, n: int = 1_000_000) -> Dict[str, Any]:
     """The skewed inputs: ``n`` random fingerprints plus 10^5 copies of one
     (``near_duplicate_pairs(copies="first")``, against find_all's), and plus
@@ -205,10 +254,12 @@ def skew(spark: Any, n: int = 1_000_000) -> Dict[str, Any]:
     df = spark.createDataFrame(_frame(ids, fps)).cache()
     df.count()
     t0 = time.perf_counter()
-    got = rs.near_duplicate_pairs(df, "id", "fp", K, copies="first").count()
+    with PeakRss() as rss:
+        got = rs.near_duplicate_pairs(df, "id", "fp", K, copies="first").count()
+    seconds = time.perf_counter() - t0
     order = np.argsort(ids)
     want = len(rsimhash.batch.find_all(fps[order], K, ids=ids[order].astype(np.uint64), copies="first", progress=False))
-    out["copies"] = {"seconds": time.perf_counter() - t0, "pairs": got, "find_all": want}
+    out["copies"] = {"seconds": seconds, "pairs": got, "find_all": want, "worker_peak_rss": rss.peak}
     df.unpersist()
     dense = ball(int(base[1]), 3)
     fps = np.concatenate([base, dense])
@@ -218,10 +269,16 @@ def skew(spark: Any, n: int = 1_000_000) -> Dict[str, Any]:
     t0 = time.perf_counter()
     from pyspark.sql import functions as F
 
-    edges = rs._edges(df.select(F.col("id"), F.col("fp")), K, None, len(fps))
-    labels = _components.components(edges)
-    sizes = labels.groupBy("cluster_id").count().agg(F.max("count").alias("m")).first()["m"]
-    out["ball"] = {"seconds": time.perf_counter() - t0, "values": len(dense), "largest_cluster": int(sizes)}
+    with PeakRss() as rss:
+        edges = rs._edges(df.select(F.col("id"), F.col("fp")), K, None, len(fps))
+        labels = _components.components(edges)
+        sizes = labels.groupBy("cluster_id").count().agg(F.max("count").alias("m")).first()["m"]
+    out["ball"] = {
+        "seconds": time.perf_counter() - t0,
+        "values": len(dense),
+        "largest_cluster": int(sizes),
+        "worker_peak_rss": rss.peak,
+    }
     df.unpersist()
     return out
 
@@ -289,11 +346,12 @@ def report_skew(sk: Dict[str, Any]) -> None:
     c, b = sk["copies"], sk["ball"]
     print(
         f"\n10^6 + 10^5 copies of one fingerprint, copies=first: {c['seconds']:.1f} s, {c['pairs']:,} pairs "
-        f"(find_all {c['find_all']:,})"
+        f"(find_all {c['find_all']:,}); Python workers' peak RSS {c['worker_peak_rss'] / 2**20:.0f} MiB"
     )
     print(
         f"10^6 + a dense radius-3 ball ({b['values']:,} values): clusters through the forest of edges in "
-        f"{b['seconds']:.1f} s, largest cluster {b['largest_cluster']:,}"
+        f"{b['seconds']:.1f} s, largest cluster {b['largest_cluster']:,}; Python workers' peak RSS "
+        f"{b['worker_peak_rss'] / 2**20:.0f} MiB"
     )
 
 
@@ -350,11 +408,21 @@ def main() -> int:
         help="local (local[2]) and/or standalone (a master and two workers of one core and 2 GiB on 127.0.0.1, "
         "started and stopped here); default %(default)s",
     )
+    p.add_argument(
+        "--task-items",
+        type=lambda x: int(float(x)),
+        default=None,
+        help="distinct values a reduce task holds at most (rsimhash.spark._pairs.TASK_ITEMS; default 2^22)",
+    )
     p.add_argument("--skew", action="store_true", help="also 10^5 copies of one fingerprint and a dense radius-3 ball (local)")
     args = p.parse_args()
     os.makedirs(args.data_dir, exist_ok=True)
     sizes = [int(float(s)) for s in args.sizes.split(",") if s]
     import rsimhash
+    from rsimhash.spark import _pairs
+
+    if args.task_items:
+        _pairs.TASK_ITEMS = args.task_items
 
     print(json.dumps(machine_info(rsimhash, np)))
     res: Dict[str, Any] = {}

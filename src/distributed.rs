@@ -14,7 +14,10 @@ use crate::tables::plan::Design;
 use crate::Result;
 
 mod blocks;
+pub mod forest;
+mod routes;
 pub use blocks::{Output, Packed, MAX_BUCKET_BITS};
+pub use routes::{Routes, Task, MAX_CELLS};
 
 /// A single-level design of `blocks` blocks for `k`: `C(blocks, k)` tables.
 pub struct ShuffleTables {
@@ -43,10 +46,17 @@ impl ShuffleTables {
     }
 }
 
-/// Relative costs in the choice of a shuffle's design: one shuffled row
-/// against one comparison of two values in a task (about 1 us against 2 ns
-/// in `rsimhash.spark`).
-const ROW_COST: f64 = 1.0;
+/// Relative costs in the choice of a shuffle's design, in microseconds of
+/// executor time: one item of one table through the packed shuffle (the
+/// map task's permute and scatter, the block's way through Arrow and
+/// Spark's shuffle, the reducer's sort; measured with
+/// `benches/bench_spark.py` at 10^7, local[2] under load: the pack and
+/// reduce stages' executor time over items times tables, 0.5 to 0.6 us;
+/// a row of the old row-per-value shuffle cost about 2 us and this was
+/// 1.0) against one
+/// comparison of two values in a task (about 2 ns). The choice moves
+/// little with it: at k = 3, 4 blocks up to about 10^8 values, 5 to 10^11.
+const ROW_COST: f64 = 0.5;
 const PAIR_COST: f64 = 0.002;
 
 /// The blocks of the single-level design a shuffle of `n` distinct values

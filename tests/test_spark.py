@@ -359,12 +359,38 @@ def adversarial(draw):
     return fps, ids
 
 
+class task_items:
+    """Reduce tasks of at most ``cap`` distinct values (``_pairs.TASK_ITEMS``)
+    for the jobs planned inside: tiny caps force the cut of buckets by
+    further key bits and of prefix groups into cells."""
+
+    def __init__(self, cap):
+        self.cap = cap
+
+    def __enter__(self):
+        from rsimhash.spark import _pairs
+
+        self.old, _pairs.TASK_ITEMS = _pairs.TASK_ITEMS, self.cap or _pairs.TASK_ITEMS
+
+    def __exit__(self, *exc):
+        from rsimhash.spark import _pairs
+
+        _pairs.TASK_ITEMS = self.old
+
+
 @settings(max_examples=examples(12), deadline=None, suppress_health_check=list(HealthCheck))
-@given(data=adversarial(), k=st.integers(0, 5), parts=st.integers(1, 6), copies=st.sampled_from(["all", "first"]))
-def test_pairs_any_partitioning_equal_brute_force(spark, data, k, parts, copies):
+@given(
+    data=adversarial(),
+    k=st.integers(0, 5),
+    parts=st.integers(1, 6),
+    copies=st.sampled_from(["all", "first"]),
+    cap=st.sampled_from([None, 4, 16]),
+)
+def test_pairs_any_partitioning_equal_brute_force(spark, data, k, parts, copies, cap):
     fps, ids = data
     df = frame(spark, id=ids, fp=rspark.to_signed(fps)).repartition(parts)
-    got = got_pairs(rspark.near_duplicate_pairs(df, "id", "fp", k, copies=copies))
+    with task_items(cap):
+        got = got_pairs(rspark.near_duplicate_pairs(df, "id", "fp", k, copies=copies))
     rows = list(zip(fps.tolist(), ids.tolist()))
     if copies == "first":
         # The smallest id of each fingerprint stands for it; its other copies link to it.
@@ -438,10 +464,16 @@ def chain_pairs(rng: np.random.Generator, n: int) -> "tuple[list, dict]":
 
 
 @pytest.mark.parametrize("checkpointed", [False, True])
-def test_clusters_long_chain(spark, request, checkpointed):
+@pytest.mark.parametrize("one_task", [True, False])
+def test_clusters_long_chain(spark, request, monkeypatch, checkpointed, one_task):
+    """The forests' edges finished in one task, or by the star rounds."""
+    from rsimhash.spark import _components
+
+    if not one_task:
+        monkeypatch.setattr(_components, "ONE_TASK_EDGES", 0)
     path = request.getfixturevalue("checkpoint_dir") if checkpointed else None
     edges, want = chain_pairs(np.random.default_rng(8 + checkpointed), 300)
-    df = spark.createDataFrame(edges, "left long, right long")
+    df = spark.createDataFrame(edges, "left long, right long").repartition(4)
     assert got_labels(rspark.clusters(df, "left", "right")) == want
     if checkpointed:
         assert any(files for _, _, files in os.walk(path)), "no reliable checkpoint written"
@@ -637,6 +669,53 @@ def test_skewed_copies_pairs(fps_df, spark):
     assert len(want) > copies * (copies - 1) // 2
     got = got_pairs(rspark.near_duplicate_pairs(df, "id", "fp", 3))
     assert len(got) == len(want) and np.array_equal(got, want)
+
+
+def test_partition_keys_land_in_their_partitions(spark):
+    """Each bin of tasks is shuffled by a key Spark's hash partitioning
+    sends to that bin's partition (the driver computes Spark's hash)."""
+    from pyspark.sql import functions as F
+
+    from rsimhash.spark import _pairs
+
+    for partitions in (1, 2, 7, 64):
+        keys = _pairs.partition_keys(partitions)
+        df = spark.createDataFrame(pd.DataFrame({"key": keys.astype(np.int32), "want": np.arange(partitions)}))
+        got = df.repartition(partitions, "key").select("want", F.spark_partition_id().alias("got")).collect()
+        assert sorted((r["want"], r["got"]) for r in got) == [(p, p) for p in range(partitions)]
+
+
+@pytest.mark.parametrize("cap", [None, 400])
+def test_skew_split_into_units_and_cells(spark, cap):
+    """10^4 copies of one value and a dense radius-2 ball: with a cap the
+    ball's prefix groups are cut into cells and the rest into units, and
+    pairs, clusters and dedup stay the single-machine ones."""
+    rng = np.random.default_rng(41)
+    centre = int(rng.integers(0, 1 << 63)) * 2 + 1
+    ball = [centre ^ (1 << a) ^ (1 << b) for a in range(64) for b in range(a, 64)]
+    fps = np.concatenate(
+        [np.full(10_000, FPS[1], np.uint64), np.array(ball, np.uint64), FPS[:300], np.array([0, TOP], np.uint64)]
+    )
+    ids = rng.permutation(len(fps)).astype(np.int64) * 7 + 5
+    df = frame(spark, id=ids, fp=rspark.to_signed(fps)).repartition(5)
+    labels = expected_labels(fps, ids, 2)
+    from rsimhash.spark import _pairs
+    from rsimhash.spark._components import components
+
+    with task_items(cap):
+        got = got_pairs(rspark.near_duplicate_pairs(df, "id", "fp", 2, copies="first"))
+        clustered = got_labels(rspark.clusters(spark.createDataFrame(pd.DataFrame({"id_a": got[:, 0], "id_b": got[:, 1]}))))
+        base, n = _pairs.checked(df, "id", "fp", "error")
+        forest = got_labels(components(rspark._edges(base, 2, None, n)))  # dedup's route
+    assert clustered == labels and forest == labels
+    first: dict = {}
+    for f, i in zip(fps.tolist(), ids.tolist()):
+        first[f] = min(first.get(f, i), i)
+    want = {(first[f], i) for f, i in zip(fps.tolist(), ids.tolist()) if i != first[f]}
+    values = np.array(sorted(first), dtype=np.uint64)
+    reps = np.array([first[f] for f in values.tolist()], dtype=np.int64)
+    want |= set(map(tuple, expected_pairs(values, reps, 2).tolist()))
+    assert sorted(map(tuple, got.tolist())) == sorted(want)
 
 
 def test_huge_prefix_group(spark, small_batches):

@@ -20,6 +20,9 @@ __all__ = [
     "RecordValues",
     "SPEC_VERSION",
     "ShuffleTables",
+    "ShuffleRoutes",
+    "spanning_forest",
+    "component_labels",
     "UNICODE_VERSION",
     "fnv1a64",
     "portable_paths",
@@ -828,14 +831,34 @@ class ShuffleTables:
     @property
     def tables(self) -> int: ...
     def prefix(self, table: int) -> int: ...
+    def histogram(self, fps: Any, fine: Any) -> npt.NDArray[np.uint32]: ...
+    def plan(
+        self, fine: Any, hist: Any, target: int, cap: int
+    ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], npt.NDArray[np.uint64]]: ...
+    def routes(self, fine: Any, unit_of: Any, cells: Any) -> "ShuffleRoutes": ...
     def pack(
-        self, fps: Any, ids: Any, bits: int
-    ) -> Tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32], npt.NDArray[np.uint64], npt.NDArray[np.uint64]]: ...
-    def reduce(self, table: int, items: Any, output: str) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
+        self, fps: Any, ids: Any, routes: "ShuffleRoutes"
+    ) -> Tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint64], npt.NDArray[np.uint64]]: ...
+    def reduce(
+        self, routes: "ShuffleRoutes", task: int, items: Any, output: str
+    ) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
     @staticmethod
     def choose_blocks(n: int, k: int, tables: Union[int, None] = None) -> Union[int, None]:
         """Blocks of the single-level design for a shuffle of ``n`` distinct values (the core's cost
         model), or with ``tables`` the fewest blocks whose design has that many; None when none has."""
+
+class ShuffleRoutes:
+    """Where a distributed job's items go: each table's fine buckets' units and each unit's cells."""
+
+    @property
+    def tasks(self) -> int: ...
+    def task(self, task: int) -> Tuple[int, int, int, int]: ...
+
+def spanning_forest(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """The mask of the edges ``(a[i], b[i])`` that, taken in order, join two components of the edges before them."""
+
+def component_labels(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``(ids, roots)``: each id of the edges ``(a[i], b[i])``, ascending, and the smallest id of its component."""
 
 def portable_paths() -> bool:
     """Whether only the portable code paths run (``RSIMHASH_PORTABLE=1``), not the CPU's SIMD extensions."""

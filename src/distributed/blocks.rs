@@ -24,9 +24,10 @@ use crate::batch::kernel::{Dense, TableKernel};
 use crate::job::{unpack, Control};
 use crate::{Error, Result};
 
+use super::routes::{Routes, Task};
 use super::ShuffleTables;
 
-/// The most bits a table's buckets take (65,536 buckets a table).
+/// The most bits a table's fine buckets take (65,536 a table).
 pub const MAX_BUCKET_BITS: u32 = 16;
 
 /// What a reducer makes of a bucket's pairs.
@@ -43,103 +44,132 @@ pub enum Output {
     Forest,
 }
 
-/// The blocks of a map task: block `b` is table `tables[b]`, bucket
-/// `buckets[b]`, items `items[starts[b]..starts[b + 1]]` as `[fingerprint,
-/// id]`. Blocks come ordered by table, then bucket; empty ones are left out.
+/// The blocks of a map task: block `b` goes to reduce task `tasks[b]` and
+/// holds items `items[starts[b]..starts[b + 1]]` as `[fingerprint, id]`.
+/// Blocks come ordered by task (so by table); empty ones are left out.
 #[derive(Debug, Default)]
 pub struct Packed {
-    pub tables: Vec<u32>,
-    pub buckets: Vec<u32>,
+    pub tasks: Vec<u32>,
     pub starts: Vec<u64>,
     pub items: Vec<[u64; 2]>,
 }
 
 impl ShuffleTables {
-    /// The bits table `t`'s buckets take when a job asks for `bits`.
-    pub fn bucket_bits(&self, t: usize, bits: u32) -> u32 {
-        bits.min(self.prefix(t)).min(MAX_BUCKET_BITS)
-    }
-
-    /// The bucket of permuted key `key` in table `t` at `bits` bucket bits.
-    #[inline]
-    fn bucket(key: u64, bits: u32) -> usize {
-        key.checked_shr(64 - bits).unwrap_or(0) as usize
-    }
-
-    /// Every item once a table, bucketed by the top `bits` bits of its
-    /// permuted key (at most the table's prefix, [`Self::bucket_bits`]).
+    /// Every item once a table, or once for each task of its cell when its
+    /// unit is split ([`Routes`]), grouped by task: a counting pass and a
+    /// scatter, each table on its own thread.
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] when `ids` is not one per fingerprint,
-    /// or `bits` is above [`MAX_BUCKET_BITS`].
-    pub fn pack(&self, fps: &[u64], ids: &[u64], bits: u32) -> Result<Packed> {
+    /// or `routes` are another design's.
+    pub fn pack(&self, fps: &[u64], ids: &[u64], routes: &Routes) -> Result<Packed> {
         use rayon::prelude::*;
         if ids.len() != fps.len() {
             return Err(Error::invalid("ids", "one id per fingerprint", format!("{} ids for {} fingerprints", ids.len(), fps.len())));
         }
-        if bits > MAX_BUCKET_BITS {
-            return Err(Error::invalid("bits", "from 0 to 16", bits));
-        }
-        let n = fps.len();
+        self.check_fine(routes.fine())?;
         let tables = self.tables();
-        let mut items: Vec<[u64; 2]> = crate::mem::zeroed(n * tables);
-        let per_table: Vec<(Vec<u32>, Vec<u64>)> = items
-            .par_chunks_mut(n.max(1))
-            .take(tables)
+        // Each item's unit in each table, and the items of each of the table's tasks.
+        let counted: Vec<(Vec<u32>, Vec<u64>)> = (0..tables)
+            .into_par_iter()
+            .map(|t| {
+                let perm = &self.design.tables()[t].perm;
+                let base = routes.table_tasks(t).start;
+                let mut counts = vec![0u64; routes.table_tasks(t).len()];
+                let of = fps
+                    .iter()
+                    .map(|&fp| {
+                        let key = perm.apply(fp);
+                        let u = routes.unit(t, key);
+                        let m = routes.cells()[u as usize];
+                        if m == 1 {
+                            counts[(routes.task_of(u, 0, 0) - base) as usize] += 1;
+                        } else {
+                            let c = Routes::cell(key, m);
+                            for j in 0..m {
+                                counts[(routes.task_of(u, c.min(j), c.max(j)) - base) as usize] += 1;
+                            }
+                        }
+                        u
+                    })
+                    .collect();
+                (of, counts)
+            })
+            .collect();
+        let sizes: Vec<usize> = counted.iter().map(|(_, c)| c.iter().sum::<u64>() as usize).collect();
+        let mut items: Vec<[u64; 2]> = crate::mem::zeroed(sizes.iter().sum());
+        let mut parts: Vec<&mut [[u64; 2]]> = Vec::with_capacity(tables);
+        let mut rest = items.as_mut_slice();
+        for &size in &sizes {
+            let (head, tail) = rest.split_at_mut(size);
+            parts.push(head);
+            rest = tail;
+        }
+        let per_table: Vec<Vec<u64>> = parts
+            .into_par_iter()
+            .zip(&counted)
             .enumerate()
-            .map(|(t, out)| {
-                let spec = &self.design.tables()[t];
-                let b = self.bucket_bits(t, bits);
-                let mut counts = vec![0u64; 1 << b];
-                // Each item's bucket, kept for the scatter (b is at most 16 bits).
-                let of: Vec<u16> = fps.iter().map(|&fp| Self::bucket(spec.perm.apply(fp), b) as u16).collect();
-                for &x in &of {
-                    counts[x as usize] += 1;
-                }
+            .map(|(t, (out, (of, counts)))| {
+                let perm = &self.design.tables()[t].perm;
+                let base = routes.table_tasks(t).start;
                 let mut at = Vec::with_capacity(counts.len());
                 let mut sum = 0u64;
-                for &c in &counts {
+                for &c in counts {
                     at.push(sum);
                     sum += c;
                 }
                 let starts = at.clone();
-                for ((&fp, &id), &x) in fps.iter().zip(ids).zip(&of) {
-                    let slot = &mut at[x as usize];
-                    out[*slot as usize] = [fp, id];
-                    *slot += 1;
+                for ((&fp, &id), &u) in fps.iter().zip(ids).zip(of) {
+                    let m = routes.cells()[u as usize];
+                    let mut put = |task: u32| {
+                        let slot = &mut at[(task - base) as usize];
+                        out[*slot as usize] = [fp, id];
+                        *slot += 1;
+                    };
+                    if m == 1 {
+                        put(routes.task_of(u, 0, 0));
+                    } else {
+                        let c = Routes::cell(perm.apply(fp), m);
+                        for j in 0..m {
+                            put(routes.task_of(u, c.min(j), c.max(j)));
+                        }
+                    }
                 }
-                let offset = (t * n) as u64;
-                let filled: Vec<u32> = (0..counts.len() as u32).filter(|&i| counts[i as usize] > 0).collect();
-                let starts = filled.iter().map(|&i| offset + starts[i as usize]).collect();
-                (filled, starts)
+                starts
             })
             .collect();
-        let mut packed = Packed { items, ..Packed::default() };
-        if n == 0 {
-            packed.starts.push(0);
-            return Ok(packed);
+        let mut packed = Packed::default();
+        let mut offset = 0u64;
+        for (t, (starts, (_, counts))) in per_table.into_iter().zip(&counted).enumerate() {
+            let base = routes.table_tasks(t).start;
+            for (x, (&start, &c)) in starts.iter().zip(counts).enumerate() {
+                if c > 0 {
+                    packed.tasks.push(base + x as u32);
+                    packed.starts.push(offset + start);
+                }
+            }
+            offset += sizes[t] as u64;
         }
-        for (t, (filled, starts)) in per_table.into_iter().enumerate() {
-            packed.tables.extend(std::iter::repeat_n(t as u32, filled.len()));
-            packed.buckets.extend(filled);
-            packed.starts.extend(starts);
-        }
-        packed.starts.push((n * tables) as u64);
+        packed.starts.push(offset);
+        packed.items = items;
         Ok(packed)
     }
 
-    /// The pairs table `t` reports among `items` (`[fingerprint, id]`, in
-    /// any order: the whole of one or more of the table's buckets), as
-    /// `output` asks, each `[smaller, larger]` as signed ids; in no
-    /// particular order.
+    /// The pairs reduce task `task` of `routes` reports among `items`
+    /// (`[fingerprint, id]`, in any order: every item [`Self::pack`] sent
+    /// it), as `output` asks, each `[smaller, larger]` as signed ids; in no
+    /// particular order. A task of two cells `i < j` reports only the pairs
+    /// across them with [`Output::All`] and [`Output::First`] (those within
+    /// a cell are its own task's); with [`Output::Forest`] it joins its
+    /// components whatever cells they lie in.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] for a table past the design's, or more
-    /// than 2^32 - 1 distinct fingerprints.
-    pub fn reduce(&self, t: usize, items: &mut [[u64; 2]], output: Output) -> Result<Vec<[i64; 2]>> {
-        if t >= self.tables() {
-            return Err(Error::invalid("table", "a table of the design", t));
-        }
+    /// [`Error::InvalidParameter`] for a task past the routes' last, routes
+    /// of another design, or more than 2^32 - 1 distinct fingerprints.
+    pub fn reduce(&self, routes: &Routes, task: u32, items: &mut Vec<[u64; 2]>, output: Output) -> Result<Vec<[i64; 2]>> {
+        self.check_fine(routes.fine())?;
+        let Task { table: t, cells, i: ci, j: cj, .. } = routes.task(task)?;
+        let cross = ci != cj;
         // Each item's fingerprint becomes its key in the table (the ids are
         // all the answer needs), sorted by key, then id: groups sharing the
         // prefix together, and in them copies together, smallest id first.
@@ -147,16 +177,11 @@ impl ShuffleTables {
         for item in items.iter_mut() {
             item[0] = perm.apply(item[0]);
         }
-        // By key alone (cheaper than by the pair), then each run of copies by id.
-        items.sort_unstable_by_key(|&[key, _]| key);
-        let mut i = 0;
-        while i < items.len() {
-            let end = i + items[i..].iter().position(|x| x[0] != items[i][0]).unwrap_or(items.len() - i);
-            if end - i > 1 {
-                items[i..end].sort_unstable_by_key(|&[_, id]| id as i64);
-            }
-            i = end;
-        }
+        // The batch engine's radix sort on the top bits of the key (a task
+        // holds millions of items),
+        // runs sharing them by key, then id.
+        let bits = crate::tables::radix::sort_bits(items.len(), self.prefix(t));
+        crate::tables::radix::sort_by_top_bits(items, &mut Vec::new(), bits, |x| x[0], |x, y| (x[0], x[1] as i64).cmp(&(y[0], y[1] as i64)));
         let mut starts: Vec<u32> = Vec::new();
         let mut keys: Vec<u64> = Vec::new();
         for (i, item) in items.iter().enumerate() {
@@ -170,8 +195,16 @@ impl ShuffleTables {
         let pos: Vec<u32> = (0..distinct as u32).collect();
         let dense = if output == Output::Forest { Dense::Join } else { Dense::Compare };
         let kernel = TableKernel::with_dense(&self.design, t, self.k(), true, dense, 0);
-        let found = kernel.scan_sorted(&keys, &pos, &Control::default())?;
-        drop((keys, pos));
+        let mut found = kernel.scan_sorted(&keys, &pos, &Control::default())?;
+        drop(pos);
+        if cross && output != Output::Forest {
+            // Pairs within one cell are the task (c, c)'s.
+            found.pairs.retain(|&p| {
+                let (a, b) = unpack(p);
+                Routes::cell(keys[a as usize], cells) != Routes::cell(keys[b as usize], cells)
+            });
+        }
+        drop(keys);
 
         let id = |i: u32| items[i as usize][1] as i64;
         let run = |d: u32| starts[d as usize]..starts[d as usize + 1];
@@ -198,7 +231,8 @@ impl ShuffleTables {
                 }));
             }
         }
-        if self.design.reports(t, 0) {
+        // Copies of a value share a cell: their pairs are the task (c, c)'s.
+        if self.design.reports(t, 0) && !cross {
             for d in 0..distinct as u32 {
                 let r = run(d);
                 if output == Output::All {
@@ -222,31 +256,53 @@ mod tests {
     use std::collections::{BTreeMap, BTreeSet};
 
     /// The job as an engine would run it: the items cut among `maps` map
-    /// tasks, each packed; the blocks of each `(table, bucket)` brought
-    /// together (in the map tasks' order reversed: any order will do) and
-    /// reduced.
-    fn shuffled(items: &[[u64; 2]], k: u32, blocks: u32, bits: u32, maps: usize, output: Output) -> Vec<[i64; 2]> {
+    /// tasks; a count pass over them (their histograms summed) and routes
+    /// planned from it for `target` and `cap` distinct values a task; each
+    /// map task packed; the blocks of each task brought together (in the
+    /// map tasks' order reversed: any order will do) and reduced.
+    fn shuffled_capped(items: &[[u64; 2]], k: u32, blocks: u32, bits: u32, maps: usize, cap: u64, output: Output) -> Vec<[i64; 2]> {
         let s = ShuffleTables::new(k, blocks).unwrap();
-        let mut buckets: BTreeMap<(u32, u32), Vec<[u64; 2]>> = BTreeMap::new();
-        for chunk in items.chunks(items.len().div_ceil(maps).max(1)).rev() {
+        let chunks: Vec<&[[u64; 2]]> = items.chunks(items.len().div_ceil(maps).max(1)).rev().collect();
+        let fine: Vec<u32> = (0..s.tables()).map(|t| s.fine_bits(t, bits)).collect();
+        let mut hist = vec![0u64; fine.iter().map(|&f| 1usize << f).sum()];
+        for chunk in &chunks {
+            let fps: Vec<u64> = chunk.iter().map(|x| x[0]).collect();
+            for (h, c) in hist.iter_mut().zip(s.histogram(&fps, &fine).unwrap()) {
+                *h += u64::from(c);
+            }
+        }
+        let routes = s.plan(&fine, &hist, cap.div_ceil(2), cap).unwrap();
+        let mut tasks: BTreeMap<u32, Vec<[u64; 2]>> = BTreeMap::new();
+        for chunk in &chunks {
             let fps: Vec<u64> = chunk.iter().map(|x| x[0]).collect();
             let ids: Vec<u64> = chunk.iter().map(|x| x[1]).collect();
-            let p = s.pack(&fps, &ids, bits).unwrap();
-            for b in 0..p.tables.len() {
+            let p = s.pack(&fps, &ids, &routes).unwrap();
+            assert!(p.tasks.windows(2).all(|w| w[0] < w[1]));
+            for b in 0..p.tasks.len() {
                 let block = &p.items[p.starts[b] as usize..p.starts[b + 1] as usize];
-                assert!(block
-                    .iter()
-                    .all(|&[fp, _]| ShuffleTables::bucket(s.design.tables()[p.tables[b] as usize].perm.apply(fp), s.bucket_bits(p.tables[b] as usize, bits))
-                        == p.buckets[b] as usize));
-                buckets.entry((p.tables[b], p.buckets[b])).or_default().extend_from_slice(block);
+                let task = routes.task(p.tasks[b]).unwrap();
+                let table = &s.design.tables()[task.table];
+                for &[fp, _] in block {
+                    let key = table.perm.apply(fp);
+                    assert_eq!(routes.unit(task.table, key), task.unit);
+                    if task.cells > 1 {
+                        assert!([task.i, task.j].contains(&Routes::cell(key, task.cells)));
+                    }
+                }
+                tasks.entry(p.tasks[b]).or_default().extend_from_slice(block);
             }
         }
         let mut out = Vec::new();
-        for ((t, _), mut items) in buckets {
-            out.extend(s.reduce(t as usize, &mut items, output).unwrap());
+        for (task, mut items) in tasks {
+            out.extend(s.reduce(&routes, task, &mut items, output).unwrap());
         }
         out.sort_unstable();
         out
+    }
+
+    /// [`shuffled_capped`] with no cap: each fine bucket whole.
+    fn shuffled(items: &[[u64; 2]], k: u32, blocks: u32, bits: u32, maps: usize, output: Output) -> Vec<[i64; 2]> {
+        shuffled_capped(items, k, blocks, bits, maps, u64::MAX, output)
     }
 
     /// Every pair of items within k, by brute force.
@@ -294,20 +350,48 @@ mod tests {
         #[test]
         fn every_pair_once_for_any_partitioning(
             fps in crate::testing::planted(30, 300), k in 0u32..=6, extra in 1u32..4, bits in 0u32..6,
-            maps in 1usize..5, salt in any::<u64>(),
+            maps in 1usize..5, salt in any::<u64>(), cap in prop_oneof![Just(u64::MAX), 1u64..40],
         ) {
             let items = with_ids(fps, salt);
-            let got = shuffled(&items, k, k + extra, bits, maps, Output::All);
+            let got = shuffled_capped(&items, k, k + extra, bits, maps, cap, Output::All);
             prop_assert!(got.windows(2).all(|w| w[0] < w[1]), "a pair twice");
             let want = brute(&items, k);
             prop_assert_eq!(&got, &want);
-            let first = shuffled(&items, k, k + extra, bits, maps, Output::First);
+            let first = shuffled_capped(&items, k, k + extra, bits, maps, cap, Output::First);
             prop_assert!(first.windows(2).all(|w| w[0] < w[1]), "a pair twice");
-            let forest = shuffled(&items, k, k + extra, bits, maps, Output::Forest);
-            // A forest a bucket: fewer pairs than items in each table.
-            prop_assert!(forest.len() < crate::plan::binomial(k + extra, k).max(1) * items.len().max(1));
+            let forest = shuffled_capped(&items, k, k + extra, bits, maps, cap, Output::Forest);
+            if cap == u64::MAX {
+                // A forest a bucket: fewer pairs than items in each table.
+                prop_assert!(forest.len() < crate::plan::binomial(k + extra, k).max(1) * items.len().max(1));
+            }
             prop_assert_eq!(components(&first), components(&want));
             prop_assert_eq!(components(&forest), components(&want));
+        }
+
+        #[test]
+        fn copies_and_a_dense_ball_split_into_cells(
+            centre in prop_oneof![Just(0u64), Just(u64::MAX), any::<u64>()], flips in proptest::collection::vec((0u32..64, 0u32..64), 0..60),
+            copies in 1usize..40, loose in proptest::collection::vec(any::<u64>(), 0..20), k in 1u32..=4,
+            maps in 1usize..5, cap in 1u64..24, salt in any::<u64>(),
+        ) {
+            let mut fps: Vec<u64> = flips.iter().map(|&(a, b)| centre ^ 1 << a ^ 1 << b).collect();
+            fps.extend(std::iter::repeat_n(centre, copies));
+            fps.extend(loose);
+            fps.extend([0, u64::MAX]);
+            let items = with_ids(fps, salt);
+            let want = brute(&items, k);
+            for output in [Output::All, Output::First, Output::Forest] {
+                let got = shuffled_capped(&items, k, k + 1, 16, maps, cap, output);
+                if output == Output::All {
+                    prop_assert_eq!(&got, &want);
+                } else {
+                    if output == Output::First {
+                        prop_assert!(got.windows(2).all(|w| w[0] < w[1]), "a pair twice");
+                        prop_assert_eq!(&got, &shuffled(&items, k, k + 1, 16, maps, Output::First));
+                    }
+                    prop_assert_eq!(components(&got), components(&want));
+                }
+            }
         }
     }
 
@@ -336,12 +420,13 @@ mod tests {
             }
         }
         let s = ShuffleTables::new(3, 4).unwrap();
-        let empty = s.pack(&[], &[], 4).unwrap();
-        assert!(empty.tables.is_empty() && empty.starts == [0]);
-        assert!(s.pack(&[1, 2], &[1], 0).is_err());
-        assert!(s.pack(&[1], &[1], 17).is_err());
-        assert!(s.reduce(4, &mut [[1, 1]], Output::All).is_err());
-        assert!(s.reduce(0, &mut [], Output::All).unwrap().is_empty());
+        let routes = s.uniform(4);
+        let empty = s.pack(&[], &[], &routes).unwrap();
+        assert!(empty.tasks.is_empty() && empty.starts == [0]);
+        assert!(s.pack(&[1, 2], &[1], &routes).is_err());
+        assert!(s.pack(&[1], &[1], &ShuffleTables::new(3, 5).unwrap().uniform(4)).is_err());
+        assert!(s.reduce(&routes, routes.tasks(), &mut vec![[1, 1]], Output::All).is_err());
+        assert!(s.reduce(&routes, 0, &mut Vec::new(), Output::All).unwrap().is_empty());
     }
 
     #[test]

@@ -6,18 +6,20 @@ each task, as in the paper's MapReduce batch mode (§3.3):
 * ``fingerprint_column(df, text_col)``: SPEC v1 fingerprints in Arrow
   batches (``mapInArrow``), as signed longs holding the same 64 bits.
 * ``near_duplicate_pairs(df, id_col, fp_col, k)``: every pair within ``k``.
-  Each map task packs its rows into one block a (table, bucket): the
-  permuted tables' keys bucketed by their top bits, as the batch kernel
-  does, each block one shuffled row of ``(fingerprint, id)`` items (at most
-  64 MiB). Each reduce task gets whole buckets and runs the batch kernel's
-  scan on them (copies collapsed onto their smallest id, each pair emitted
-  by its first agreeing table only, no global distinct), ids and all; ids
-  of a type other than integers come back by one join at the end.
+  A count pass sizes the permuted tables' key buckets and plans reduce
+  tasks of at most 2^22 distinct values (a skewed bucket cut by further key
+  bits, a dense prefix group into cells whose pairs are tasks). Each map
+  task packs its rows into one block a task, each block one shuffled row
+  of ``(fingerprint, id)`` items. Each reduce task runs the batch kernel's
+  scan on its items (copies collapsed onto their smallest id, each pair
+  emitted by its first agreeing table only, no global distinct), ids and
+  all; ids of a type other than integers come back by one join at the end.
 * ``near_duplicates_of(df_new, old, k)``: new fingerprints against a corpus
   (a DataFrame or an rsimhash index file): the smaller side becomes an
   index file shipped to the executors, the larger side streams past it.
-* ``clusters(pairs)``: connected components with DataFrame operations
-  (large-star / small-star, checkpointed); ``dedup(df, text_col, id_col)``:
+* ``clusters(pairs)``: connected components: each task's spanning forest
+  of the edges, finished in one task when the forests fit it, else by
+  large-star / small-star rounds (checkpointed); ``dedup(df, text_col, id_col)``:
   the whole job, one row kept per cluster (the smallest id).
 
 Spark has no unsigned 64-bit type: fingerprints are ``long`` columns holding
@@ -151,8 +153,8 @@ def near_duplicate_pairs(
     make smaller groups). ``nulls``: ``"error"`` refuses null ids or
     fingerprints, ``"skip"`` leaves those rows out and warns with their
     count. ``max_group`` no longer has an effect (it cut groups into cells
-    of the row-per-value shuffle; a bucket's groups are now compared in one
-    task, as the batch kernel compares them) and warns when given.
+    of the row-per-value shuffle; the packed shuffle cuts a group into
+    cells only past 2^22 distinct values a task) and warns when given.
 
     >>> df = spark.createDataFrame([(1, 0), (2, 0b111), (3, 0xFF00), (4, 0)], ["id", "simhash"])
     >>> pairs = rsimhash.spark.near_duplicate_pairs(df, "id", "simhash", k=3)
@@ -212,7 +214,7 @@ def _check_design(k: int, tables: Optional[int], max_group: Optional[int]) -> No
     if isinstance(max_group, bool) or not isinstance(max_group, (int, np.integer)) or max_group < 2:
         raise ValueError(f"max_group must be an int of at least 2, got {max_group!r}")
     warnings.warn(
-        "max_group no longer has an effect: the packed shuffle compares each bucket's groups in one task",
+        "max_group no longer has an effect: the packed shuffle cuts groups into cells by its own task size",
         DeprecationWarning,
         stacklevel=3,
     )
@@ -246,9 +248,11 @@ def _edges(base: Any, k: int, tables: Optional[int], n: int = -1, *, forest: boo
 def clusters(pairs_df: Any, id_a: str = "id_a", id_b: str = "id_b") -> Any:
     """``(id, cluster_id)``: the connected components of the pair graph,
     each id with the smallest id of its component; ids in no pair are not
-    listed. Large-star / small-star rounds with DataFrame operations, the
-    lineage cut every round (reliably with ``SparkContext.setCheckpointDir``,
-    else with local checkpoints).
+    listed. Integer ids: each task keeps only the edges that join two of
+    its components, and when those fit one task (2^22 edges) it finds the
+    components; else, and for other ids, large-star / small-star rounds
+    with DataFrame operations, the lineage cut every round (reliably with
+    ``SparkContext.setCheckpointDir``, else with local checkpoints).
 
     >>> pairs = spark.createDataFrame([(1, 2), (2, 3), (7, 8)], ["id_a", "id_b"])
     >>> [tuple(r) for r in rsimhash.spark.clusters(pairs).orderBy("id").collect()]

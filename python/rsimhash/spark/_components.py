@@ -11,6 +11,13 @@ round's edges are checkpointed (reliably when the session has a
 checkpoint directory, else locally) so the lineage stays short; the job
 that computes them also counts them and XORs their hashes, and only a round
 whose count and XOR equal the last one's is compared edge by edge.
+
+Integer ids take a shorter route first: each task keeps only the edges
+that join two of its components (a spanning forest of its edges, at most
+its ids less one; components are unchanged), and when the forests hold at
+most ``ONE_TASK_EDGES`` edges, one task finds the components of them all
+(union-find in the core) and no round runs; else the rounds run on the
+forests' edges.
 """
 
 from __future__ import annotations
@@ -18,14 +25,32 @@ from __future__ import annotations
 from typing import Any
 
 MAX_ROUNDS = 200
+# Edges one task takes whole to finish the components (16 bytes each: 64
+# MiB); read on the driver when a job is planned.
+ONE_TASK_EDGES = 1 << 22
+# Rows in one Arrow batch of a task's output at most.
+OUT_ROWS = 1 << 20
 
 
 def components(edges: Any, *, max_rounds: int = MAX_ROUNDS) -> Any:
     """``(id, cluster_id)`` of every id in ``edges`` (columns ``u``, ``v``):
     ``cluster_id`` the smallest id of its component."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType
 
-    e, seal = _cut(_canonical(edges.where(F.col("u") != F.col("v"))))
+    from ._pairs import integral
+
+    edges = edges.where(F.col("u") != F.col("v"))
+    types = [edges.schema[c].dataType for c in ("u", "v")]
+    if integral(types[0]) and integral(types[1]):
+        longs = edges.select(F.col("u").cast("long"), F.col("v").cast("long"))
+        forest, (n, _) = _cut(longs.mapInArrow(_forest, longs.schema))
+        if n <= ONE_TASK_EDGES:
+            labels = forest.coalesce(1).mapInArrow(_labels, "id long, cluster_id long")
+            wide = types[0] if types[0] == types[1] else LongType()
+            return labels.select(F.col("id").cast(wide), F.col("cluster_id").cast(wide))
+        edges = forest
+    e, seal = _cut(_canonical(edges))
     for _ in range(max_rounds):
         nxt, nxt_seal = _cut(_small_star(_large_star(e)))
         # Equal sets have equal seals; equal seals are confirmed exactly.
@@ -38,6 +63,45 @@ def components(edges: Any, *, max_rounds: int = MAX_ROUNDS) -> Any:
     members = e.select(F.col("u").alias("id"), F.col("v").alias("cluster_id"))
     roots = e.select(F.col("v").alias("id"), F.col("v").alias("cluster_id")).distinct()
     return members.unionByName(roots)
+
+
+def _ends(batches: Any) -> "tuple[Any, Any]":
+    """A task's edges as two int64 arrays (``u``, ``v``)."""
+    import numpy as np
+
+    held = [b for b in batches if b.num_rows]
+    if not held:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    u = np.concatenate([b.column(0).to_numpy(zero_copy_only=False) for b in held]).astype(np.int64, copy=False)
+    v = np.concatenate([b.column(1).to_numpy(zero_copy_only=False) for b in held]).astype(np.int64, copy=False)
+    return u, v
+
+
+def _forest(batches: Any) -> Any:
+    """The edges of a task that join two of its components."""
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    from rsimhash._rsimhash import spanning_forest
+
+    u, v = _ends(batches)
+    keep = spanning_forest(u, v)
+    u, v = u[keep], v[keep]
+    for at in range(0, len(u), OUT_ROWS):
+        yield pa.RecordBatch.from_arrays([pa.array(u[at : at + OUT_ROWS]), pa.array(v[at : at + OUT_ROWS])], names=["u", "v"])
+
+
+def _labels(batches: Any) -> Any:
+    """Every id of the edges and the smallest id of its component (all the
+    edges in this one task)."""
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    from rsimhash._rsimhash import component_labels
+
+    ids, roots = component_labels(*_ends(batches))
+    for at in range(0, len(ids), OUT_ROWS):
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(ids[at : at + OUT_ROWS]), pa.array(roots[at : at + OUT_ROWS])], names=["id", "cluster_id"]
+        )
 
 
 def _canonical(e: Any) -> Any:

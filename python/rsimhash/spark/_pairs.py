@@ -1,13 +1,19 @@
 """Every pair within k across a DataFrame: the paper's batch mode (§3.3) as
 Spark stages, with the Rust core inside each task, shuffling packed blocks.
 
-1. A map task (``mapInArrow``) takes its partition's ``(fingerprint, id)``
+1. A count pass (``plan``): each map task counts its distinct values by
+   the top bits of each table's permuted key (``ShuffleTables.histogram``;
+   a sample past ``2 * SAMPLE_ROWS`` rows, none when the rows fit one
+   task); the driver sums them and plans reduce tasks of at most
+   ``TASK_ITEMS`` distinct values (``ShuffleTables.plan``): runs of fine
+   buckets, a dense prefix group cut into cells whose pairs are tasks.
+2. A map task (``mapInArrow``) takes its partition's ``(fingerprint, id)``
    rows, up to ``CHUNK_ITEMS`` at a time, and hands them to
-   ``ShuffleTables.pack``: for every table each item's permuted key is
-   bucketed by its top bits (at most the table's prefix), and each
-   ``(table, bucket)`` becomes one row, a binary block of its items.
-2. Spark moves those few rows to the reduce task of their ``(table,
-   bucket)``; a reduce task concatenates a bucket's blocks and runs
+   ``ShuffleTables.pack``: each item goes, for every table, to the task of
+   its key (every task of its cell), and each task's items become rows of
+   binary blocks.
+3. Spark moves those few rows to the partition of their task's bin; a
+   reduce task concatenates each task's blocks and runs
    ``ShuffleTables.reduce``: the batch kernel's group scan, copies of a
    fingerprint collapsed onto their smallest id, each pair emitted only by
    the first table whose prefix it shares (the rule of
@@ -53,16 +59,26 @@ def fingerprint_pairs(values: Any, k: int, blocks: int, n: int, *, forest: bool 
     return pairs.select(F.col("a").alias("fp_a"), F.col("b").alias("fp_b"))
 
 
-# Items a map task packs at once: a block (one table's bucket) is at most
-# 2^22 items of 16 bytes, 64 MiB, however skewed the buckets.
+# Items a map task packs at once: a block (one task's items of one map
+# chunk) is at most 2^22 items of 16 bytes, 64 MiB.
 CHUNK_ITEMS = 1 << 22
-# Items of a (table, bucket) a reducer gets, about: sets the bucket bits.
-BUCKET_ITEMS = 1 << 17
-# Bytes of blocks a reduce partition gets at most, about (with evenly
-# filled buckets): sets the partitions. A reduce task holds its partition's
-# blocks (one Arrow batch of them: a binary column holds at most 2 GiB,
-# eight times this).
-PARTITION_BYTES = 256 << 20
+# Distinct values a reduce task holds at most, about (16 bytes each: 64
+# MiB): a bucket with more is cut by further key bits inside the table's
+# prefix, and a group sharing the whole prefix with more into cells whose
+# pairs are tasks of two cells each. Read on the driver when a job is
+# planned (tests set it tiny to force the cuts).
+TASK_ITEMS = 1 << 22
+# Fine buckets of the count pass for each task's worth of values, about:
+# units of whole fine buckets fill their tasks to within a sixteenth.
+FINE_SPLIT = 16
+# Rows the count pass samples, about: sizes only steer the tasks' memory
+# (any routes give the same pairs), and a sample of 2^20 rows sizes a task
+# of 2^22 values out of 8 x 10^9 to within a few percent (about 500 of its
+# values sampled), where counting every row took a quarter of the job at
+# 10^7. Every row is counted below twice this.
+SAMPLE_ROWS = 1 << 20
+# Estimated sizes are raised by this before planning: the sample's error.
+SAMPLE_MARGIN = 1.25
 
 
 def integral(data_type: Any) -> bool:
@@ -72,107 +88,254 @@ def integral(data_type: Any) -> bool:
     return isinstance(data_type, (LongType, IntegerType, ShortType, ByteType))
 
 
-def layout(spark: Any, n: int, tables: int) -> Tuple[int, int]:
-    """``(partitions, bits)`` of a packed shuffle of ``n`` items through
-    ``tables`` tables: the session's shuffle partitions, more when the blocks
-    would pass ``PARTITION_BYTES`` a partition; buckets of about
-    ``BUCKET_ITEMS`` items, at least four (table, bucket) keys a partition."""
+def shuffle_partitions(spark: Any) -> int:
+    """The session's shuffle partitions (200 where it says "auto")."""
     try:
-        partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+        return max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
     except (TypeError, ValueError):  # "auto" on some platforms
-        partitions = 200
-    partitions = max(1, partitions, math.ceil(n * tables * 16 / PARTITION_BYTES))
-    bits = max(0, math.ceil(math.log2(max(n, 1) / BUCKET_ITEMS)), math.ceil(math.log2(max(1.0, 4 * partitions / tables))))
-    return partitions, min(bits, 16)
+        return 200
+
+
+def spark_partition(values: np.ndarray, partitions: int) -> np.ndarray:
+    """The partition Spark's ``repartition(partitions, col)`` sends each int
+    value of ``col`` to: ``pmod(murmur3_x86_32(value, seed 42), partitions)``,
+    Spark's ``hash`` of an int column (``Murmur3_x86_32.hashInt``)."""
+    with np.errstate(over="ignore"):
+        m = np.uint32(0xFFFFFFFF)
+
+        def rotl(x: np.ndarray, r: int) -> np.ndarray:
+            return ((x << np.uint32(r)) | (x >> np.uint32(32 - r))) & m
+
+        k1 = values.astype(np.int64).astype(np.uint32) * np.uint32(0xCC9E2D51)
+        k1 = rotl(k1, 15) * np.uint32(0x1B873593)
+        h1 = np.uint32(42) ^ k1
+        h1 = rotl(h1, 13) * np.uint32(5) + np.uint32(0xE6546B64)
+        h1 ^= np.uint32(4)
+        h1 ^= h1 >> np.uint32(16)
+        h1 *= np.uint32(0x85EBCA6B)
+        h1 ^= h1 >> np.uint32(13)
+        h1 *= np.uint32(0xC2B2AE35)
+        h1 ^= h1 >> np.uint32(16)
+    return np.mod(h1.view(np.int32).astype(np.int64), partitions)
+
+
+def partition_keys(partitions: int) -> np.ndarray:
+    """For each partition, an int that Spark's hash partitioning sends to
+    it: the key a bin of tasks is shuffled by, so that each bin is a
+    partition of its own (hashing the bins' numbers would put some two in
+    one task and leave others empty)."""
+    keys = np.full(partitions, -1, dtype=np.int64)
+    start, step = 0, max(64, 4 * partitions)
+    while (keys < 0).any():
+        values = np.arange(start, start + step, dtype=np.int64)
+        target = spark_partition(values, partitions)
+        free = keys[target] < 0
+        # The first value of each partition still without one.
+        parts, first = np.unique(target[free], return_index=True)
+        keys[parts] = values[free][first]
+        start += step
+    return keys
+
+
+def plan(spark: Any, items: Any, shuffle: Any, n: int) -> Tuple[Dict[str, np.ndarray], np.ndarray, int]:
+    """The routes of a packed shuffle of ``items`` (``fp`` column, ``n``
+    rows) and each task's partition key: one Spark job counts the distinct
+    values of each fine bucket of each table (``ShuffleTables.histogram``
+    in each map task, summed; on a sample of about ``SAMPLE_ROWS`` rows
+    past twice that, scaled up; none when ``n`` is at most the cap); units of fine buckets hold about
+    ``n * tables / partitions`` values each and at most ``TASK_ITEMS``
+    (``ShuffleTables.plan``); consecutive tasks are binned up to that size,
+    a bin a partition. Returns the routes' parts, the partition key of each
+    task, and the partitions."""
+    tables = shuffle.tables
+    cap = max(1, int(TASK_ITEMS))
+    target = max(1, min(cap, math.ceil(max(n, 1) * tables / shuffle_partitions(spark))))
+    bits = max(0, math.ceil(math.log2(max(n, 1) * FINE_SPLIT / target)))
+    fine = np.array([min(bits, shuffle.prefix(t), 16) for t in range(tables)], dtype=np.uint64)
+    if n <= cap:
+        # No task can pass the cap: no count pass (a Spark job), the fine
+        # buckets taken as evenly filled.
+        size = 1 << fine.astype(np.int64)
+        hist = np.repeat(np.ceil(max(n, 1) / size).astype(np.uint64), size)
+    elif n <= 2 * SAMPLE_ROWS:
+        hist = _histogram(items, shuffle.k, shuffle, fine)
+    else:
+        fraction = SAMPLE_ROWS / n
+        sampled = _histogram(items.sample(fraction=fraction, seed=n), shuffle.k, shuffle, fine)
+        hist = np.ceil(sampled * (SAMPLE_MARGIN / fraction)).astype(np.uint64)
+    unit_of, cells, sizes = shuffle.plan(fine, hist, target, cap)
+    bins = np.zeros(len(sizes), dtype=np.int64)
+    held, b = 0, 0
+    for task, size in enumerate(sizes.tolist()):
+        if held and held + size > target:
+            b, held = b + 1, 0
+        bins[task] = b
+        held += size
+    partitions = int(bins[-1]) + 1 if len(bins) else 1
+    return {"fine": fine, "unit_of": unit_of, "cells": cells}, partition_keys(partitions)[bins], partitions
+
+
+def _histogram(items: Any, k: int, shuffle: Any, fine: np.ndarray) -> np.ndarray:
+    """The count pass: each map task's histogram of distinct values by fine
+    bucket, summed (by a tree of sums: the driver gets a few, not one a
+    map task)."""
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    blocks = _blocks_of(shuffle)
+
+    def count(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa  # type: ignore[import-untyped]
+
+        from rsimhash._rsimhash import ShuffleTables
+
+        tables = ShuffleTables(k, blocks)
+        hist: Optional[np.ndarray] = None
+        for fps in _chunks(batches, 1):
+            h = tables.histogram(fps[0], fine).astype(np.uint64)
+            hist = h if hist is None else hist + h
+        if hist is not None:
+            yield pa.RecordBatch.from_arrays([pa.array([hist.view(np.uint8).tobytes()], pa.binary())], names=["hist"])
+
+    schema = StructType([StructField("hist", BinaryType(), False)])
+    size = int((1 << fine.astype(np.int64)).sum())
+    zero = np.zeros(size, dtype=np.uint64)
+    rows = items.select("fp").mapInArrow(count, schema).rdd.map(lambda r: np.frombuffer(r[0], dtype=np.uint64))
+    return rows.treeAggregate(zero, np.add, np.add, depth=2)
+
+
+def _blocks_of(shuffle: Any) -> int:
+    """The blocks of a ``ShuffleTables`` (its tables are ``C(blocks, k)``)."""
+    return next(b for b in range(shuffle.k + 1, 65) if math.comb(b, shuffle.k) == shuffle.tables)
+
+
+def _chunks(batches: Iterator[Any], columns: int) -> Iterator[List[np.ndarray]]:
+    """The first ``columns`` columns of Arrow batches as uint64 arrays, up
+    to ``CHUNK_ITEMS`` rows at a time."""
+    held: List[List[np.ndarray]] = [[] for _ in range(columns)]
+    rows = 0
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        for c in range(columns):
+            held[c].append(batch.column(c).to_numpy(zero_copy_only=False).astype(np.int64, copy=False))
+        rows += batch.num_rows
+        if rows >= CHUNK_ITEMS:
+            yield [np.concatenate(h).view(np.uint64) for h in held]
+            held, rows = [[] for _ in range(columns)], 0
+    if rows:
+        yield [np.concatenate(h).view(np.uint64) for h in held]
 
 
 def packed_pairs(items: Any, k: int, blocks: int, n: int, output: str) -> Any:
     """``(a, b)`` long rows, ``a <= b``: the pairs of ``items`` (columns
     ``fp``, ``id``: signed longs, ``n`` rows) within ``k`` as ``output``
-    asks (``ShuffleTables.reduce``). Each map task packs its items into
-    one block a (table, bucket), each block one shuffled row; each reduce
-    task gets whole buckets and runs the batch kernel's scan on them."""
+    asks (``ShuffleTables.reduce``). A count pass plans the routes
+    (``plan``); each map task packs its items into one block a reduce task,
+    each block one shuffled row; each reduce task gets its unit (or its two
+    cells) whole and runs the batch kernel's scan on it."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
 
-    tables = math.comb(blocks, k)
-    partitions, bits = layout(items.sparkSession, n, tables)
-    block_schema = StructType([StructField("key", IntegerType(), False), StructField("block", BinaryType(), False)])
+    from .._rsimhash import ShuffleTables
+
+    items = items.select(F.col("fp"), F.col("id").cast("long"))
+    routes, keys, partitions = plan(items.sparkSession, items, ShuffleTables(k, blocks), n)
+    block_schema = StructType(
+        [
+            StructField("key", IntegerType(), False),
+            StructField("task", IntegerType(), False),
+            StructField("block", BinaryType(), False),
+        ]
+    )
     pair_schema = StructType([StructField("a", LongType(), False), StructField("b", LongType(), False)])
-    blocks_df = items.select(F.col("fp"), F.col("id").cast("long")).mapInArrow(_pack(k, blocks, bits), block_schema)
-    return blocks_df.repartition(partitions, "key").mapInArrow(_reduce(k, blocks, bits, output), pair_schema)
+    blocks_df = items.mapInArrow(_pack(k, blocks, routes, keys), block_schema)
+    return blocks_df.repartition(partitions, "key").mapInArrow(_reduce(k, blocks, routes, output), pair_schema)
 
 
-def _pack(k: int, blocks: int, bits: int) -> Any:
+def _pack(k: int, blocks: int, routes: Dict[str, np.ndarray], keys: np.ndarray) -> Any:
     def pack(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa  # type: ignore[import-untyped]
 
         from rsimhash._rsimhash import ShuffleTables
 
         shuffle = ShuffleTables(k, blocks)
-        fps: List[np.ndarray] = []
-        ids: List[np.ndarray] = []
-        held = 0
-        for batch in batches:
-            if not batch.num_rows:
-                continue
-            fps.append(batch.column(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False))
-            ids.append(batch.column(1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False))
-            held += batch.num_rows
-            if held >= CHUNK_ITEMS:
-                yield from _blocks(shuffle, fps, ids, bits, pa)
-                fps, ids, held = [], [], 0
-        if held:
-            yield from _blocks(shuffle, fps, ids, bits, pa)
+        route = shuffle.routes(routes["fine"], routes["unit_of"], routes["cells"])
+        for fps, ids in _chunks(batches, 2):
+            yield from _blocks(shuffle, route, keys, fps, ids, pa)
 
     return pack
 
 
-def _blocks(shuffle: Any, fps: List[np.ndarray], ids: List[np.ndarray], bits: int, pa: Any) -> Iterator[Any]:
-    """One Arrow batch a table: a row for each of its non-empty buckets."""
-    f = np.concatenate(fps).view(np.uint64)
-    i = np.concatenate(ids).view(np.uint64)
-    tables, buckets, starts, items = shuffle.pack(f, i, bits)
+# Blocks in one Arrow batch of a map task's output at most.
+BATCH_BLOCKS = 4096
+# Items in one shuffled row at most (2 MiB): a task's items of a chunk go in
+# rows of this size, which the JVM copies and compresses without the cost
+# of huge arrays (rows of 16 MiB made the map stage slower).
+ROW_ITEMS = 1 << 14
+
+
+def _blocks(shuffle: Any, route: Any, keys: np.ndarray, fps: np.ndarray, ids: np.ndarray, pa: Any) -> Iterator[Any]:
+    """The blocks of a chunk, a row each, in Arrow batches of at most
+    ``BATCH_BLOCKS`` rows and 2 GiB (a binary column's offsets are 32-bit)."""
+    tasks, starts, items = shuffle.pack(fps, ids, route)
     data = items.reshape(-1).view(np.uint8)
-    cuts = np.flatnonzero(np.diff(tables)) + 1
-    for lo, hi in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [len(tables)]])):
+    # Each block cut into rows of at most ROW_ITEMS items.
+    pieces = np.maximum(1, -(-np.diff(starts).astype(np.int64) // ROW_ITEMS))
+    first = np.repeat(starts[:-1].astype(np.int64), pieces)
+    nth = np.arange(int(pieces.sum())) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    tasks = np.repeat(tasks, pieces)
+    ends = np.repeat(starts[1:].astype(np.int64), pieces)
+    starts = np.append(np.minimum(first + nth * ROW_ITEMS, ends), np.int64(starts[-1]))
+    lo = 0
+    while lo < len(tasks):
+        hi = min(len(tasks), lo + BATCH_BLOCKS)
+        # A block is at most CHUNK_ITEMS items times the cells' copies: cut at 1 GiB.
+        hi = max(lo + 1, min(hi, int(np.searchsorted(starts, starts[lo] + (1 << 22), side="right")) - 1))
         first, last = int(starts[lo]), int(starts[hi])
         offsets = ((starts[lo : hi + 1] - first) * 16).astype(np.int32)
         block = pa.Array.from_buffers(
             pa.binary(), int(hi - lo), [None, pa.py_buffer(offsets), pa.py_buffer(data[first * 16 : last * 16])]
         )
-        keys = (tables[lo:hi].astype(np.int64) << bits | buckets[lo:hi]).astype(np.int32)
-        yield pa.RecordBatch.from_arrays([pa.array(keys), block], names=["key", "block"])
+        task = tasks[lo:hi].astype(np.int64)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(keys[task].astype(np.int32)), pa.array(task.astype(np.int32)), block], names=["key", "task", "block"]
+        )
+        lo = hi
 
 
 # Pairs in one Arrow batch of a reducer's output at most.
 OUT_ROWS = 1 << 20
 
 
-def _reduce(k: int, blocks: int, bits: int, output: str) -> Any:
+def _reduce(k: int, blocks: int, routes: Dict[str, np.ndarray], output: str) -> Any:
     def reduce(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa  # type: ignore[import-untyped]
 
         from rsimhash._rsimhash import ShuffleTables
 
         shuffle = ShuffleTables(k, blocks)
-        # The partition's blocks by bucket (no sort in Spark: it would copy
-        # them all once more); the batches stay referenced until the end.
+        route = shuffle.routes(routes["fine"], routes["unit_of"], routes["cells"])
+        # The partition's blocks by task (no sort in Spark: it would copy
+        # them all once more); a partition is one bin of tasks, about
+        # TASK_ITEMS items at most, and its batches stay referenced until
+        # the end.
         parts: Dict[int, List[Any]] = {}
         for batch in batches:
-            keys = batch.column(0).to_numpy(zero_copy_only=False)
-            column = batch.column(1)
-            for i in range(len(keys)):
-                parts.setdefault(int(keys[i]), []).append(column[i].as_buffer())
-        for key in sorted(parts):
-            yield from _reduced(shuffle, key, bits, parts.pop(key), output, pa)
+            tasks = batch.column(1).to_numpy(zero_copy_only=False)
+            column = batch.column(2)
+            for i in range(len(tasks)):
+                parts.setdefault(int(tasks[i]), []).append(column[i].as_buffer())
+        for task in sorted(parts):
+            yield from _reduced(shuffle, route, task, parts.pop(task), output, pa)
 
     return reduce
 
 
-def _reduced(shuffle: Any, key: Any, bits: int, parts: List[Any], output: str, pa: Any) -> Iterator[Any]:
+def _reduced(shuffle: Any, route: Any, task: int, parts: List[Any], output: str, pa: Any) -> Iterator[Any]:
     items = np.concatenate([np.frombuffer(p, dtype=np.uint64) for p in parts])
-    a, b = shuffle.reduce(int(key) >> bits, items, output)
+    del parts[:]
+    a, b = shuffle.reduce(route, task, items, output)
+    del items
     for at in range(0, len(a), OUT_ROWS):
         yield pa.RecordBatch.from_arrays([pa.array(a[at : at + OUT_ROWS]), pa.array(b[at : at + OUT_ROWS])], names=["a", "b"])
 
