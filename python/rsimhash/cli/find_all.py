@@ -54,7 +54,7 @@ from .options import (
     open_source,
 )
 from .outputs import Outputs
-from .pipeline import blocks_of, expected_records, prefetch
+from .pipeline import blocks_of, expected_records
 from .progress import Progress, count
 from .shards import is_sharded, resolve_args
 from .spill import Fingerprints, Ids, Workspace, engine_part
@@ -148,7 +148,7 @@ def _run_records(args: argparse.Namespace) -> int:
         cap = limit // IN_MEMORY_BYTES
         store, ids = Fingerprints(cap, workspace), Ids(cap, workspace)
         try:
-            for fps, held in prefetch(blocks_of(source, args.mode, args.width, args.threads)):
+            for fps, held in blocks_of(source, args.mode, args.width, args.threads):
                 store.add(fps, expect=expected_records(source))
                 ids.extend_chunk(held)
                 progress.update(source.position(), source.records)

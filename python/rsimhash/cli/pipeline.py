@@ -35,12 +35,14 @@ def blocks_of(source: Any, mode: str, width: Optional[int], threads: Optional[in
     """The input's fingerprints and ids, a block at a time: ``(fingerprints,
     ids)``, the ids a ``Chunk`` (for ``Ids.extend_chunk``) or, from a hash
     TSV opened with ``values_only``, packed by the core as ``(bytes,
-    offsets)``: no per-line entries and no object an id."""
+    offsets)``: no per-line entries and no object an id. Chunks are read
+    on a thread ahead of the caller (``prefetch``)."""
     if getattr(source, "values_only", False) and source.format == "hash":  # a ShardedSource reads chunks
-        yield from source.values_and_ids()
-        return
-    for chunk in source.chunks():
-        yield fingerprints_of(chunk, mode, width, threads), chunk
+        # The core reads and parses ahead on threads of its own: no thread
+        # here (handing each block over through one cost more than it hid).
+        return source.values_and_ids()  # type: ignore[no-any-return]
+    # Fingerprinted here, while the thread parses the next chunk.
+    return ((fingerprints_of(chunk, mode, width, threads), chunk) for chunk in prefetch(source.chunks()))
 
 
 def expected_records(source: Any) -> int:
