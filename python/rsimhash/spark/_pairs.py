@@ -79,6 +79,12 @@ FINE_SPLIT = 16
 SAMPLE_ROWS = 1 << 20
 # Estimated sizes are raised by this before planning: the sample's error.
 SAMPLE_MARGIN = 1.25
+# The fewest values a reduce task is given when the input has more (up to
+# the cap): a task costs its launch and a Python worker's hand-over (tens of
+# ms on local[2]), so a small input split into the session's many
+# partitions pays those more than its work (10^6 fingerprints in 8 tasks:
+# 1.1 executor-seconds of reduce).
+MIN_TASK_ITEMS = 1 << 21
 
 
 def integral(data_type: Any) -> bool:
@@ -149,7 +155,7 @@ def plan(spark: Any, items: Any, shuffle: Any, n: int) -> Tuple[Dict[str, np.nda
     task, and the partitions."""
     tables = shuffle.tables
     cap = max(1, int(TASK_ITEMS))
-    target = max(1, min(cap, math.ceil(max(n, 1) * tables / shuffle_partitions(spark))))
+    target = max(1, min(cap, max(MIN_TASK_ITEMS, math.ceil(max(n, 1) * tables / shuffle_partitions(spark)))))
     bits = max(0, math.ceil(math.log2(max(n, 1) * FINE_SPLIT / target)))
     fine = np.array([min(bits, shuffle.prefix(t), 16) for t in range(tables)], dtype=np.uint64)
     if n <= cap:
