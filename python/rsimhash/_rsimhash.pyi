@@ -847,6 +847,7 @@ class ShuffleTables:
         """Blocks of the single-level design for a shuffle of ``n`` distinct values (the core's cost
         model), or with ``tables`` the fewest blocks whose design has that many; None when none has."""
 
+@final
 class ShuffleRoutes:
     """Where a distributed job's items go: each table's fine buckets' units and each unit's cells."""
 

@@ -271,11 +271,12 @@ class Source(JsonRecords, FingerprintRecords, ParquetRecords, LineBlocks):
         from .._rsimhash import RecordValues
 
         for item in self._core_items():
+            ids: Union[Tuple[bytes, np.ndarray], Chunk]
             if isinstance(item, RecordValues) and item.ids is not None:
                 fps, ids = item.fingerprints, item.ids
             else:
-                ids = self._from_core(item)
-                fps = _hashes(ids)
+                chunk = self._from_core(item)
+                fps, ids = _hashes(chunk), chunk
             self.records += len(fps)
             yield fps, ids
 

@@ -16,7 +16,7 @@ new (``O_EXCL | O_NOFOLLOW``).
 from __future__ import annotations
 
 import os
-from typing import Any, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -264,7 +264,7 @@ class Ids:
         self._starts = np.fromfile(self._offsets_path, dtype="<u8")
         self._mm = np.memmap(self._path, dtype=np.uint8, mode="r") if self._at else np.empty(0, np.uint8)
 
-    def text(self, positions: Sequence[int]) -> List[str]:
+    def text(self, positions: Union[Sequence[int], np.ndarray]) -> List[str]:
         """The ids of these records, as text."""
         at = np.asarray(positions, dtype=np.int64)
         if self._starts is not None:

@@ -297,10 +297,10 @@ def _blocks(shuffle: Any, route: Any, keys: np.ndarray, fps: np.ndarray, ids: np
         hi = min(len(tasks), lo + BATCH_BLOCKS)
         # A block is at most CHUNK_ITEMS items times the cells' copies: cut at 1 GiB.
         hi = max(lo + 1, min(hi, int(np.searchsorted(starts, starts[lo] + (1 << 22), side="right")) - 1))
-        first, last = int(starts[lo]), int(starts[hi])
-        offsets = ((starts[lo : hi + 1] - first) * 16).astype(np.int32)
+        start, last = int(starts[lo]), int(starts[hi])
+        offsets = ((starts[lo : hi + 1] - start) * 16).astype(np.int32)
         block = pa.Array.from_buffers(
-            pa.binary(), int(hi - lo), [None, pa.py_buffer(offsets), pa.py_buffer(data[first * 16 : last * 16])]
+            pa.binary(), int(hi - lo), [None, pa.py_buffer(offsets), pa.py_buffer(data[start * 16 : last * 16])]
         )
         task = tasks[lo:hi].astype(np.int64)
         yield pa.RecordBatch.from_arrays(
