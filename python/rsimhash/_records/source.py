@@ -247,23 +247,15 @@ class Source(JsonRecords, FingerprintRecords, ParquetRecords, LineBlocks):
         per-line entries ``chunks`` keeps (at 10^7 lines those cost more than
         the parsing); a block with any other line is read as ``chunks``
         reads it, its bad lines reported the same way."""
-        if not (self.values_only and self._core is not None):
-            for chunk in self.chunks():
-                yield _hashes(chunk)
-            return
-        from .._rsimhash import RecordValues
-
-        for item in self._core_items():
-            fps = item.fingerprints if isinstance(item, RecordValues) else _hashes(self._from_core(item))
-            self.records += len(fps)
+        for fps, _ in self.values_and_ids():
             yield fps
 
-    def values_and_ids(self) -> Iterator[Tuple[np.ndarray, Union[Tuple[bytes, np.ndarray], Chunk]]]:
-        """``values`` of a hash TSV with each block's ids: ``(fingerprints,
-        ids)``, the ids packed by the core (``(bytes, offsets)``, see
-        ``RecordValues.ids``) for a block of well-formed records, else the
-        block's ``Chunk`` (read as ``chunks`` reads it, its bad lines
-        reported the same way)."""
+    def values_and_ids(self) -> Iterator[Tuple[np.ndarray, Union[Tuple[bytes, np.ndarray], Chunk, None]]]:
+        """``values`` with each block's ids: ``(fingerprints, ids)``, the ids
+        packed by the core (``(bytes, offsets)``, see ``RecordValues.ids``)
+        for a hash TSV's block of well-formed records (None for a ``lines``
+        file's block of plain numbers), else the block's ``Chunk`` (read as
+        ``chunks`` reads it, its bad lines reported the same way)."""
         if not (self.values_only and self._core is not None):
             for chunk in self.chunks():
                 yield _hashes(chunk), chunk
@@ -271,8 +263,8 @@ class Source(JsonRecords, FingerprintRecords, ParquetRecords, LineBlocks):
         from .._rsimhash import RecordValues
 
         for item in self._core_items():
-            ids: Union[Tuple[bytes, np.ndarray], Chunk]
-            if isinstance(item, RecordValues) and item.ids is not None:
+            ids: Union[Tuple[bytes, np.ndarray], Chunk, None]
+            if isinstance(item, RecordValues):
                 fps, ids = item.fingerprints, item.ids
             else:
                 chunk = self._from_core(item)
