@@ -211,13 +211,7 @@ def _pairs_of_records(fps: Any, args: argparse.Namespace, jobs: Dict[str, Any], 
                 raise OSError(words.replace('copies="first"', "--copies first")) from None
             found = np.load(path, mmap_mode="r")
     if any("copies" in str(w.message) for w in caught):
-        import sys
-
-        print(
-            f"rsimhash find-all: warning: {len(found):,} pairs to write, most of them between copies of the same "
-            "fingerprint; --copies first pairs each copy with its first copy only (--copies all silences this)",
-            file=sys.stderr,
-        )
+        _copies_warning(len(found), "fingerprint")
     for w in caught:
         if "copies" not in str(w.message):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -385,10 +379,15 @@ def _warn_copies(args: argparse.Namespace, pairs: np.ndarray, copies: str) -> No
     """A warning when pairs of copies, not asked for, make most of a large output."""
     if args.copies is not None or copies != "all" or len(pairs) < COPIES_WARNING:
         return
+    _copies_warning(len(pairs), "record")
+
+
+def _copies_warning(pairs: int, of: str) -> None:
+    """The warning that pairs of copies of the same ``of`` make most of the output."""
     import sys
 
     print(
-        f"rsimhash find-all: warning: {len(pairs):,} pairs to write, most of them between copies of the same "
-        "record; --copies first pairs each copy with its first copy only (--copies all silences this)",
+        f"rsimhash find-all: warning: {pairs:,} pairs to write, most of them between copies of the same "
+        f"{of}; --copies first pairs each copy with its first copy only (--copies all silences this)",
         file=sys.stderr,
     )
