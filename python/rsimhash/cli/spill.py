@@ -138,8 +138,8 @@ class Fingerprints:
             self._write(fps)
             return
         if self.count > len(self._held):
-            # Doubling: each value is copied at most twice more, and the
-            # pages of the room not yet used are never touched.
+            # Room for what is expected (within the cap), else twice the
+            # room: the pages of room not yet used are never touched.
             room = max(self.count, 2 * len(self._held), 1 << 16)
             if expect > self.count:
                 room = min(max(self.count, expect + expect // 32), max(self.cap, self.count))
