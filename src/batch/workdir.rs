@@ -395,6 +395,7 @@ fn abandoned(dir: &Path) -> bool {
     !names.iter().any(|n| n == LOCK) || lock(dir).is_ok()
 }
 
+/// Locks the directory for this process (an error when another holds it).
 fn lock(dir: &Path) -> Result<File> {
     let path = dir.join(LOCK);
     let file = files::open_own(&path).map_err(Error::io("create", &path))?;
