@@ -14,6 +14,7 @@ use pyo3::types::{PyBytes, PyList, PyString};
 use super::convert::{threads_int, width_arg, Int};
 use super::detach;
 use super::fingerprint::{shingling, threads};
+use crate::records::chunk::PackedIds;
 use crate::records::{Fields, HashFormat, Id, Item, JsonLinesReader, ReaderOptions, RecordChunk};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -139,7 +140,10 @@ impl PyJsonLines {
             Some(Ok(Item::Values { fingerprints, ids, lines, nbytes, consumed })) => {
                 let count = fingerprints.len();
                 let fingerprints = PyArray1::from_vec(py, fingerprints).unbind(); // the vector itself, no copy
-                let ids = ids.map(|ids| (PyBytes::new(py, &ids.text).unbind(), PyArray1::from_vec(py, ids.offsets).unbind()));
+                let ids = ids.map(|ids| {
+                    let (text, offsets) = packed_to_py(py, ids);
+                    (text.unbind(), offsets.unbind())
+                });
                 Ok(Some(Py::new(py, PyRecordValues { fingerprints, ids, count, lines, nbytes, consumed })?.into_any()))
             }
             Some(Ok(Item::Failed { failure, line })) => {
@@ -171,6 +175,12 @@ fn open(source: &Bound<'_, PyAny>) -> PyResult<(File, String)> {
         return Ok((from_fd(fd), format!("file descriptor {fd}")));
     }
     Err(PyValueError::new_err("source must be a path (or, on Unix, a file descriptor)"))
+}
+
+/// Packed ids as Python has them: `(bytes, offsets)`, the offsets the
+/// vector itself.
+fn packed_to_py(py: Python<'_>, ids: PackedIds) -> (Bound<'_, PyBytes>, Bound<'_, PyArray1<u64>>) {
+    (PyBytes::new(py, &ids.text), PyArray1::from_vec(py, ids.offsets))
 }
 
 /// A block of a fingerprint file read for its values (and a TSV's ids)
@@ -316,8 +326,7 @@ impl PyRecordChunk {
     #[allow(clippy::type_complexity)]
     fn id_texts<'py>(&self, py: Python<'py>) -> Option<(Bound<'py, PyBytes>, Bound<'py, PyArray1<u64>>)> {
         let chunk = &self.chunk;
-        let (text, offsets) = py.detach(|| chunk.id_texts())?;
-        Some((PyBytes::new(py, &text), PyArray1::from_vec(py, offsets)))
+        Some(packed_to_py(py, py.detach(|| chunk.id_texts())?))
     }
 
     /// Entry `i`'s line as read, without its `\n`.

@@ -76,6 +76,14 @@ impl HeldId {
     }
 }
 
+/// Ids as text, packed: id `i` is `text[offsets[i]..offsets[i + 1]]`
+/// (UTF-8).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct PackedIds {
+    pub text: Vec<u8>,
+    pub offsets: Vec<u64>,
+}
+
 /// The records of one block, in input order.
 #[derive(Debug)]
 pub struct RecordChunk {
@@ -211,10 +219,9 @@ impl RecordChunk {
         }
     }
 
-    /// Every entry's id as text (an int in decimal), packed: id `i` is the
-    /// UTF-8 of `text[offsets[i]..offsets[i + 1]]`; None when ids were not
-    /// asked for or an entry has none.
-    pub fn id_texts(&self) -> Option<(Vec<u8>, Vec<u64>)> {
+    /// Every entry's id as text (an int in decimal), packed; None when ids
+    /// were not asked for or an entry has none.
+    pub fn id_texts(&self) -> Option<PackedIds> {
         use std::io::Write as _;
 
         let ids = self.ids.as_ref()?;
@@ -232,7 +239,7 @@ impl RecordChunk {
             };
             offsets.push(text.len() as u64);
         }
-        Some((text, offsets))
+        Some(PackedIds { text, offsets })
     }
 
     /// Entry `i`'s line, without its `\n`.

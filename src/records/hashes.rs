@@ -14,7 +14,7 @@
 
 use rayon::prelude::*;
 
-use super::chunk::{Entry, HeldId, RecordChunk, Status};
+use super::chunk::{Entry, HeldId, PackedIds, RecordChunk, Status};
 use super::input::{Block, Spare};
 
 /// Which fingerprint file, and what its header said.
@@ -319,14 +319,6 @@ fn pieces(data: &[u8]) -> Vec<&[u8]> {
     pieces
 }
 
-/// Ids as text, packed: id `i` is `text[offsets[i]..offsets[i + 1]]`
-/// (UTF-8).
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct PackedIds {
-    pub text: Vec<u8>,
-    pub offsets: Vec<u64>,
-}
-
 /// A TSV block past the header, for a consumer that never names a line
 /// (`find-all` and `cluster` on a hash TSV): its hashes, its ids packed and
 /// its line count, as [`parse_block`] would give them. None when any line
@@ -499,7 +491,7 @@ mod tests {
                 Some((values, ids, lines)) => {
                     assert!(all_records, "{data:?}");
                     assert_eq!(Some(values), chunk.fingerprints, "{data:?}");
-                    assert_eq!(Some(ids), chunk.id_texts().map(|(text, offsets)| PackedIds { text, offsets }), "{data:?}");
+                    assert_eq!(Some(ids), chunk.id_texts(), "{data:?}");
                     assert_eq!(lines, chunk.lines, "{data:?}");
                 }
                 None => assert!(!all_records, "{data:?}"),

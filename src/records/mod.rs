@@ -39,7 +39,7 @@ pub enum Item {
     /// ([`ReaderOptions::values_only`]).
     Values {
         fingerprints: Vec<u64>,
-        ids: Option<hashes::PackedIds>,
+        ids: Option<chunk::PackedIds>,
         lines: u64,
         nbytes: usize,
         consumed: u64,

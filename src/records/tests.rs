@@ -140,7 +140,7 @@ fn ids_are_held_where_the_line_has_them() {
     assert_eq!(c.id(1), Some(Id::Str("xA".into())));
     assert_eq!(c.id(2), Some(Id::Int(-7)));
     assert_eq!(c.id(3), Some(Id::UInt(u64::MAX)));
-    let (text, offsets) = c.id_texts().unwrap();
+    let chunk::PackedIds { text, offsets } = c.id_texts().unwrap();
     assert_eq!(text, "doc-éxA-718446744073709551615".as_bytes());
     assert_eq!(offsets, vec![0, 6, 8, 10, 30]);
     // A record without an id: no packed texts (the caller takes the list).
