@@ -24,13 +24,17 @@
 //! With AVX2 (checked at run time, off under `RSIMHASH_PORTABLE`) and a vote
 //! as the sink, a long text is cut in four parts instead, hashed side by
 //! side one part per 64-bit element of a vector ([`avx2`]), and what the
-//! vectors leave of each part (less than 32 bytes) is finished here.
+//! vectors leave of each part (less than 32 bytes) is finished here. With
+//! AVX-512, a text of [`WIDE8_MIN`] bytes or more is cut in eight
+//! ([`avx512`]).
 
 use crate::fingerprint::fnv::{fnv1a64, step, BASIS};
 use crate::fingerprint::vote::Tally;
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 
 /// Where feature hashes go: the vote, or a list in tests. The order in which
 /// hashes arrive is unspecified (the two halves of a long text interleave);
@@ -70,6 +74,9 @@ const SPLIT_MIN: usize = 64;
 /// Bytes below which a text is not cut in four for the vector kernel.
 #[cfg(target_arch = "x86_64")]
 const WIDE_MIN: usize = 256;
+/// Bytes below which a text is not cut in eight for the AVX-512 kernel.
+#[cfg(target_arch = "x86_64")]
+const WIDE8_MIN: usize = 512;
 /// Slots of a stream's ring of hashes.
 const RING: usize = 256;
 /// Bytes a stream takes between drains: at most one hash per byte, plus the
@@ -146,34 +153,34 @@ trait Lanes: Sized {
     /// Splits `units` in two halves to hash side by side: the second starts
     /// `W - 1` units before the cut, so that shingles crossing it are kept.
     fn split(units: &[u8], count: usize) -> Option<(&[u8], &[u8])>;
-    /// Splits `units` in four parts the same way (each after the first
+    /// Splits `units` in `N` parts the same way (each after the first
     /// starts `W - 1` units before its cut), or None when the cuts do not
-    /// fall on four distinct units with `W - 1` units before each (for the
-    /// AVX2 kernel, so x86-64 only).
+    /// fall on `N` distinct units with `W - 1` units before each (for the
+    /// vector kernels, so x86-64 only).
     #[cfg(target_arch = "x86_64")]
-    fn split4(units: &[u8]) -> Option<[&[u8]; 4]>;
-    /// Hashes the first `steps` bytes of each part with AVX2, voting the
-    /// shingles completed there into `votes`; returns each part's lanes to
-    /// go on from.
+    fn split_n<const N: usize>(units: &[u8]) -> Option<[&[u8]; N]>;
+    /// Hashes the first `steps` bytes of each part with the vector kernel
+    /// of `N` parts ([`vector_lanes`]), voting the shingles completed there
+    /// into `votes`; returns each part's lanes to go on from.
     ///
     /// # Safety
-    /// The CPU must have AVX2.
+    /// As [`vector_lanes`].
     #[cfg(target_arch = "x86_64")]
-    unsafe fn wide(parts: [&[u8]; 4], steps: usize, votes: &mut avx2::Votes) -> [Self; 4];
+    unsafe fn wide<const N: usize>(parts: [&[u8]; N], steps: usize, votes: &mut avx2::Votes) -> [Self; N];
 }
 
-/// The cuts of [`Lanes::split4`]: `units` in four parts, each part after the
+/// The cuts of [`Lanes::split_n`]: `units` in `N` parts, each part after the
 /// first starting `back` units before its cut. `cut(at)` is the first unit
 /// boundary at or after byte `at` (where the next part's own units start),
 /// `before(c)` the start of the unit that ends at boundary `c`.
 #[cfg(target_arch = "x86_64")]
-fn split4_by(units: &[u8], back: usize, cut: impl Fn(usize) -> Option<usize>, before: impl Fn(usize) -> Option<usize>) -> Option<[&[u8]; 4]> {
+fn split_by<const N: usize>(units: &[u8], back: usize, cut: impl Fn(usize) -> Option<usize>, before: impl Fn(usize) -> Option<usize>) -> Option<[&[u8]; N]> {
     let len = units.len();
-    let mut ends = [len; 4];
-    let mut starts = [0; 4];
+    let mut ends = [len; N];
+    let mut starts = [0; N];
     let mut last = 0;
-    for i in 1..4 {
-        let c = cut(len * i / 4)?;
+    for i in 1..N {
+        let c = cut(len * i / N)?;
         if c <= last || c >= len {
             return None;
         }
@@ -223,22 +230,11 @@ fn run<L: Lanes>(units: &[u8], count: usize, tally: &mut impl Sink) {
     #[cfg(target_arch = "x86_64")]
     if units.len() >= WIDE_MIN && count >= SPLIT_MIN {
         if let Some(tally) = tally.wide() {
-            if let Some(parts) = L::split4(units) {
-                let steps = parts.iter().map(|p| p.len()).min().unwrap_or(0) / avx2::STEPS * avx2::STEPS;
-                if steps > 0 {
-                    let mut votes = avx2::Votes::default();
-                    // SAFETY: `wide` is only Some on a CPU with AVX2.
-                    let lanes = unsafe { L::wide(parts, steps, &mut votes) };
-                    tally.add_counts(&votes.totals, votes.n);
-                    // One ring for the four rests, one after another.
-                    let mut stream = Stream::<L>::new();
-                    for (lanes, part) in lanes.into_iter().zip(parts) {
-                        stream.drained = lanes.written();
-                        stream.lanes = lanes;
-                        feed_all(&mut stream, &part[steps..], tally);
-                    }
-                    return;
-                }
+            if tally.avx512() && units.len() >= WIDE8_MIN && run_wide::<L, 8>(units, tally) {
+                return;
+            }
+            if run_wide::<L, 4>(units, tally) {
+                return;
             }
         }
     }
@@ -260,6 +256,100 @@ fn run<L: Lanes>(units: &[u8], count: usize, tally: &mut impl Sink) {
         }
         None => feed_all(&mut Stream::<L>::new(), units, tally),
     }
+}
+
+/// Runs the vector kernel of `N` parts over `units` and the scalar kernel
+/// over what it leaves of each part; false (nothing voted) when `units`
+/// cannot be cut so. `tally` must allow the kernel (`Sink::wide`, and
+/// `Tally::avx512` for eight parts).
+#[cfg(target_arch = "x86_64")]
+fn run_wide<L: Lanes, const N: usize>(units: &[u8], tally: &mut Tally) -> bool {
+    let Some(parts) = L::split_n::<N>(units) else {
+        return false;
+    };
+    let steps = parts.iter().map(|p| p.len()).min().unwrap_or(0) / avx2::STEPS * avx2::STEPS;
+    if steps == 0 {
+        return false;
+    }
+    let mut votes = avx2::Votes::default();
+    // SAFETY: the caller checked the CPU for this kernel.
+    let lanes = unsafe { L::wide(parts, steps, &mut votes) };
+    tally.add_counts(&votes.totals, votes.n);
+    // One ring for the rests, one after another.
+    let mut stream = Stream::<L>::new();
+    for (lanes, part) in lanes.into_iter().zip(parts) {
+        stream.drained = lanes.written();
+        stream.lanes = lanes;
+        feed_all(&mut stream, &part[steps..], tally);
+    }
+    true
+}
+
+/// The vector kernel of `N` parts: AVX-512 for eight ([`avx512`]), AVX2
+/// for four ([`avx2`]).
+///
+/// # Safety
+/// The CPU must have AVX-512 F, BW and DQ for eight parts, AVX2 for four.
+#[cfg(target_arch = "x86_64")]
+unsafe fn vector_lanes<const W: usize, const CHARS: bool, const N: usize>(
+    parts: [&[u8]; N],
+    steps: usize,
+    votes: &mut avx2::Votes,
+) -> ([[u64; W]; N], [u64; N]) {
+    let (mut lanes, mut seen) = ([[0u64; W]; N], [0u64; N]);
+    if let Ok(eight) = <[&[u8]; 8]>::try_from(&parts[..]) {
+        debug_assert_eq!(avx512::STEPS, avx2::STEPS);
+        // SAFETY: the caller checked AVX-512.
+        let (l, s) = unsafe { avx512::lanes::<W, CHARS>(eight, steps, votes) };
+        lanes.copy_from_slice(&l);
+        seen.copy_from_slice(&s);
+    } else {
+        let four = <[&[u8]; 4]>::try_from(&parts[..]).expect("four or eight parts");
+        // SAFETY: the caller checked AVX2.
+        let (l, s) = unsafe { avx2::lanes::<W, CHARS>(four, steps, votes) };
+        lanes.copy_from_slice(&l);
+        seen.copy_from_slice(&s);
+    }
+    (lanes, seen)
+}
+
+/// What the vector kernels leave of the vote after `steps` bytes of each
+/// part: they vote every hash a boundary completes, so the junk ones (the
+/// first `W - 1` of a part in mode `words`, `W` in `chars`, from lanes that
+/// began before its first unit) are taken back from `votes`, and the hashes
+/// counted. Returns each part's boundaries seen. Inlined into each kernel,
+/// which compiles it for its own instructions.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn take_back_junk<const W: usize, const CHARS: bool, const N: usize>(parts: &[&[u8]; N], steps: usize, votes: &mut avx2::Votes) -> [u64; N] {
+    let boundary = |b: u8| if CHARS { (b as i8) >= -0x40 } else { b == b' ' };
+    let mut seen = [0u64; N];
+    for (part, seen) in parts.iter().zip(&mut seen) {
+        let done = &part[..steps];
+        // Counted in bytes a chunk of 255 (a byte counter cannot overflow
+        // there), which the compiler turns into byte compares and adds.
+        *seen = done.chunks(255).map(|c| u64::from(c.iter().map(|&b| u8::from(boundary(b))).fold(0u8, u8::wrapping_add))).sum();
+        // The first hashes of a part come from lanes that began before its
+        // first unit: the text before each of its first boundaries (in mode
+        // chars, from the first lead byte on, the empty text first).
+        let junk = if CHARS { W } else { W - 1 }.min(*seen as usize);
+        let mut h = BASIS;
+        let mut taken = 0;
+        for &b in done {
+            if taken == junk {
+                break;
+            }
+            if boundary(b) {
+                for (j, t) in votes.totals.iter_mut().enumerate() {
+                    *t -= ((h >> j) & 1) as u32;
+                }
+                taken += 1;
+            }
+            h = step(h, b);
+        }
+        votes.n += *seen - junk as u64;
+    }
+    seen
 }
 
 /// Feeds the rest of one stream and finishes it.
@@ -329,18 +419,18 @@ impl<const W: usize> Lanes for WordLanes<W> {
     }
 
     #[cfg(target_arch = "x86_64")]
-    fn split4(stream: &[u8]) -> Option<[&[u8]; 4]> {
+    fn split_n<const N: usize>(stream: &[u8]) -> Option<[&[u8]; N]> {
         // A part ends with the space after its last token; the next one
         // starts after the space W tokens before that.
         let cut = |at: usize| memchr::memchr(b' ', &stream[at..]).map(|p| at + p + 1);
         let before = |c: usize| Some(memchr::memrchr(b' ', &stream[..c.checked_sub(1)?]).map_or(0, |p| p + 1));
-        split4_by(stream, W - 1, cut, before)
+        split_by(stream, W - 1, cut, before)
     }
 
     #[cfg(target_arch = "x86_64")]
-    unsafe fn wide(parts: [&[u8]; 4], steps: usize, votes: &mut avx2::Votes) -> [Self; 4] {
-        // SAFETY: the caller checked AVX2.
-        let (lanes, seen) = unsafe { avx2::lanes::<W, false>(parts, steps, votes) };
+    unsafe fn wide<const N: usize>(parts: [&[u8]; N], steps: usize, votes: &mut avx2::Votes) -> [Self; N] {
+        // SAFETY: the caller checked the CPU.
+        let (lanes, seen) = unsafe { vector_lanes::<W, false, N>(parts, steps, votes) };
         std::array::from_fn(|i| WordLanes { lanes: lanes[i], written: seen[i] as usize })
     }
 }
@@ -403,18 +493,18 @@ impl<const W: usize> Lanes for CharLanes<W> {
     }
 
     #[cfg(target_arch = "x86_64")]
-    fn split4(text: &[u8]) -> Option<[&[u8]; 4]> {
+    fn split_n<const N: usize>(text: &[u8]) -> Option<[&[u8]; N]> {
         // A part ends before a code point; the next one starts W - 1 code
         // points before that.
         let cut = |at: usize| text[at..].iter().position(|&b| is_lead(b)).map(|p| at + p);
         let before = |c: usize| text[..c].iter().rposition(|&b| is_lead(b));
-        split4_by(text, W - 1, cut, before)
+        split_by(text, W - 1, cut, before)
     }
 
     #[cfg(target_arch = "x86_64")]
-    unsafe fn wide(parts: [&[u8]; 4], steps: usize, votes: &mut avx2::Votes) -> [Self; 4] {
-        // SAFETY: the caller checked AVX2.
-        let (lanes, seen) = unsafe { avx2::lanes::<W, true>(parts, steps, votes) };
+    unsafe fn wide<const N: usize>(parts: [&[u8]; N], steps: usize, votes: &mut avx2::Votes) -> [Self; N] {
+        // SAFETY: the caller checked the CPU.
+        let (lanes, seen) = unsafe { vector_lanes::<W, true, N>(parts, steps, votes) };
         // `written` counts lead bytes less one (the first completes nothing).
         std::array::from_fn(|i| CharLanes { lanes: lanes[i], written: (seen[i] as usize).wrapping_sub(1) })
     }
@@ -490,26 +580,43 @@ mod tests {
     /// The vote of a text's shingles through the kernels into a tally (so
     /// the vector kernel runs where the CPU allows), against the vote of
     /// the naive shingles.
+    ///
+    /// Every kernel the CPU has is checked: AVX-512 (eight parts) where it
+    /// is, and AVX2 (four parts) by a tally that refuses AVX-512's votes;
+    /// the first vote is returned when they agree.
     fn voted(units: &[&str], width: usize, sep: &str) -> (u64, u64) {
-        let mut tally = Tally::default();
-        if sep.is_empty() {
+        #[cfg(target_arch = "x86_64")]
+        let tallies = [Tally::default(), Tally::without_avx512()];
+        #[cfg(not(target_arch = "x86_64"))]
+        let tallies = [Tally::default()];
+        let mut got = Vec::new();
+        let want = if sep.is_empty() {
             // Mode chars: the units are the code points of the text.
             let text = units.concat();
-            chars(text.as_bytes(), width, &mut tally);
+            for mut tally in tallies {
+                chars(text.as_bytes(), width, &mut tally);
+                got.push(tally.finish());
+            }
             let owned: Vec<String> = text.chars().map(String::from).collect();
             let points: Vec<&str> = owned.iter().map(String::as_str).collect();
-            return (tally.finish(), crate::fingerprint::vote::compute(&naive(&points, width, "")));
-        }
-        let stream: String = units.iter().map(|t| format!("{t} ")).collect();
-        words(stream.as_bytes(), units.len(), width, &mut tally);
-        (tally.finish(), crate::fingerprint::vote::compute(&naive(units, width, sep)))
+            crate::fingerprint::vote::compute(&naive(&points, width, ""))
+        } else {
+            let stream: String = units.iter().map(|t| format!("{t} ")).collect();
+            for mut tally in tallies {
+                words(stream.as_bytes(), units.len(), width, &mut tally);
+                got.push(tally.finish());
+            }
+            crate::fingerprint::vote::compute(&naive(units, width, sep))
+        };
+        assert!(got.windows(2).all(|w| w[0] == w[1]), "the kernels disagree: {got:x?}");
+        (got[0], want)
     }
 
     #[test]
     fn wide_kernel_edges() {
         // Parts whose vector steps end inside a token, on a boundary, and
         // texts just long enough to be cut in four.
-        for n in [64, 65, 70, 100, 257, 1000] {
+        for n in [64, 65, 70, 100, 129, 257, 1000, 3000] {
             for len in [1, 2, 3, 7, 15, 16, 17] {
                 let tokens: Vec<String> = (0..n).map(|i| "abcdefghijklmnopq"[..1 + (i * 7 + len) % len].to_owned() + &i.to_string()).collect();
                 let refs: Vec<&str> = tokens.iter().map(String::as_str).collect();

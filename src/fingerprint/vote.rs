@@ -40,6 +40,9 @@ pub(crate) struct Tally {
     /// the portable loop).
     #[cfg(target_arch = "x86_64")]
     avx2: bool,
+    /// Whether the AVX-512 kernel of `shingle` may vote here too.
+    #[cfg(target_arch = "x86_64")]
+    avx512: bool,
 }
 
 impl Default for Tally {
@@ -51,6 +54,8 @@ impl Default for Tally {
             n: 0,
             #[cfg(target_arch = "x86_64")]
             avx2: crate::cpu::x86_has!("avx2"),
+            #[cfg(target_arch = "x86_64")]
+            avx512: crate::cpu::x86_has!("avx2", "avx512f", "avx512bw", "avx512dq"),
         }
     }
 }
@@ -60,15 +65,28 @@ impl Tally {
     #[cfg(test)]
     fn portable() -> Self {
         #[cfg(target_arch = "x86_64")]
-        return Tally { avx2: false, ..Tally::default() };
+        return Tally { avx2: false, avx512: false, ..Tally::default() };
         #[cfg(not(target_arch = "x86_64"))]
         Tally::default()
+    }
+
+    /// A tally that may take AVX2's votes, never AVX-512's (to test the
+    /// AVX2 kernels on a CPU that has both).
+    #[cfg(all(test, target_arch = "x86_64"))]
+    pub(crate) fn without_avx512() -> Self {
+        Tally { avx512: false, ..Tally::default() }
     }
 
     /// Whether AVX2 kernels may vote into this tally ([`Self::add_counts`]).
     #[cfg(target_arch = "x86_64")]
     pub(crate) fn avx2(&self) -> bool {
         self.avx2
+    }
+
+    /// Whether the AVX-512 kernels may vote into this tally too.
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn avx512(&self) -> bool {
+        self.avx512
     }
 
     /// Adds votes counted elsewhere: `ones[j]` hashes with bit `j` set, of

@@ -25,7 +25,7 @@
 //!
 //! Invariants the caller keeps: every part is at least `steps` bytes long,
 //! and `steps` is a multiple of [`STEPS`]. Each part starts where the scalar kernel
-//! would start a stream (see `Lanes::split4`), so its first boundaries
+//! would start a stream (see `Lanes::split_n`), so its first boundaries
 //! complete junk hashes (`W - 1` of them in mode `words`, `W` in `chars`):
 //! the loop votes them with the rest, and they are taken back from the
 //! counts afterwards (they are the hashes of the part's first bytes up to
@@ -269,33 +269,7 @@ pub(super) fn lanes<const W: usize, const CHARS: bool>(parts: [&[u8]; 4], steps:
             }
         }
     }
-    let boundary = |b: u8| if CHARS { (b as i8) >= -0x40 } else { b == b' ' };
-    let mut seen = [0u64; 4];
-    for (part, seen) in parts.iter().zip(&mut seen) {
-        let done = &part[..steps];
-        // Counted in bytes a chunk of 255 (a byte counter cannot overflow
-        // there), which the compiler turns into byte compares and adds.
-        *seen = done.chunks(255).map(|c| u64::from(c.iter().map(|&b| u8::from(boundary(b))).fold(0u8, u8::wrapping_add))).sum();
-        // The first hashes of a part come from lanes that began before its
-        // first unit: the text before each of its first boundaries (in mode
-        // chars, from the first lead byte on, the empty text first).
-        let junk = if CHARS { W } else { W - 1 }.min(*seen as usize);
-        let mut h = BASIS;
-        let mut taken = 0;
-        for &b in done {
-            if taken == junk {
-                break;
-            }
-            if boundary(b) {
-                for (j, t) in votes.totals.iter_mut().enumerate() {
-                    *t -= ((h >> j) & 1) as u32;
-                }
-                taken += 1;
-            }
-            h = crate::fingerprint::fnv::step(h, b);
-        }
-        votes.n += *seen - junk as u64;
-    }
+    let seen = super::take_back_junk::<W, CHARS, 4>(&parts, steps, votes);
     let mut lanes = [[0u64; W]; 4];
     for (i, &lane) in st.lanes.iter().enumerate() {
         // SAFETY: as above.

@@ -1,0 +1,224 @@
+//! Eight parts of one text hashed side by side in AVX-512 registers.
+//!
+//! The AVX2 kernel ([`super::avx2`]) with eight parts a register instead
+//! of four. Each byte step is a chain of dependent operations (a blend, a
+//! xor, a multiply) per lane, so the four-part kernel waits on latency;
+//! twice the parts a register do twice the work in about the same chain.
+//! AVX-512 also has what AVX2 lacks: a 64-bit multiply (`vpmullq`), mask
+//! registers for the boundaries, and a three-input logic instruction that
+//! makes each half of a carry-save adder one instruction.
+//!
+//! The vote is the AVX2 kernel's Harley-Seal tree on 512-bit planes; its
+//! weight-16 carries go to 64 byte counters, a part at a time: a part's 64
+//! carry bits, as a mask, become 64 bytes of 0 or -1 (`vpmovm2b`), which are
+//! subtracted. The invariants of [`super::avx2`] hold here too (parts at
+//! least `steps` long, `steps` a multiple of [`STEPS`], junk hashes voted
+//! and taken back afterwards by [`super::take_back_junk`]).
+
+use std::arch::x86_64::*;
+
+use super::avx2::Votes;
+use crate::fingerprint::fnv::{BASIS, PRIME};
+
+/// Blocks of 16 inputs a byte counter takes before it is flushed: each
+/// block adds at most 8 to it (one per part).
+const FLUSH_BLOCKS: usize = 31;
+
+/// [`lanes`] takes a multiple of this many steps (a block of either mode).
+pub(super) const STEPS: usize = 32;
+
+/// The state of the eight streams between steps.
+struct State<const W: usize, const CHARS: bool> {
+    lanes: [__m512i; W],
+    ones: __m512i,
+    twos: __m512i,
+    fours: __m512i,
+    eights: __m512i,
+    /// Byte counter `j` counts the weight-16 carries of bit `j`.
+    c16: __m512i,
+}
+
+/// Carry-save adder: `(carry, sum)` of three bit-vectors (majority and
+/// parity, one `vpternlogq` each).
+#[inline(always)]
+unsafe fn csa(a: __m512i, b: __m512i, c: __m512i) -> (__m512i, __m512i) {
+    (_mm512_ternarylogic_epi64::<0xe8>(a, b, c), _mm512_ternarylogic_epi64::<0x96>(a, b, c))
+}
+
+/// `x * PRIME mod 2^64` in each 64-bit element.
+#[inline(always)]
+unsafe fn mul_prime(x: __m512i) -> __m512i {
+    _mm512_mullo_epi64(x, _mm512_set1_epi64(PRIME as i64))
+}
+
+/// Eight bytes of each part from `at`, one part per 64-bit element.
+#[inline(always)]
+unsafe fn load(parts: &[&[u8]; 8], at: usize) -> __m512i {
+    let word = |p: &[u8]| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&p[at..at + 8]);
+        i64::from_le_bytes(b)
+    };
+    _mm512_set_epi64(word(parts[7]), word(parts[6]), word(parts[5]), word(parts[4]), word(parts[3]), word(parts[2]), word(parts[1]), word(parts[0]))
+}
+
+/// The eight 64-bit elements of `x`.
+#[inline(always)]
+unsafe fn elements(x: __m512i) -> [u64; 8] {
+    let mut out = [0u64; 8];
+    // `out` is 64 bytes.
+    _mm512_storeu_si512(out.as_mut_ptr().cast(), x);
+    out
+}
+
+impl<const W: usize, const CHARS: bool> State<W, CHARS> {
+    /// One byte of each part (the low byte of each element of `v`, which
+    /// moves on by a byte): returns the hashes it completes (0 elsewhere).
+    #[inline(always)]
+    unsafe fn step(&mut self, v: &mut __m512i) -> __m512i {
+        let b = _mm512_and_si512(*v, _mm512_set1_epi64(0xff));
+        *v = _mm512_srli_epi64::<8>(*v);
+        let basis = _mm512_set1_epi64(BASIS as i64);
+        let l = &mut self.lanes;
+        if CHARS {
+            // A code point starts at every byte but a continuation byte.
+            let cont = _mm512_cmpeq_epi64_mask(_mm512_and_si512(b, _mm512_set1_epi64(0xc0)), _mm512_set1_epi64(0x80));
+            let done = _mm512_maskz_mov_epi64(!cont, l[0]);
+            for i in 0..W - 1 {
+                l[i] = mul_prime(_mm512_xor_si512(_mm512_mask_blend_epi64(cont, l[i + 1], l[i]), b));
+            }
+            l[W - 1] = mul_prime(_mm512_xor_si512(_mm512_mask_blend_epi64(cont, basis, l[W - 1]), b));
+            done
+        } else {
+            // The space after each token.
+            let end = _mm512_cmpeq_epi64_mask(b, _mm512_set1_epi64(0x20));
+            let done = _mm512_maskz_mov_epi64(end, l[0]);
+            for i in 0..W - 1 {
+                l[i] = mul_prime(_mm512_xor_si512(_mm512_mask_blend_epi64(end, l[i], l[i + 1]), b));
+            }
+            l[W - 1] = _mm512_mask_blend_epi64(end, mul_prime(_mm512_xor_si512(l[W - 1], b)), basis);
+            done
+        }
+    }
+
+    /// Steps (bytes) per vote input, as in the AVX2 kernel: two in mode
+    /// `words` (boundaries are never adjacent there), one in mode `chars`.
+    const PER_INPUT: usize = if CHARS { 1 } else { 2 };
+    /// Steps of one [`Self::sixteen`]: sixteen inputs.
+    const BLOCK: usize = 16 * Self::PER_INPUT;
+
+    /// One input of the vote: the hashes one or two steps complete.
+    #[inline(always)]
+    unsafe fn input(&mut self, v: &mut __m512i) -> __m512i {
+        let a = self.step(v);
+        if CHARS {
+            a
+        } else {
+            _mm512_or_si512(a, self.step(v))
+        }
+    }
+
+    /// Two inputs; returns the carry of weight 2.
+    #[inline(always)]
+    unsafe fn two(&mut self, v: &mut __m512i) -> __m512i {
+        let a = self.input(v);
+        let b = self.input(v);
+        let (carry, ones) = csa(self.ones, a, b);
+        self.ones = ones;
+        carry
+    }
+
+    /// Four inputs; returns the carry of weight 4.
+    #[inline(always)]
+    unsafe fn four(&mut self, v: &mut __m512i) -> __m512i {
+        let a = self.two(v);
+        let b = self.two(v);
+        let (carry, twos) = csa(self.twos, a, b);
+        self.twos = twos;
+        carry
+    }
+
+    /// Eight inputs from byte `at`; returns the carry of weight 8.
+    #[inline(always)]
+    unsafe fn eight(&mut self, parts: &[&[u8]; 8], at: usize) -> __m512i {
+        let mut v = load(parts, at);
+        let a = self.four(&mut v);
+        let b = if CHARS {
+            self.four(&mut v)
+        } else {
+            let mut v = load(parts, at + 8);
+            self.four(&mut v)
+        };
+        let (carry, fours) = csa(self.fours, a, b);
+        self.fours = fours;
+        carry
+    }
+
+    /// Sixteen inputs from byte `at` ([`Self::BLOCK`] steps); the carries
+    /// of weight 16 go to the byte counters, a part at a time.
+    #[inline(always)]
+    unsafe fn sixteen(&mut self, parts: &[&[u8]; 8], at: usize) {
+        let a = self.eight(parts, at);
+        let b = self.eight(parts, at + Self::BLOCK / 2);
+        let (carry, eights) = csa(self.eights, a, b);
+        self.eights = eights;
+        for part in elements(carry) {
+            self.c16 = _mm512_sub_epi8(self.c16, _mm512_movm_epi8(part));
+        }
+    }
+
+    /// Adds the byte counters (weight 16) to `totals` and clears them.
+    #[inline(always)]
+    unsafe fn flush(&mut self, totals: &mut [u32; 64]) {
+        let mut bytes = [0u8; 64];
+        // `bytes` is 64 bytes.
+        _mm512_storeu_si512(bytes.as_mut_ptr().cast(), self.c16);
+        for (t, &b) in totals.iter_mut().zip(&bytes) {
+            *t += 16 * u32::from(b);
+        }
+        self.c16 = _mm512_setzero_si512();
+    }
+}
+
+/// Hashes the first `steps` bytes of each part side by side, voting into
+/// `votes` every hash completed there that the scalar kernel would vote;
+/// returns each part's lanes (oldest first) and boundaries seen, for the
+/// scalar kernel to go on from.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq")]
+pub(super) fn lanes<const W: usize, const CHARS: bool>(parts: [&[u8]; 8], steps: usize, votes: &mut Votes) -> ([[u64; W]; 8], [u64; 8]) {
+    assert!(steps.is_multiple_of(STEPS) && parts.iter().all(|p| p.len() >= steps));
+    let zero = _mm512_setzero_si512();
+    let mut st = State::<W, CHARS> { lanes: [_mm512_set1_epi64(BASIS as i64); W], ones: zero, twos: zero, fours: zero, eights: zero, c16: zero };
+    let mut blocks = 0;
+    for at in (0..steps).step_by(State::<W, CHARS>::BLOCK) {
+        // SAFETY: this function runs only with AVX-512 F, BW and DQ (see
+        // the module docs); `sixteen` reads bytes `at..at + BLOCK` of each
+        // part, all below `steps`.
+        unsafe { st.sixteen(&parts, at) };
+        blocks += 1;
+        if blocks == FLUSH_BLOCKS {
+            // SAFETY: as above.
+            unsafe { st.flush(&mut votes.totals) };
+            blocks = 0;
+        }
+    }
+    // SAFETY: as above.
+    unsafe { st.flush(&mut votes.totals) };
+    for (plane, weight) in [(st.ones, 1), (st.twos, 2), (st.fours, 4), (st.eights, 8)] {
+        // SAFETY: as above.
+        for x in unsafe { elements(plane) } {
+            for (j, t) in votes.totals.iter_mut().enumerate() {
+                *t += weight * ((x >> j) & 1) as u32;
+            }
+        }
+    }
+    let seen = super::take_back_junk::<W, CHARS, 8>(&parts, steps, votes);
+    let mut lanes = [[0u64; W]; 8];
+    for (i, &lane) in st.lanes.iter().enumerate() {
+        // SAFETY: as above.
+        for (part, x) in unsafe { elements(lane) }.into_iter().enumerate() {
+            lanes[part][i] = x;
+        }
+    }
+    (lanes, seen)
+}
