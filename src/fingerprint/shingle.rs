@@ -25,8 +25,8 @@
 //! as the sink, a long text is cut in four parts instead, hashed side by
 //! side one part per 64-bit element of a vector ([`avx2`]), and what the
 //! vectors leave of each part (less than 32 bytes) is finished here. With
-//! AVX-512, a text of [`WIDE8_MIN`] bytes or more is cut in eight
-//! ([`avx512`]).
+//! AVX-512, a text of [`WIDE8_MIN`] bytes or more is cut in eight, one of
+//! [`WIDE16_MIN`] or more in sixteen ([`avx512`]).
 
 use crate::fingerprint::fnv::{fnv1a64, step, BASIS};
 use crate::fingerprint::vote::Tally;
@@ -77,6 +77,9 @@ const WIDE_MIN: usize = 256;
 /// Bytes below which a text is not cut in eight for the AVX-512 kernel.
 #[cfg(target_arch = "x86_64")]
 const WIDE8_MIN: usize = 512;
+/// Bytes below which a text is not cut in sixteen (two AVX-512 registers).
+#[cfg(target_arch = "x86_64")]
+const WIDE16_MIN: usize = 2048;
 /// Slots of a stream's ring of hashes.
 const RING: usize = 256;
 /// Bytes a stream takes between drains: at most one hash per byte, plus the
@@ -230,6 +233,9 @@ fn run<L: Lanes>(units: &[u8], count: usize, tally: &mut impl Sink) {
     #[cfg(target_arch = "x86_64")]
     if units.len() >= WIDE_MIN && count >= SPLIT_MIN {
         if let Some(tally) = tally.wide() {
+            if tally.avx512() && units.len() >= WIDE16_MIN && run_wide::<L, 16>(units, tally) {
+                return;
+            }
             if tally.avx512() && units.len() >= WIDE8_MIN && run_wide::<L, 8>(units, tally) {
                 return;
             }
@@ -285,11 +291,12 @@ fn run_wide<L: Lanes, const N: usize>(units: &[u8], tally: &mut Tally) -> bool {
     true
 }
 
-/// The vector kernel of `N` parts: AVX-512 for eight ([`avx512`]), AVX2
-/// for four ([`avx2`]).
+/// The vector kernel of `N` parts: AVX-512 for sixteen or eight
+/// ([`avx512`]), AVX2 for four ([`avx2`]).
 ///
 /// # Safety
-/// The CPU must have AVX-512 F, BW and DQ for eight parts, AVX2 for four.
+/// The CPU must have AVX-512 F, BW and DQ for sixteen or eight parts, AVX2
+/// for four.
 #[cfg(target_arch = "x86_64")]
 unsafe fn vector_lanes<const W: usize, const CHARS: bool, const N: usize>(
     parts: [&[u8]; N],
@@ -297,10 +304,15 @@ unsafe fn vector_lanes<const W: usize, const CHARS: bool, const N: usize>(
     votes: &mut avx2::Votes,
 ) -> ([[u64; W]; N], [u64; N]) {
     let (mut lanes, mut seen) = ([[0u64; W]; N], [0u64; N]);
-    if let Ok(eight) = <[&[u8]; 8]>::try_from(&parts[..]) {
-        debug_assert_eq!(avx512::STEPS, avx2::STEPS);
+    debug_assert_eq!(avx512::STEPS, avx2::STEPS);
+    if let Ok(sixteen) = <[&[u8]; 16]>::try_from(&parts[..]) {
         // SAFETY: the caller checked AVX-512.
-        let (l, s) = unsafe { avx512::lanes::<W, CHARS>(eight, steps, votes) };
+        let (l, s) = unsafe { avx512::lanes::<W, CHARS, 2, 16>(sixteen, steps, votes) };
+        lanes.copy_from_slice(&l);
+        seen.copy_from_slice(&s);
+    } else if let Ok(eight) = <[&[u8]; 8]>::try_from(&parts[..]) {
+        // SAFETY: as above.
+        let (l, s) = unsafe { avx512::lanes::<W, CHARS, 1, 8>(eight, steps, votes) };
         lanes.copy_from_slice(&l);
         seen.copy_from_slice(&s);
     } else {

@@ -1,9 +1,13 @@
-//! Eight parts of one text hashed side by side in AVX-512 registers.
+//! Eight or sixteen parts of one text hashed side by side in AVX-512
+//! registers.
 //!
 //! The AVX2 kernel ([`super::avx2`]) with eight parts a register instead
-//! of four. Each byte step is a chain of dependent operations (a blend, a
-//! xor, a multiply) per lane, so the four-part kernel waits on latency;
-//! twice the parts a register do twice the work in about the same chain.
+//! of four, and for long texts two such registers a lane (`K` = 2) stepped
+//! together. Each byte step is a chain of dependent operations (a blend, a
+//! xor, a multiply) per lane, so a kernel of one register waits on the
+//! multiply's latency: more parts a step do more work in the same chain.
+//! Both registers' completed hashes feed one vote tree (a vote is a vote,
+//! whichever part it comes from).
 //! AVX-512 also has what AVX2 lacks: a 64-bit multiply (`vpmullq`), mask
 //! registers for the boundaries, and a three-input logic instruction that
 //! makes each half of a carry-save adder one instruction.
@@ -21,15 +25,16 @@ use super::avx2::Votes;
 use crate::fingerprint::fnv::{BASIS, PRIME};
 
 /// Blocks of 16 inputs a byte counter takes before it is flushed: each
-/// block adds at most 8 to it (one per part).
+/// block adds at most 8 to it (one per element).
 const FLUSH_BLOCKS: usize = 31;
 
 /// [`lanes`] takes a multiple of this many steps (a block of either mode).
 pub(super) const STEPS: usize = 32;
 
-/// The state of the eight streams between steps.
-struct State<const W: usize, const CHARS: bool> {
-    lanes: [__m512i; W],
+/// The state of the `8 K` streams between steps.
+struct State<const W: usize, const CHARS: bool, const K: usize> {
+    /// Lane `i` of parts `8 k .. 8 k + 8` in `lanes[k][i]`.
+    lanes: [[__m512i; W]; K],
     ones: __m512i,
     twos: __m512i,
     fours: __m512i,
@@ -51,9 +56,9 @@ unsafe fn mul_prime(x: __m512i) -> __m512i {
     _mm512_mullo_epi64(x, _mm512_set1_epi64(PRIME as i64))
 }
 
-/// Eight bytes of each part from `at`, one part per 64-bit element.
+/// Eight bytes of each of eight parts from `at`, one part per 64-bit element.
 #[inline(always)]
-unsafe fn load(parts: &[&[u8]; 8], at: usize) -> __m512i {
+unsafe fn load(parts: &[&[u8]], at: usize) -> __m512i {
     let word = |p: &[u8]| {
         let mut b = [0u8; 8];
         b.copy_from_slice(&p[at..at + 8]);
@@ -71,15 +76,16 @@ unsafe fn elements(x: __m512i) -> [u64; 8] {
     out
 }
 
-impl<const W: usize, const CHARS: bool> State<W, CHARS> {
-    /// One byte of each part (the low byte of each element of `v`, which
-    /// moves on by a byte): returns the hashes it completes (0 elsewhere).
+impl<const W: usize, const CHARS: bool, const K: usize> State<W, CHARS, K> {
+    /// One byte of each part of register `k` (the low byte of each element
+    /// of `v`, which moves on by a byte): returns the hashes it completes
+    /// (0 elsewhere).
     #[inline(always)]
-    unsafe fn step(&mut self, v: &mut __m512i) -> __m512i {
+    unsafe fn step(&mut self, k: usize, v: &mut __m512i) -> __m512i {
         let b = _mm512_and_si512(*v, _mm512_set1_epi64(0xff));
         *v = _mm512_srli_epi64::<8>(*v);
         let basis = _mm512_set1_epi64(BASIS as i64);
-        let l = &mut self.lanes;
+        let l = &mut self.lanes[k];
         if CHARS {
             // A code point starts at every byte but a continuation byte.
             let cont = _mm512_cmpeq_epi64_mask(_mm512_and_si512(b, _mm512_set1_epi64(0xc0)), _mm512_set1_epi64(0x80));
@@ -104,25 +110,30 @@ impl<const W: usize, const CHARS: bool> State<W, CHARS> {
     /// Steps (bytes) per vote input, as in the AVX2 kernel: two in mode
     /// `words` (boundaries are never adjacent there), one in mode `chars`.
     const PER_INPUT: usize = if CHARS { 1 } else { 2 };
+    /// Steps of one [`Self::four`]: four inputs, taken from the `K`
+    /// registers in turn.
+    const FOUR: usize = 4 * Self::PER_INPUT / K;
     /// Steps of one [`Self::sixteen`]: sixteen inputs.
-    const BLOCK: usize = 16 * Self::PER_INPUT;
+    const BLOCK: usize = 4 * Self::FOUR;
 
-    /// One input of the vote: the hashes one or two steps complete.
+    /// One input of the vote: the hashes one or two steps of register `k`
+    /// complete.
     #[inline(always)]
-    unsafe fn input(&mut self, v: &mut __m512i) -> __m512i {
-        let a = self.step(v);
+    unsafe fn input(&mut self, k: usize, v: &mut [__m512i; K]) -> __m512i {
+        let a = self.step(k, &mut v[k]);
         if CHARS {
             a
         } else {
-            _mm512_or_si512(a, self.step(v))
+            _mm512_or_si512(a, self.step(k, &mut v[k]))
         }
     }
 
-    /// Two inputs; returns the carry of weight 2.
+    /// Two inputs (the next steps of both registers when `K` is 2);
+    /// returns the carry of weight 2.
     #[inline(always)]
-    unsafe fn two(&mut self, v: &mut __m512i) -> __m512i {
-        let a = self.input(v);
-        let b = self.input(v);
+    unsafe fn two(&mut self, v: &mut [__m512i; K]) -> __m512i {
+        let a = self.input(0, v);
+        let b = self.input(K - 1, v);
         let (carry, ones) = csa(self.ones, a, b);
         self.ones = ones;
         carry
@@ -130,7 +141,7 @@ impl<const W: usize, const CHARS: bool> State<W, CHARS> {
 
     /// Four inputs; returns the carry of weight 4.
     #[inline(always)]
-    unsafe fn four(&mut self, v: &mut __m512i) -> __m512i {
+    unsafe fn four(&mut self, v: &mut [__m512i; K]) -> __m512i {
         let a = self.two(v);
         let b = self.two(v);
         let (carry, twos) = csa(self.twos, a, b);
@@ -138,32 +149,28 @@ impl<const W: usize, const CHARS: bool> State<W, CHARS> {
         carry
     }
 
-    /// Eight inputs from byte `at`; returns the carry of weight 8.
+    /// Sixteen inputs from byte `at` ([`Self::BLOCK`] steps), eight bytes
+    /// of each part loaded as the steps reach them; the carries of weight
+    /// 16 go to the byte counters, an element at a time.
     #[inline(always)]
-    unsafe fn eight(&mut self, parts: &[&[u8]; 8], at: usize) -> __m512i {
-        let mut v = load(parts, at);
-        let a = self.four(&mut v);
-        let b = if CHARS {
-            self.four(&mut v)
-        } else {
-            let mut v = load(parts, at + 8);
-            self.four(&mut v)
-        };
-        let (carry, fours) = csa(self.fours, a, b);
+    unsafe fn sixteen(&mut self, parts: &[&[u8]], at: usize) {
+        let mut v = [_mm512_setzero_si512(); K];
+        let mut carries = [_mm512_setzero_si512(); 4];
+        for (f, carry) in carries.iter_mut().enumerate() {
+            if (f * Self::FOUR).is_multiple_of(8) {
+                for (k, v) in v.iter_mut().enumerate() {
+                    *v = load(&parts[8 * k..8 * k + 8], at + f * Self::FOUR);
+                }
+            }
+            *carry = self.four(&mut v);
+        }
+        let (a, fours) = csa(self.fours, carries[0], carries[1]);
+        let (b, fours) = csa(fours, carries[2], carries[3]);
         self.fours = fours;
-        carry
-    }
-
-    /// Sixteen inputs from byte `at` ([`Self::BLOCK`] steps); the carries
-    /// of weight 16 go to the byte counters, a part at a time.
-    #[inline(always)]
-    unsafe fn sixteen(&mut self, parts: &[&[u8]; 8], at: usize) {
-        let a = self.eight(parts, at);
-        let b = self.eight(parts, at + Self::BLOCK / 2);
         let (carry, eights) = csa(self.eights, a, b);
         self.eights = eights;
-        for part in elements(carry) {
-            self.c16 = _mm512_sub_epi8(self.c16, _mm512_movm_epi8(part));
+        for element in elements(carry) {
+            self.c16 = _mm512_sub_epi8(self.c16, _mm512_movm_epi8(element));
         }
     }
 
@@ -180,17 +187,22 @@ impl<const W: usize, const CHARS: bool> State<W, CHARS> {
     }
 }
 
-/// Hashes the first `steps` bytes of each part side by side, voting into
-/// `votes` every hash completed there that the scalar kernel would vote;
-/// returns each part's lanes (oldest first) and boundaries seen, for the
-/// scalar kernel to go on from.
+/// Hashes the first `steps` bytes of each of the `N = 8 K` parts side by
+/// side, voting into `votes` every hash completed there that the scalar
+/// kernel would vote; returns each part's lanes (oldest first) and
+/// boundaries seen, for the scalar kernel to go on from.
 #[target_feature(enable = "avx512f,avx512bw,avx512dq")]
-pub(super) fn lanes<const W: usize, const CHARS: bool>(parts: [&[u8]; 8], steps: usize, votes: &mut Votes) -> ([[u64; W]; 8], [u64; 8]) {
-    assert!(steps.is_multiple_of(STEPS) && parts.iter().all(|p| p.len() >= steps));
+pub(super) fn lanes<const W: usize, const CHARS: bool, const K: usize, const N: usize>(
+    parts: [&[u8]; N],
+    steps: usize,
+    votes: &mut Votes,
+) -> ([[u64; W]; N], [u64; N]) {
+    assert!(N == 8 * K && steps.is_multiple_of(STEPS) && parts.iter().all(|p| p.len() >= steps));
     let zero = _mm512_setzero_si512();
-    let mut st = State::<W, CHARS> { lanes: [_mm512_set1_epi64(BASIS as i64); W], ones: zero, twos: zero, fours: zero, eights: zero, c16: zero };
+    let basis = _mm512_set1_epi64(BASIS as i64);
+    let mut st = State::<W, CHARS, K> { lanes: [[basis; W]; K], ones: zero, twos: zero, fours: zero, eights: zero, c16: zero };
     let mut blocks = 0;
-    for at in (0..steps).step_by(State::<W, CHARS>::BLOCK) {
+    for at in (0..steps).step_by(State::<W, CHARS, K>::BLOCK) {
         // SAFETY: this function runs only with AVX-512 F, BW and DQ (see
         // the module docs); `sixteen` reads bytes `at..at + BLOCK` of each
         // part, all below `steps`.
@@ -212,12 +224,14 @@ pub(super) fn lanes<const W: usize, const CHARS: bool>(parts: [&[u8]; 8], steps:
             }
         }
     }
-    let seen = super::take_back_junk::<W, CHARS, 8>(&parts, steps, votes);
-    let mut lanes = [[0u64; W]; 8];
-    for (i, &lane) in st.lanes.iter().enumerate() {
-        // SAFETY: as above.
-        for (part, x) in unsafe { elements(lane) }.into_iter().enumerate() {
-            lanes[part][i] = x;
+    let seen = super::take_back_junk::<W, CHARS, N>(&parts, steps, votes);
+    let mut lanes = [[0u64; W]; N];
+    for (k, register) in st.lanes.iter().enumerate() {
+        for (i, &lane) in register.iter().enumerate() {
+            // SAFETY: as above.
+            for (e, x) in unsafe { elements(lane) }.into_iter().enumerate() {
+                lanes[8 * k + e][i] = x;
+            }
         }
     }
     (lanes, seen)
