@@ -25,10 +25,19 @@ text) beside it. Each round, interleaved so a busy neighbour hits all alike:
 
 Files are read once before the rounds, so they are in the page cache.
 Reported: medians (min..max) of records/s and MB/s (10^6 bytes of JSON
-lines), the ratios the targets name (dedup / fingerprints >= 0.6 for the
-plain file and >= 0.4 for the Parquet one; gzip dedup time <= zcat time),
-each dedup's peak RSS, and the best ratio each floor leaves
-(fingerprints / floor). ``--memory`` also runs dedup on the first quarter of the corpus:
+lines), CPU seconds (user + system: GNU time for the commands, the
+worker's process time for ``fingerprints``), each dedup's peak RSS, and
+the verdicts of issue 42's first item:
+
+* JSON lines: the dedup's wall time at most 1.15 x the larger of the disk
+  floor and its own CPU floor (its CPU seconds over the cores), and its CPU
+  seconds at most 1.5 x those of ``fingerprints``;
+* Parquet: at most 1.15 x the Parquet floor;
+* outputs in memory (run with ``--tmpdir /dev/shm``): dedup at least 0.6 x
+  ``fingerprints`` (the line says whether the outputs were in memory);
+
+and issue 28's: dedup / fingerprints (0.6 plain, 0.4 Parquet) with the best
+ratio each floor leaves, and gzip dedup time <= zcat time. ``--memory`` also runs dedup on the first quarter of the corpus:
 peak memory must not grow with the input (beyond the index of kept records).
 
 Usage::
@@ -157,7 +166,7 @@ def timed(cmd: List[str]) -> Dict[str, float]:
     The peak comes from ``/usr/bin/time -f %M``, a small process that starts
     the command: a child forked straight from this process would report this
     process's own memory as its peak."""
-    wrapped = [GNU_TIME, "-f", "RSIMHASH_BENCH_MAXRSS_KB=%M", *cmd] if GNU_TIME else cmd
+    wrapped = [GNU_TIME, "-f", "RSIMHASH_BENCH_MAXRSS_KB=%M %U %S", *cmd] if GNU_TIME else cmd
     t0 = time.perf_counter()
     proc = subprocess.run(wrapped, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=installed_env())
     wall = time.perf_counter() - t0
@@ -166,7 +175,9 @@ def timed(cmd: List[str]) -> Dict[str, float]:
     out = {"wall": wall}
     for line in proc.stderr.decode(errors="replace").splitlines():
         if line.startswith("RSIMHASH_BENCH_MAXRSS_KB="):
-            out["maxrss_mb"] = int(line.split("=", 1)[1]) / 1024
+            rss, user, system = line.split("=", 1)[1].split()
+            out["maxrss_mb"] = int(rss) / 1024
+            out["cpu"] = float(user) + float(system)
     return out
 
 
@@ -252,11 +263,13 @@ class FingerprintWorker:
         assert self.proc.stdout is not None
         self.records, self.text_bytes = (int(x) for x in self.proc.stdout.readline().split())
 
-    def time(self) -> float:
+    def time(self) -> Dict[str, float]:
+        """Wall and CPU seconds of one call."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write("go\n")
         self.proc.stdin.flush()
-        return float(self.proc.stdout.readline())
+        wall, cpu = (float(x) for x in self.proc.stdout.readline().split())
+        return {"wall": wall, "cpu": cpu}
 
     def close(self) -> None:
         assert self.proc.stdin is not None
@@ -270,14 +283,50 @@ def fingerprint_worker(path: str) -> int:
     texts = load_texts(path)
     print(len(texts), sum(len(t.encode("utf-8")) for t in texts), flush=True)
     for _ in sys.stdin:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         rsimhash.fingerprints(texts)
-        print(time.perf_counter() - t0, flush=True)
+        print(time.perf_counter() - t0, time.process_time() - c0, flush=True)
     return 0
 
 
 def median_of(rounds: List[Dict[str, float]], key: str) -> float:
     return statistics.median(r[key] for r in rounds)
+
+
+def floor_verdicts(runs: Dict[str, List[Dict[str, float]]], cores: int, in_memory: bool) -> List[str]:
+    """Issue 42, item 1: each dedup against what the hardware allows in the same run."""
+    out = []
+    has_cpu = all("cpu" in x for name in ("plain", "fingerprints") if name in runs for x in runs[name])
+    if "plain" in runs and has_cpu:
+        wall, cpu = median_of(runs["plain"], "wall"), median_of(runs["plain"], "cpu")
+        fp_cpu = median_of(runs["fingerprints"], "cpu")
+        cpu_floor = cpu / cores
+        if "disk floor" in runs:
+            disk = median_of(runs["disk floor"], "wall")
+            floor = max(disk, cpu_floor)
+            out.append(
+                f"plain dedup {wall:.2f} s = {wall / floor:.2f} x its floor {floor:.2f} s (the larger of the disk floor "
+                f"{disk:.2f} s and its CPU floor {cpu:.2f} CPU-s / {cores} cores = {cpu_floor:.2f} s; target <= 1.15): "
+                f"{'met' if wall <= 1.15 * floor else 'MISSED'}"
+            )
+        out.append(
+            f"plain dedup CPU {cpu:.2f} s = {cpu / fp_cpu:.2f} x fingerprints' {fp_cpu:.2f} s (target <= 1.5): "
+            f"{'met' if cpu <= 1.5 * fp_cpu else 'MISSED'}"
+        )
+    if "parquet" in runs and "parquet floor" in runs:
+        wall, floor = median_of(runs["parquet"], "wall"), median_of(runs["parquet floor"], "wall")
+        out.append(
+            f"parquet dedup {wall:.2f} s = {wall / floor:.2f} x the Parquet floor {floor:.2f} s (target <= 1.15): "
+            f"{'met' if wall <= 1.15 * floor else 'MISSED'}"
+        )
+    if "plain" in runs:
+        ratio = median_of(runs["fingerprints"], "wall") / median_of(runs["plain"], "wall")
+        where = "outputs in memory" if in_memory else "outputs on disk, not in memory: run with --tmpdir /dev/shm for this target"
+        out.append(
+            f"plain dedup {ratio:.2f} x fingerprints ({where}; target >= 0.6 in memory): "
+            f"{('met' if ratio >= 0.6 else 'MISSED') if in_memory else 'not measured'}"
+        )
+    return out
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -325,7 +374,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         floors = {} if args.no_floors else floor_cmds(out_dir, inputs, extra)
         runs.update({name: [] for name in floors})
         for r in range(args.rounds):
-            runs["fingerprints"].append({"wall": worker.time()})
+            runs["fingerprints"].append(worker.time())
             for name, p in inputs.items():
                 runs[name].append(timed(dedup_cmd(p, out_dir, extra)))
             if "gzip" in inputs:
@@ -342,8 +391,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     worker.close()
 
     fp_wall = median_of(runs["fingerprints"], "wall")
-    print("\n| run | median s (min..max) | records/s | MB/s of JSON lines | vs fingerprints | peak RSS |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("\n| run | median s (min..max) | records/s | MB/s of JSON lines | vs fingerprints | CPU s | peak RSS |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     summary: Dict[str, Any] = {
         "bench": "dedup_cli",
         "size_mb": round(size / 1e6, 1),
@@ -363,18 +412,21 @@ def main(argv: Optional[List[str]] = None) -> int:
             "parquet floor": "floor: pyarrow decodes the input, encodes the kept share",
         }.get(name, f"`rsimhash dedup`, {name}")
         ratio = fp_wall / med
+        cpu = statistics.median(x["cpu"] for x in res) if all("cpu" in x for x in res) else None
         print(
             f"| {label} | {med:.2f} ({min(walls):.2f}..{max(walls):.2f}) | {records / med:,.0f} | "
-            f"{size / 1e6 / med:.0f} | {ratio:.2f} x | {f'{rss:.0f} MB' if rss else ''} |"
+            f"{size / 1e6 / med:.0f} | {ratio:.2f} x | {'' if cpu is None else f'{cpu:.2f}'} | "
+            f"{f'{rss:.0f} MB' if rss else ''} |"
         )
         summary["runs"][name] = {
             "median_s": round(med, 3),
             "min_s": round(min(walls), 3),
             "max_s": round(max(walls), 3),
             "ratio_to_fingerprints": round(ratio, 3),
+            "cpu_s": None if cpu is None else round(cpu, 3),
             "peak_rss_mb": round(rss),
         }
-    verdicts = []
+    verdicts = floor_verdicts(runs, info["nproc"], in_memory=args.tmpdir is not None and args.tmpdir.startswith("/dev/shm"))
     for name in ("plain", "parquet"):
         if name in runs:
             ratio = fp_wall / median_of(runs[name], "wall")
