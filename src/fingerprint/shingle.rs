@@ -26,7 +26,9 @@
 //! side one part per 64-bit element of a vector ([`avx2`]), and what the
 //! vectors leave of each part (less than 32 bytes) is finished here. With
 //! AVX-512, a text of [`WIDE8_MIN`] bytes or more is cut in eight, one of
-//! [`WIDE16_MIN`] or more in sixteen ([`avx512`]).
+//! [`WIDE16_MIN`] or more in sixteen ([`avx512`]); a list as the sink (a
+//! shingle set being made) takes that kernel's hashes too, packed into it
+//! as they complete.
 
 use crate::fingerprint::fnv::{fnv1a64, step, BASIS};
 use crate::fingerprint::vote::Tally;
@@ -48,6 +50,13 @@ pub(crate) trait Sink {
     fn wide(&mut self) -> Option<&mut Tally> {
         None
     }
+
+    /// The list, when the sink is one the AVX-512 kernel may append its
+    /// hashes to (an AVX-512 CPU, no `RSIMHASH_PORTABLE`).
+    #[cfg(target_arch = "x86_64")]
+    fn list(&mut self) -> Option<&mut Vec<u64>> {
+        None
+    }
 }
 
 impl Sink for Tally {
@@ -65,6 +74,11 @@ impl Sink for Tally {
 impl Sink for Vec<u64> {
     fn add(&mut self, hashes: &[u64]) {
         self.extend_from_slice(hashes);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn list(&mut self) -> Option<&mut Vec<u64>> {
+        crate::cpu::x86_has!("avx512f", "avx512bw", "avx512dq").then_some(self)
     }
 }
 
@@ -170,6 +184,13 @@ trait Lanes: Sized {
     /// As [`vector_lanes`].
     #[cfg(target_arch = "x86_64")]
     unsafe fn wide<const N: usize>(parts: [&[u8]; N], steps: usize, votes: &mut avx2::Votes) -> [Self; N];
+    /// As [`Self::wide`], appending the shingles' hashes to `list`
+    /// ([`vector_emit`]).
+    ///
+    /// # Safety
+    /// As [`vector_emit`].
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn emit<const N: usize>(parts: [&[u8]; N], steps: usize, list: &mut Vec<u64>) -> [Self; N];
 }
 
 /// The cuts of [`Lanes::split_n`]: `units` in `N` parts, each part after the
@@ -231,6 +252,14 @@ impl<L: Lanes> Stream<L> {
 #[inline(always)]
 fn run<L: Lanes>(units: &[u8], count: usize, tally: &mut impl Sink) {
     #[cfg(target_arch = "x86_64")]
+    if units.len() >= WIDE8_MIN && count >= SPLIT_MIN {
+        if let Some(list) = tally.list() {
+            if (units.len() >= WIDE16_MIN && emit_wide::<L, 16>(units, list)) || emit_wide::<L, 8>(units, list) {
+                return;
+            }
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
     if units.len() >= WIDE_MIN && count >= SPLIT_MIN {
         if let Some(tally) = tally.wide() {
             if tally.avx512() && units.len() >= WIDE16_MIN && run_wide::<L, 16>(units, tally) {
@@ -291,6 +320,57 @@ fn run_wide<L: Lanes, const N: usize>(units: &[u8], tally: &mut Tally) -> bool {
     true
 }
 
+/// [`run_wide`] for a list: the AVX-512 kernel of `N` parts appends the
+/// hashes of what it steps through to `list`, the scalar kernel the rest.
+/// The CPU must have AVX-512 F, BW and DQ.
+#[cfg(target_arch = "x86_64")]
+fn emit_wide<L: Lanes, const N: usize>(units: &[u8], list: &mut Vec<u64>) -> bool {
+    let Some(parts) = L::split_n::<N>(units) else {
+        return false;
+    };
+    let steps = parts.iter().map(|p| p.len()).min().unwrap_or(0) / avx512::STEPS * avx512::STEPS;
+    if steps == 0 {
+        return false;
+    }
+    // SAFETY: the caller checked the CPU for this kernel.
+    let lanes = unsafe { L::emit(parts, steps, list) };
+    let mut stream = Stream::<L>::new();
+    for (lanes, part) in lanes.into_iter().zip(parts) {
+        stream.drained = lanes.written();
+        stream.lanes = lanes;
+        feed_all(&mut stream, &part[steps..], list);
+    }
+    true
+}
+
+/// The AVX-512 kernel of `N` parts (sixteen or eight) appending to `list`
+/// the hashes of the first `steps` bytes of each part, the junk ones taken
+/// out again (one occurrence of each: equal hashes are alike); returns each
+/// part's lanes and boundaries seen.
+///
+/// # Safety
+/// The CPU must have AVX-512 F, BW and DQ.
+#[cfg(target_arch = "x86_64")]
+unsafe fn vector_emit<const W: usize, const CHARS: bool, const N: usize>(parts: [&[u8]; N], steps: usize, list: &mut Vec<u64>) -> ([[u64; W]; N], [u64; N]) {
+    let start = list.len();
+    let mut lanes = [[0u64; W]; N];
+    if let Ok(sixteen) = <[&[u8]; 16]>::try_from(&parts[..]) {
+        // SAFETY: the caller checked AVX-512.
+        lanes.copy_from_slice(&unsafe { avx512::emit::<W, CHARS, 2, 16>(sixteen, steps, list) });
+    } else {
+        let eight = <[&[u8]; 8]>::try_from(&parts[..]).expect("sixteen or eight parts");
+        // SAFETY: as above.
+        lanes.copy_from_slice(&unsafe { avx512::emit::<W, CHARS, 1, 8>(eight, steps, list) });
+    }
+    // The junk hashes come from each part's first boundaries, so they are
+    // found near the start.
+    let seen = junk::<W, CHARS, N>(&parts, steps, |h| {
+        let at = list[start..].iter().position(|&x| x == h).expect("every junk hash was appended");
+        list.swap_remove(start + at);
+    });
+    (lanes, seen)
+}
+
 /// The vector kernel of `N` parts: AVX-512 for sixteen or eight
 /// ([`avx512`]), AVX2 for four ([`avx2`]).
 ///
@@ -326,14 +406,31 @@ unsafe fn vector_lanes<const W: usize, const CHARS: bool, const N: usize>(
 }
 
 /// What the vector kernels leave of the vote after `steps` bytes of each
-/// part: they vote every hash a boundary completes, so the junk ones (the
-/// first `W - 1` of a part in mode `words`, `W` in `chars`, from lanes that
-/// began before its first unit) are taken back from `votes`, and the hashes
-/// counted. Returns each part's boundaries seen. Inlined into each kernel,
-/// which compiles it for its own instructions.
+/// part: they vote every hash a boundary completes, so the junk ones (see
+/// [`junk`]) are taken back from `votes`, and the hashes counted. Returns
+/// each part's boundaries seen. Inlined into each kernel, which compiles it
+/// for its own instructions.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn take_back_junk<const W: usize, const CHARS: bool, const N: usize>(parts: &[&[u8]; N], steps: usize, votes: &mut avx2::Votes) -> [u64; N] {
+    let mut taken = 0;
+    let seen = junk::<W, CHARS, N>(parts, steps, |h| {
+        for (j, t) in votes.totals.iter_mut().enumerate() {
+            *t -= ((h >> j) & 1) as u32;
+        }
+        taken += 1;
+    });
+    votes.n += seen.iter().sum::<u64>() - taken;
+    seen
+}
+
+/// The boundaries in the first `steps` bytes of each part, and the junk
+/// hashes there, each given to `take`: the first `W - 1` of a part in mode
+/// `words`, `W` in `chars`, which come from lanes that began before its
+/// first unit.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn junk<const W: usize, const CHARS: bool, const N: usize>(parts: &[&[u8]; N], steps: usize, mut take: impl FnMut(u64)) -> [u64; N] {
     let boundary = |b: u8| if CHARS { (b as i8) >= -0x40 } else { b == b' ' };
     let mut seen = [0u64; N];
     for (part, seen) in parts.iter().zip(&mut seen) {
@@ -352,14 +449,11 @@ fn take_back_junk<const W: usize, const CHARS: bool, const N: usize>(parts: &[&[
                 break;
             }
             if boundary(b) {
-                for (j, t) in votes.totals.iter_mut().enumerate() {
-                    *t -= ((h >> j) & 1) as u32;
-                }
+                take(h);
                 taken += 1;
             }
             h = step(h, b);
         }
-        votes.n += *seen - junk as u64;
     }
     seen
 }
@@ -445,6 +539,13 @@ impl<const W: usize> Lanes for WordLanes<W> {
         let (lanes, seen) = unsafe { vector_lanes::<W, false, N>(parts, steps, votes) };
         std::array::from_fn(|i| WordLanes { lanes: lanes[i], written: seen[i] as usize })
     }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn emit<const N: usize>(parts: [&[u8]; N], steps: usize, list: &mut Vec<u64>) -> [Self; N] {
+        // SAFETY: the caller checked the CPU.
+        let (lanes, seen) = unsafe { vector_emit::<W, false, N>(parts, steps, list) };
+        std::array::from_fn(|i| WordLanes { lanes: lanes[i], written: seen[i] as usize })
+    }
 }
 
 /// Lanes of mode `chars` over the normalized text. At the lead byte of a code
@@ -520,6 +621,13 @@ impl<const W: usize> Lanes for CharLanes<W> {
         // `written` counts lead bytes less one (the first completes nothing).
         std::array::from_fn(|i| CharLanes { lanes: lanes[i], written: (seen[i] as usize).wrapping_sub(1) })
     }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn emit<const N: usize>(parts: [&[u8]; N], steps: usize, list: &mut Vec<u64>) -> [Self; N] {
+        // SAFETY: the caller checked the CPU.
+        let (lanes, seen) = unsafe { vector_emit::<W, true, N>(parts, steps, list) };
+        std::array::from_fn(|i| CharLanes { lanes: lanes[i], written: (seen[i] as usize).wrapping_sub(1) })
+    }
 }
 
 /// Word shingles wider than the kernels: rare, hashed one by one.
@@ -565,11 +673,24 @@ mod tests {
         hashes
     }
 
+    /// A list the vector kernels never append to: the scalar kernels' list.
+    struct Scalar(Vec<u64>);
+
+    impl Sink for Scalar {
+        fn add(&mut self, hashes: &[u64]) {
+            self.0.extend_from_slice(hashes);
+        }
+    }
+
     fn words_of(tokens: &[&str], width: usize) -> Vec<u64> {
         let stream: String = tokens.iter().map(|t| format!("{t} ")).collect();
         let mut out = vec![];
         words(stream.as_bytes(), tokens.len(), width, &mut out);
         out.sort_unstable();
+        let mut scalar = Scalar(vec![]);
+        words(stream.as_bytes(), tokens.len(), width, &mut scalar);
+        scalar.0.sort_unstable();
+        assert_eq!(out, scalar.0, "the vector and scalar kernels' lists differ");
         out
     }
 
@@ -577,6 +698,10 @@ mod tests {
         let mut out = vec![];
         chars(text.as_bytes(), width, &mut out);
         out.sort_unstable();
+        let mut scalar = Scalar(vec![]);
+        chars(text.as_bytes(), width, &mut scalar);
+        scalar.0.sort_unstable();
+        assert_eq!(out, scalar.0, "the vector and scalar kernels' lists differ");
         out
     }
 
@@ -635,6 +760,12 @@ mod tests {
                 for width in 1..=9 {
                     let (got, want) = voted(&refs, width, " ");
                     assert_eq!(got, want, "words n={n} len={len} width={width}");
+                    // The lists of the same kernels (shingle sets).
+                    assert_eq!(words_of(&refs, width), naive(&refs, width, " "), "listed words n={n} len={len} width={width}");
+                    let text = refs.concat();
+                    let owned: Vec<String> = text.chars().map(String::from).collect();
+                    let points: Vec<&str> = owned.iter().map(String::as_str).collect();
+                    assert_eq!(chars_of(&text, width), naive(&points, width, ""), "listed chars n={n} len={len} width={width}");
                     let (got, want) = voted(&refs, width, "");
                     assert_eq!(got, want, "chars n={n} len={len} width={width}");
                     let spaced = refs.join(" ");

@@ -82,6 +82,14 @@ impl<const W: usize, const CHARS: bool, const K: usize> State<W, CHARS, K> {
     /// (0 elsewhere).
     #[inline(always)]
     unsafe fn step(&mut self, k: usize, v: &mut __m512i) -> __m512i {
+        let (completes, done) = self.advance(k, v);
+        _mm512_maskz_mov_epi64(completes, done)
+    }
+
+    /// [`Self::step`] as the parts that complete a hash there and lane 0
+    /// before the step (which holds the hash in those parts).
+    #[inline(always)]
+    unsafe fn advance(&mut self, k: usize, v: &mut __m512i) -> (__mmask8, __m512i) {
         let b = _mm512_and_si512(*v, _mm512_set1_epi64(0xff));
         *v = _mm512_srli_epi64::<8>(*v);
         let basis = _mm512_set1_epi64(BASIS as i64);
@@ -89,7 +97,7 @@ impl<const W: usize, const CHARS: bool, const K: usize> State<W, CHARS, K> {
         if CHARS {
             // A code point starts at every byte but a continuation byte.
             let cont = _mm512_cmpeq_epi64_mask(_mm512_and_si512(b, _mm512_set1_epi64(0xc0)), _mm512_set1_epi64(0x80));
-            let done = _mm512_maskz_mov_epi64(!cont, l[0]);
+            let done = (!cont, l[0]);
             for i in 0..W - 1 {
                 l[i] = mul_prime(_mm512_xor_si512(_mm512_mask_blend_epi64(cont, l[i + 1], l[i]), b));
             }
@@ -98,7 +106,7 @@ impl<const W: usize, const CHARS: bool, const K: usize> State<W, CHARS, K> {
         } else {
             // The space after each token.
             let end = _mm512_cmpeq_epi64_mask(b, _mm512_set1_epi64(0x20));
-            let done = _mm512_maskz_mov_epi64(end, l[0]);
+            let done = (end, l[0]);
             for i in 0..W - 1 {
                 l[i] = mul_prime(_mm512_xor_si512(_mm512_mask_blend_epi64(end, l[i], l[i + 1]), b));
             }
@@ -235,4 +243,57 @@ pub(super) fn lanes<const W: usize, const CHARS: bool, const K: usize, const N: 
         }
     }
     (lanes, seen)
+}
+
+/// Hashes the first `steps` bytes of each of the `N = 8 K` parts side by
+/// side, appending to `out` every hash a boundary completes there (the
+/// junk ones too: the caller takes them out), in no order; returns each
+/// part's lanes (oldest first).
+///
+/// Each step's hashes are packed to the front of a register
+/// (`vpcompressq`) and the whole register stored where the list ends; the
+/// list then grows by the hashes packed, and the next store overwrites the
+/// rest (a compressing store to memory is slow on some CPUs).
+#[target_feature(enable = "avx512f,avx512bw,avx512dq")]
+pub(super) fn emit<const W: usize, const CHARS: bool, const K: usize, const N: usize>(parts: [&[u8]; N], steps: usize, out: &mut Vec<u64>) -> [[u64; W]; N] {
+    assert!(N == 8 * K && steps.is_multiple_of(8) && parts.iter().all(|p| p.len() >= steps));
+    let zero = _mm512_setzero_si512();
+    let basis = _mm512_set1_epi64(BASIS as i64);
+    let mut st = State::<W, CHARS, K> { lanes: [[basis; W]; K], ones: zero, twos: zero, fours: zero, eights: zero, c16: zero };
+    // At most one hash a part a step, and room for a whole register past it.
+    out.reserve(steps * N + 8);
+    let mut len = out.len();
+    let end = out.as_mut_ptr();
+    for at in (0..steps).step_by(8) {
+        let mut v = [zero; K];
+        for (k, v) in v.iter_mut().enumerate() {
+            // SAFETY: bytes `at..at + 8` of each part, below `steps`.
+            *v = unsafe { load(&parts[8 * k..8 * k + 8], at) };
+        }
+        for _ in 0..8 {
+            for (k, v) in v.iter_mut().enumerate() {
+                // SAFETY: this function runs only with AVX-512 F, BW and DQ;
+                // the store writes 8 slots from `len`, which is at most the
+                // first length plus `steps * N - 1` hashes before the last
+                // step, all within the capacity reserved.
+                unsafe {
+                    let (completes, hashes) = st.advance(k, v);
+                    _mm512_storeu_si512(end.add(len).cast(), _mm512_maskz_compress_epi64(completes, hashes));
+                    len += completes.count_ones() as usize;
+                }
+            }
+        }
+    }
+    // SAFETY: every slot below `len` was written (a packed hash each).
+    unsafe { out.set_len(len) };
+    let mut lanes = [[0u64; W]; N];
+    for (k, register) in st.lanes.iter().enumerate() {
+        for (i, &lane) in register.iter().enumerate() {
+            // SAFETY: as above.
+            for (e, x) in unsafe { elements(lane) }.into_iter().enumerate() {
+                lanes[8 * k + e][i] = x;
+            }
+        }
+    }
+    lanes
 }
