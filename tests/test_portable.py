@@ -25,9 +25,12 @@ from rsimhash import _rsimhash
 rng = random.Random(5)
 words = ["the", "caf\u00e9", "na\u00efve", "\u6f22\u5b57", "x" * 40, "Stra\u00dfe", "a", "of", "1999", "\U0001F600"]
 texts = [" ".join(rng.choice(words) for _ in range(rng.randint(0, 300))) for _ in range(400)]
+# Long texts too: the vector kernels cut texts of 512 bytes and 2 KiB or more into more parts.
+texts += [" ".join(rng.choice(words) for _ in range(rng.randint(300, 1500))) for _ in range(60)]
 out = {"portable": _rsimhash.portable_paths()}
 out["fps"] = {f"{m}{w}": rsimhash.fingerprints(texts, mode=m, width=w).tolist()
               for m, w in (("words", None), ("words", 1), ("chars", None))}
+out["sets"] = {m: [a.tolist() for a in _rsimhash.shingle_sets(texts, mode=m)] for m in ("words", "chars")}
 r = np.random.default_rng(3)
 base = r.integers(0, 2**64 - 1, size=20_000, dtype=np.uint64, endpoint=True)
 flips = np.left_shift(np.uint64(1), r.integers(0, 64, size=20_000, dtype=np.uint64))
@@ -54,6 +57,7 @@ def test_portable_paths_give_the_same_answers():
     native, portable = run_child(False), run_child(True)
     assert native["portable"] is False and portable["portable"] is True
     assert portable["fps"] == native["fps"]
+    assert portable["sets"] == native["sets"]
     assert portable["index_pairs"] == native["index_pairs"] and native["index_pairs"]
     assert portable["batch_pairs"] == native["batch_pairs"] and native["batch_pairs"]
 

@@ -776,6 +776,44 @@ mod tests {
         }
     }
 
+    /// Texts the parts cannot be cut from evenly: one huge token among a
+    /// few small ones (cuts fall on the same unit), texts a byte either
+    /// side of the sizes where eight and sixteen parts begin, and one code
+    /// point repeated.
+    #[test]
+    fn wide_kernel_odd_texts() {
+        let huge = "x".repeat(5000);
+        let mut cases: Vec<Vec<String>> = vec![
+            [vec![huge.clone()], (0..80).map(|i| i.to_string()).collect()].concat(),
+            [(0..80).map(|i| i.to_string()).collect(), vec![huge.clone()]].concat(),
+            (0..3).map(|_| huge.clone()).collect(),
+            vec!["é".repeat(3000)],
+        ];
+        for bytes in [WIDE8_MIN - 1, WIDE8_MIN, WIDE8_MIN + 1, WIDE16_MIN - 1, WIDE16_MIN, WIDE16_MIN + 1] {
+            // Tokens of four digits and a space, and one more to reach about `bytes`.
+            let mut tokens: Vec<String> = (0..bytes / 5).map(|i| format!("{:04}", i % 10_000)).collect();
+            let rest = bytes - 5 * tokens.len();
+            if rest > 0 {
+                tokens.push("y".repeat(rest - 1).chars().chain(['z']).collect());
+            }
+            cases.push(tokens);
+        }
+        for tokens in &cases {
+            let refs: Vec<&str> = tokens.iter().map(String::as_str).collect();
+            for width in [1, 3, 4, 8] {
+                let (got, want) = voted(&refs, width, " ");
+                assert_eq!(got, want, "words width={width} tokens={}", refs.len());
+                assert_eq!(words_of(&refs, width), naive(&refs, width, " "));
+                let text = refs.join(" ");
+                let owned: Vec<String> = text.chars().map(String::from).collect();
+                let points: Vec<&str> = owned.iter().map(String::as_str).collect();
+                let (got, want) = voted(&points, width, "");
+                assert_eq!(got, want, "chars width={width} bytes={}", text.len());
+                assert_eq!(chars_of(&text, width), naive(&points, width, ""));
+            }
+        }
+    }
+
     proptest! {
         #[test]
         fn wide_words_vote_as_naive(tokens in prop::collection::vec("[a-zé漢]{1,12}", 40..700), width in 1usize..10) {
