@@ -260,11 +260,17 @@ pub(super) fn emit<const W: usize, const CHARS: bool, const K: usize, const N: u
     let zero = _mm512_setzero_si512();
     let basis = _mm512_set1_epi64(BASIS as i64);
     let mut st = State::<W, CHARS, K> { lanes: [[basis; W]; K], ones: zero, twos: zero, fours: zero, eights: zero, c16: zero };
-    // At most one hash a part a step, and room for a whole register past it.
-    out.reserve(steps * N + 8);
     let mut len = out.len();
-    let end = out.as_mut_ptr();
     for at in (0..steps).step_by(8) {
+        // Room for the eight steps' hashes (at most one a part a step) and
+        // a whole register past them; the list grows as a `Vec` does, so a
+        // huge text of few boundaries does not reserve a slot a byte.
+        if out.capacity() - len < 8 * N + 8 {
+            // SAFETY: every slot below `len` was written (a packed hash each).
+            unsafe { out.set_len(len) };
+            out.reserve(8 * N + 8);
+        }
+        let end = out.as_mut_ptr();
         let mut v = [zero; K];
         for (k, v) in v.iter_mut().enumerate() {
             // SAFETY: bytes `at..at + 8` of each part, below `steps`.
@@ -273,9 +279,8 @@ pub(super) fn emit<const W: usize, const CHARS: bool, const K: usize, const N: u
         for _ in 0..8 {
             for (k, v) in v.iter_mut().enumerate() {
                 // SAFETY: this function runs only with AVX-512 F, BW and DQ;
-                // the store writes 8 slots from `len`, which is at most the
-                // first length plus `steps * N - 1` hashes before the last
-                // step, all within the capacity reserved.
+                // the store writes 8 slots from `len`, at most `8 N` past
+                // the length the room was made for, within the capacity.
                 unsafe {
                     let (completes, hashes) = st.advance(k, v);
                     _mm512_storeu_si512(end.add(len).cast(), _mm512_maskz_compress_epi64(completes, hashes));
