@@ -293,12 +293,14 @@ fn run<L: Lanes>(units: &[u8], count: usize, tally: &mut impl Sink) {
     }
 }
 
-/// Runs the vector kernel of `N` parts over `units` and the scalar kernel
-/// over what it leaves of each part; false (nothing voted) when `units`
-/// cannot be cut so. `tally` must allow the kernel (`Sink::wide`, and
-/// `Tally::avx512` for eight parts).
+/// Runs a vector kernel of `N` parts over `units` into `sink` (`kernel`
+/// gets the parts and the steps it must take, a multiple of the kernels'
+/// block, and returns each part's lanes), then the scalar kernel over what
+/// it leaves of each part; false (nothing given to `sink`) when `units`
+/// cannot be cut so.
 #[cfg(target_arch = "x86_64")]
-fn run_wide<L: Lanes, const N: usize>(units: &[u8], tally: &mut Tally) -> bool {
+fn run_parts<L: Lanes, S: Sink, const N: usize>(units: &[u8], sink: &mut S, kernel: impl FnOnce([&[u8]; N], usize, &mut S) -> [L; N]) -> bool {
+    debug_assert_eq!(avx512::STEPS, avx2::STEPS);
     let Some(parts) = L::split_n::<N>(units) else {
         return false;
     };
@@ -306,41 +308,38 @@ fn run_wide<L: Lanes, const N: usize>(units: &[u8], tally: &mut Tally) -> bool {
     if steps == 0 {
         return false;
     }
-    let mut votes = avx2::Votes::default();
-    // SAFETY: the caller checked the CPU for this kernel.
-    let lanes = unsafe { L::wide(parts, steps, &mut votes) };
-    tally.add_counts(&votes.totals, votes.n);
+    let lanes = kernel(parts, steps, sink);
     // One ring for the rests, one after another.
     let mut stream = Stream::<L>::new();
     for (lanes, part) in lanes.into_iter().zip(parts) {
         stream.drained = lanes.written();
         stream.lanes = lanes;
-        feed_all(&mut stream, &part[steps..], tally);
+        feed_all(&mut stream, &part[steps..], sink);
     }
     true
 }
 
-/// [`run_wide`] for a list: the AVX-512 kernel of `N` parts appends the
-/// hashes of what it steps through to `list`, the scalar kernel the rest.
-/// The CPU must have AVX-512 F, BW and DQ.
+/// [`run_parts`] voting: the vector kernel's counts go to `tally`, which
+/// must allow the kernel (`Sink::wide`, and `Tally::avx512` for eight or
+/// sixteen parts).
+#[cfg(target_arch = "x86_64")]
+fn run_wide<L: Lanes, const N: usize>(units: &[u8], tally: &mut Tally) -> bool {
+    run_parts::<L, Tally, N>(units, tally, |parts, steps, tally| {
+        let mut votes = avx2::Votes::default();
+        // SAFETY: the caller checked the CPU for this kernel.
+        let lanes = unsafe { L::wide(parts, steps, &mut votes) };
+        tally.add_counts(&votes.totals, votes.n);
+        lanes
+    })
+}
+
+/// [`run_parts`] into a list: the AVX-512 kernel of `N` parts appends the
+/// hashes of what it steps through to `list`. The CPU must have AVX-512 F,
+/// BW and DQ.
 #[cfg(target_arch = "x86_64")]
 fn emit_wide<L: Lanes, const N: usize>(units: &[u8], list: &mut Vec<u64>) -> bool {
-    let Some(parts) = L::split_n::<N>(units) else {
-        return false;
-    };
-    let steps = parts.iter().map(|p| p.len()).min().unwrap_or(0) / avx512::STEPS * avx512::STEPS;
-    if steps == 0 {
-        return false;
-    }
     // SAFETY: the caller checked the CPU for this kernel.
-    let lanes = unsafe { L::emit(parts, steps, list) };
-    let mut stream = Stream::<L>::new();
-    for (lanes, part) in lanes.into_iter().zip(parts) {
-        stream.drained = lanes.written();
-        stream.lanes = lanes;
-        feed_all(&mut stream, &part[steps..], list);
-    }
-    true
+    run_parts::<L, Vec<u64>, N>(units, list, |parts, steps, list| unsafe { L::emit(parts, steps, list) })
 }
 
 /// The AVX-512 kernel of `N` parts (sixteen or eight) appending to `list`
@@ -384,7 +383,6 @@ unsafe fn vector_lanes<const W: usize, const CHARS: bool, const N: usize>(
     votes: &mut avx2::Votes,
 ) -> ([[u64; W]; N], [u64; N]) {
     let (mut lanes, mut seen) = ([[0u64; W]; N], [0u64; N]);
-    debug_assert_eq!(avx512::STEPS, avx2::STEPS);
     if let Ok(sixteen) = <[&[u8]; 16]>::try_from(&parts[..]) {
         // SAFETY: the caller checked AVX-512.
         let (l, s) = unsafe { avx512::lanes::<W, CHARS, 2, 16>(sixteen, steps, votes) };

@@ -77,6 +77,27 @@ unsafe fn elements(x: __m512i) -> [u64; 8] {
 }
 
 impl<const W: usize, const CHARS: bool, const K: usize> State<W, CHARS, K> {
+    /// Every lane at FNV's basis, every counter zero.
+    #[inline(always)]
+    unsafe fn new() -> Self {
+        let zero = _mm512_setzero_si512();
+        State { lanes: [[_mm512_set1_epi64(BASIS as i64); W]; K], ones: zero, twos: zero, fours: zero, eights: zero, c16: zero }
+    }
+
+    /// Each part's lanes (`N = 8 K` parts), oldest first.
+    #[inline(always)]
+    unsafe fn part_lanes<const N: usize>(&self) -> [[u64; W]; N] {
+        let mut lanes = [[0u64; W]; N];
+        for (k, register) in self.lanes.iter().enumerate() {
+            for (i, &lane) in register.iter().enumerate() {
+                for (e, x) in elements(lane).into_iter().enumerate() {
+                    lanes[8 * k + e][i] = x;
+                }
+            }
+        }
+        lanes
+    }
+
     /// One byte of each part of register `k` (the low byte of each element
     /// of `v`, which moves on by a byte): returns the hashes it completes
     /// (0 elsewhere).
@@ -206,9 +227,8 @@ pub(super) fn lanes<const W: usize, const CHARS: bool, const K: usize, const N: 
     votes: &mut Votes,
 ) -> ([[u64; W]; N], [u64; N]) {
     assert!(N == 8 * K && steps.is_multiple_of(STEPS) && parts.iter().all(|p| p.len() >= steps));
-    let zero = _mm512_setzero_si512();
-    let basis = _mm512_set1_epi64(BASIS as i64);
-    let mut st = State::<W, CHARS, K> { lanes: [[basis; W]; K], ones: zero, twos: zero, fours: zero, eights: zero, c16: zero };
+    // SAFETY: this function runs only with AVX-512 F, BW and DQ.
+    let mut st = unsafe { State::<W, CHARS, K>::new() };
     let mut blocks = 0;
     for at in (0..steps).step_by(State::<W, CHARS, K>::BLOCK) {
         // SAFETY: this function runs only with AVX-512 F, BW and DQ (see
@@ -233,15 +253,8 @@ pub(super) fn lanes<const W: usize, const CHARS: bool, const K: usize, const N: 
         }
     }
     let seen = super::take_back_junk::<W, CHARS, N>(&parts, steps, votes);
-    let mut lanes = [[0u64; W]; N];
-    for (k, register) in st.lanes.iter().enumerate() {
-        for (i, &lane) in register.iter().enumerate() {
-            // SAFETY: as above.
-            for (e, x) in unsafe { elements(lane) }.into_iter().enumerate() {
-                lanes[8 * k + e][i] = x;
-            }
-        }
-    }
+    // SAFETY: as above.
+    let lanes = unsafe { st.part_lanes::<N>() };
     (lanes, seen)
 }
 
@@ -257,9 +270,8 @@ pub(super) fn lanes<const W: usize, const CHARS: bool, const K: usize, const N: 
 #[target_feature(enable = "avx512f,avx512bw,avx512dq")]
 pub(super) fn emit<const W: usize, const CHARS: bool, const K: usize, const N: usize>(parts: [&[u8]; N], steps: usize, out: &mut Vec<u64>) -> [[u64; W]; N] {
     assert!(N == 8 * K && steps.is_multiple_of(8) && parts.iter().all(|p| p.len() >= steps));
-    let zero = _mm512_setzero_si512();
-    let basis = _mm512_set1_epi64(BASIS as i64);
-    let mut st = State::<W, CHARS, K> { lanes: [[basis; W]; K], ones: zero, twos: zero, fours: zero, eights: zero, c16: zero };
+    // SAFETY: this function runs only with AVX-512 F, BW and DQ.
+    let mut st = unsafe { State::<W, CHARS, K>::new() };
     let mut len = out.len();
     for at in (0..steps).step_by(8) {
         // Room for the eight steps' hashes (at most one a part a step) and
@@ -271,7 +283,7 @@ pub(super) fn emit<const W: usize, const CHARS: bool, const K: usize, const N: u
             out.reserve(8 * N + 8);
         }
         let end = out.as_mut_ptr();
-        let mut v = [zero; K];
+        let mut v = [_mm512_setzero_si512(); K];
         for (k, v) in v.iter_mut().enumerate() {
             // SAFETY: bytes `at..at + 8` of each part, below `steps`.
             *v = unsafe { load(&parts[8 * k..8 * k + 8], at) };
@@ -291,14 +303,6 @@ pub(super) fn emit<const W: usize, const CHARS: bool, const K: usize, const N: u
     }
     // SAFETY: every slot below `len` was written (a packed hash each).
     unsafe { out.set_len(len) };
-    let mut lanes = [[0u64; W]; N];
-    for (k, register) in st.lanes.iter().enumerate() {
-        for (i, &lane) in register.iter().enumerate() {
-            // SAFETY: as above.
-            for (e, x) in unsafe { elements(lane) }.into_iter().enumerate() {
-                lanes[8 * k + e][i] = x;
-            }
-        }
-    }
-    lanes
+    // SAFETY: this function runs only with AVX-512 F, BW and DQ.
+    unsafe { st.part_lanes::<N>() }
 }
