@@ -78,8 +78,15 @@ impl Sink for Vec<u64> {
 
     #[cfg(target_arch = "x86_64")]
     fn list(&mut self) -> Option<&mut Vec<u64>> {
-        crate::cpu::x86_has!("avx512f", "avx512bw", "avx512dq").then_some(self)
+        avx512_kernel().then_some(self)
     }
+}
+
+/// Whether the AVX-512 kernel ([`avx512`]) may run: the CPU has AVX-512 F,
+/// BW and DQ (and AVX2, which every such CPU has), no `RSIMHASH_PORTABLE`.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn avx512_kernel() -> bool {
+    crate::cpu::x86_has!("avx2", "avx512f", "avx512bw", "avx512dq")
 }
 
 /// Below this many units a text is hashed as one stream: splitting it in two

@@ -55,7 +55,7 @@ impl Default for Tally {
             #[cfg(target_arch = "x86_64")]
             avx2: crate::cpu::x86_has!("avx2"),
             #[cfg(target_arch = "x86_64")]
-            avx512: crate::cpu::x86_has!("avx2", "avx512f", "avx512bw", "avx512dq"),
+            avx512: super::shingle::avx512_kernel(),
         }
     }
 }
