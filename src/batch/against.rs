@@ -15,10 +15,11 @@
 //! - The new side is its distinct fingerprints, each with its items (copies
 //!   collapse: a fingerprint given 10^5 times is compared once, and its
 //!   items are expanded only in the answer).
-//! - A table holds the distinct values' permuted keys sorted, and a
-//!   directory of the top `bits` bits of the key (`bits` at most the
-//!   table's prefix, so a prefix group never spans directory slots): an old
-//!   item's group is the slots of its key's top bits, filtered by the prefix.
+//! - A table holds the distinct values' permuted keys grouped by their top
+//!   `bits` bits (in any order within a group), and a directory of them
+//!   (`bits` at most the table's prefix, so a prefix group never spans
+//!   directory slots): an old item's group is the slot of its key's top
+//!   bits, filtered by the prefix.
 //! - A pair within `k` shares the prefix of at least one table; `find_all`
 //!   takes it only from the first such table ([`Design::reports`]), so no
 //!   pair comes twice. The dedup keeps, for each distinct new value, the
@@ -27,7 +28,14 @@
 //! - The store is read in blocks, each scattered by region (the top bits
 //!   of the table's key), each region's items in position order: a
 //!   region's new keys and directory stay in cache while its items are
-//!   looked up.
+//!   looked up. One pass over a block counts its regions for every table
+//!   of the pass; the keys are permuted a short run at a time on the stack
+//!   (to count, then to write), never stored whole, so that a table's
+//!   scatter moves 20 bytes an item, not 36.
+//! - A look-up compares the stored key with its group of new keys eight at
+//!   a time where the CPU has AVX-512 (VPOPCNTDQ): a group of up to
+//!   [`SHORT_GROUP`] keys in three masked steps, with no branch on its
+//!   size, else one key at a time.
 //! - Skew: copies of an old fingerprint in one task (a region's items of
 //!   a block) that fall in a dense new group (more than [`DENSE_GROUP`]
 //!   values sharing the prefix) are compared once a task; other lookups compare the few new values of
@@ -47,6 +55,7 @@ use super::source::{Source, CHUNK};
 use super::{Control, Options, MAX_ITEMS};
 use crate::cluster::Dedup;
 use crate::tables::plan::{self, Design};
+use crate::tables::radix;
 use crate::{Error, Result};
 
 /// No old item within `k`.
@@ -132,24 +141,59 @@ struct Table {
     values: Vec<u32>,
     /// `dir[s]..dir[s + 1]`: the keys whose top `bits` bits are `s`.
     dir: Vec<u32>,
+    /// Compare eight keys a step (the CPU has AVX-512F and VPOPCNTDQ).
+    wide: bool,
+    /// Groups of more new keys than this are dense ([`DENSE_GROUP`]).
+    dense: usize,
 }
 
 impl Table {
-    fn build(design: &Design, t: usize, new: &NewSide) -> Table {
+    /// Table `t` of the new side; `kv` and `scratch` are work space, kept
+    /// from table to table (fresh pages cost a fault each).
+    fn build(design: &Design, t: usize, new: &NewSide, wide: bool, kv: &mut Vec<(u64, u32)>, scratch: &mut Vec<(u64, u32)>) -> Table {
         let spec = &design.tables()[t];
-        let mut kv: Vec<(u64, u32)> = new.values.par_iter().enumerate().map(|(d, &v)| (spec.perm.apply(v), d as u32)).collect();
-        kv.par_sort_unstable_by_key(|&(key, _)| key);
+        kv.clear();
+        kv.extend(new.values.iter().enumerate().map(|(d, &v)| (spec.perm.apply(v), d as u32)));
         let bits = directory_bits(kv.len()).min(spec.prefix);
+        // Look-ups need the keys grouped by slot, not ordered within one:
+        // radix passes over the slot bits, no comparison sort.
+        radix::sort_by_top_bits(kv, scratch, bits, |&(key, _)| key, |a, b| slot(a.0, bits).cmp(&slot(b.0, bits)));
         let mut dir = vec![0u32; (1usize << bits) + 1];
-        for &(key, _) in &kv {
+        for &(key, _) in kv.iter() {
             dir[slot(key, bits) + 1] += 1;
         }
         for s in 1..dir.len() {
             dir[s] += dir[s - 1];
         }
-        let (keys, values) = kv.into_iter().unzip();
-        Table { t, perm: spec.perm.clone(), prefix_mask: spec.prefix_mask, bits, keys, values, dir }
+        let keys = kv.iter().map(|p| p.0).collect();
+        let values = kv.iter().map(|p| p.1).collect();
+        Table { t, perm: spec.perm.clone(), prefix_mask: spec.prefix_mask, bits, keys, values, dir, wide, dense: DENSE_GROUP }
     }
+
+    /// Tables `ts` of the new side, built side by side.
+    fn build_all(design: &Design, ts: std::ops::Range<usize>, new: &NewSide) -> Vec<Table> {
+        let wide = wide_compare();
+        ts.into_par_iter().map_init(|| (Vec::new(), Vec::new()), |(kv, scratch), t| Table::build(design, t, new, wide, kv, scratch)).collect()
+    }
+
+    /// The new keys that may be close to `key`: its directory slot.
+    #[inline(always)]
+    fn group(&self, key: u64) -> std::ops::Range<usize> {
+        let s = slot(key, self.bits);
+        self.dir[s] as usize..self.dir[s + 1] as usize
+    }
+}
+
+/// Whether look-ups compare eight keys a step.
+fn wide_compare() -> bool {
+    #[cfg(test)]
+    if tests::PORTABLE.get() {
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    return crate::cpu::x86_has!("avx512f", "avx512vpopcntdq");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 #[inline]
@@ -183,10 +227,15 @@ fn design_for(opts: &Options, distinct: usize) -> Result<std::sync::Arc<Design>>
 /// by region of the new side's table, so that each region's keys and
 /// directory (about [`REGION_BYTES`]) are loaded into the cache once a
 /// block and looked up many times, rather than once per look-up from
-/// memory. The larger the block against the new side, the fewer loads.
+/// memory. A block of as many items as the new side has distinct values
+/// loads its tables once for about 12 bytes a stored item; a larger one
+/// leaves the cache while it is scattered (measured at 10^6 new: 4 * 10^6
+/// stored items a block scattered at half the speed of 10^6).
 const MIN_BLOCK: u64 = 1 << 20;
-/// New-side bytes (keys and directory) of a region: within a core's L2.
-const REGION_BYTES: u64 = 1 << 16;
+/// New-side bytes (keys and directory) of a region: about a core's L1
+/// data cache (measured at 10^6 new: regions of 8 to 128 KiB within 10 %
+/// of each other, 32 KiB the fastest).
+const REGION_BYTES: u64 = 1 << 15;
 
 /// Streams `old` past the new side's tables, as many a pass as the memory
 /// limit holds, handing every close pair to `sink`.
@@ -197,9 +246,11 @@ fn stream(new: &NewSide, old: &Source<'_>, opts: &Options, control: &Control, si
     }
     let design = design_for(opts, new.values.len())?;
     let tables = design.tables().len();
-    let held = new.values.len() as u64 * 8 + new.members.len() as u64 * 8;
+    // The new side, and the work space of building its tables (a key and a
+    // value number, twice, for each thread building one).
+    let held = new.values.len() as u64 * 8 + new.members.len() as u64 * 8 + new.values.len() as u64 * 32 * rayon::current_num_threads() as u64;
     // A block: 8 bytes a stored item read, 12 scattered.
-    let block = (new.values.len() as u64 * 4).max(MIN_BLOCK).min(m.max(1));
+    let block = (new.values.len() as u64).max(MIN_BLOCK).min(m.max(1));
     let per_pass = (opts.memory_limit.saturating_sub(held + block * 20) / new.table_bytes().max(1)).clamp(1, tables as u64) as usize;
     let passes = tables.div_ceil(per_pass);
     // The job as the caller sees it: the new fingerprints read, each pass
@@ -217,16 +268,18 @@ fn stream(new: &NewSide, old: &Source<'_>, opts: &Options, control: &Control, si
     let mut scattered = Scattered { keys: crate::mem::zeroed(block as usize), pos: crate::mem::zeroed(block as usize), starts: Vec::new() };
     for (p, first) in (0..tables).step_by(per_pass).enumerate() {
         control.check()?;
-        let group: Vec<Table> = (first..(first + per_pass).min(tables)).map(|t| Table::build(&design, t, new)).collect();
+        let group = Table::build_all(&design, first..(first + per_pass).min(tables), new);
         let name = if passes == 1 { "the stored fingerprints".to_string() } else { format!("the stored fingerprints, pass {} of {passes}", p + 1) };
         control.step(name, m);
         let mut start = 0u64;
         while start < m {
             let len = (m - start).min(block) as usize;
             read_block(old, start, &mut fps[..len], control)?;
-            for table in &group {
+            let pieces = Pieces::of(len);
+            let counts = count_regions(&group, &fps[..len], region_bits, pieces);
+            for (table, counts) in group.iter().zip(counts) {
                 let bits = region_bits.min(table.bits);
-                scatter(table, &fps[..len], start, bits, &mut scattered);
+                scatter(table, &fps[..len], start, bits, pieces, &counts, &mut scattered);
                 let tasks = region_tasks(&scattered.starts);
                 tasks.into_par_iter().try_for_each(|range| -> Result<()> {
                     control.check()?;
@@ -269,11 +322,9 @@ fn deliver(sink: &Sink<'_>, found: &[u64]) {
 
 /// Reads stored items `start..start + out.len()` into `out`, on rayon threads.
 fn read_block(old: &Source<'_>, start: u64, out: &mut [u64], control: &Control) -> Result<()> {
-    out.par_chunks_mut(CHUNK).enumerate().try_for_each_init(Vec::new, |buf, (c, part)| {
+    out.par_chunks_mut(CHUNK).enumerate().try_for_each(|(c, part)| {
         control.check()?;
-        let values = old.chunk(start + (c * CHUNK) as u64, part.len(), buf)?;
-        part.copy_from_slice(values);
-        Ok(())
+        old.read_into(start + (c * CHUNK) as u64, part)
     })
 }
 
@@ -286,23 +337,80 @@ struct Scattered {
     starts: Vec<usize>,
 }
 
-/// Permutes a block for `table` and groups it by the top `bits` bits
-/// (a stable counting sort: pieces of the block count their regions, then
-/// each writes its items at the places reserved for it).
-fn scatter(table: &Table, fps: &[u64], start: u64, bits: u32, out: &mut Scattered) {
-    let regions = 1usize << bits;
-    let pieces = (rayon::current_num_threads() * 4).min(fps.len().div_ceil(4096)).max(1);
-    let piece = fps.len().div_ceil(pieces);
-    let counts: Vec<Vec<u32>> = fps
-        .par_chunks(piece)
-        .map(|part| {
-            let mut c = vec![0u32; regions];
-            for &fp in part {
-                c[slot(table.perm.apply(fp), bits)] += 1;
-            }
-            c
+/// Keys permuted at a time, on the stack: the scatter permutes each run
+/// twice (to count, then to write) rather than store a block of keys.
+const RUN: usize = 256;
+
+/// How a block is cut for the threads: pieces of `len` items, the same
+/// for counting and writing (a piece writes where its counts reserved).
+#[derive(Copy, Clone)]
+struct Pieces {
+    len: usize,
+}
+
+impl Pieces {
+    fn of(items: usize) -> Pieces {
+        let pieces = (rayon::current_num_threads() * 4).min(items.div_ceil(4096)).max(1);
+        Pieces { len: items.div_ceil(pieces).max(1) }
+    }
+}
+
+/// Calls `f` with each run of `part`'s keys permuted by `perm` and the
+/// offset of the run in `part`.
+#[inline(always)]
+fn permuted_runs(perm: &plan::Permutation, part: &[u64], mut f: impl FnMut(usize, &[u64])) {
+    let mut buf = [0u64; RUN];
+    for (c, run) in part.chunks(RUN).enumerate() {
+        let keys = &mut buf[..run.len()];
+        perm.apply_slice(run, keys);
+        f(c * RUN, keys);
+    }
+}
+
+/// For each table of `group`, each piece's count of items by region (the
+/// top `region_bits` bits of the table's key, at most the table's
+/// directory bits): one read of the block for every table of the pass.
+fn count_regions(group: &[Table], fps: &[u64], region_bits: u32, pieces: Pieces) -> Vec<Vec<Vec<u32>>> {
+    // Counting needs only the keys' top bits: fewer moves than whole keys.
+    let leads: Vec<(plan::Permutation, u32)> = group
+        .iter()
+        .map(|t| {
+            let bits = region_bits.min(t.bits);
+            (t.perm.leading(bits), bits)
         })
         .collect();
+    let by_piece: Vec<Vec<Vec<u32>>> = fps
+        .par_chunks(pieces.len)
+        .map(|part| {
+            leads
+                .iter()
+                .map(|(lead, bits)| {
+                    let mut c = vec![0u32; 1 << bits];
+                    permuted_runs(lead, part, |_, keys| {
+                        for &key in keys {
+                            c[slot(key, *bits)] += 1;
+                        }
+                    });
+                    c
+                })
+                .collect()
+        })
+        .collect();
+    // [piece][table] to [table][piece].
+    let mut by_table: Vec<Vec<Vec<u32>>> = vec![Vec::with_capacity(by_piece.len()); group.len()];
+    for piece in by_piece {
+        for (t, c) in piece.into_iter().enumerate() {
+            by_table[t].push(c);
+        }
+    }
+    by_table
+}
+
+/// Permutes a block for `table` and groups it by the top `bits` bits, from
+/// each piece's `counts` of its regions (a stable counting sort: each piece
+/// writes its items at the places reserved for it).
+fn scatter(table: &Table, fps: &[u64], start: u64, bits: u32, pieces: Pieces, counts: &[Vec<u32>], out: &mut Scattered) {
+    let regions = 1usize << bits;
     // Where each piece's items of each region go.
     let mut at = vec![vec![0usize; regions]; counts.len()];
     let mut total = 0usize;
@@ -315,22 +423,25 @@ fn scatter(table: &Table, fps: &[u64], start: u64, bits: u32, out: &mut Scattere
         }
     }
     out.starts.push(total);
+    assert!(total == fps.len() && total <= out.keys.len().min(out.pos.len()), "scatter: the counts do not match the block");
     let keys = Shared(out.keys.as_mut_ptr());
     let pos = Shared(out.pos.as_mut_ptr());
-    fps.par_chunks(piece).zip(at).enumerate().for_each(|(p, (part, mut at))| {
-        let first = start + (p * piece) as u64;
-        for (i, &fp) in part.iter().enumerate() {
-            let key = table.perm.apply(fp);
-            let r = slot(key, bits);
-            // SAFETY: `at[r]` walks the slots reserved for this piece's
-            // items of region `r`, within the block (`total` = fps.len()
-            // <= the buffers' length); no other piece writes them.
-            unsafe {
-                keys.write(at[r], key);
-                pos.write(at[r], (first + i as u64) as u32);
+    fps.par_chunks(pieces.len).zip(at).enumerate().for_each(|(p, (part, mut at))| {
+        let first = start + (p * pieces.len) as u64;
+        permuted_runs(&table.perm, part, |offset, run| {
+            for (i, &key) in run.iter().enumerate() {
+                let r = slot(key, bits);
+                // SAFETY: `at[r]` walks the slots reserved for this piece's
+                // items of region `r`, within the block (`total` = fps.len()
+                // <= the buffers' length, checked above); no other piece
+                // writes them.
+                unsafe {
+                    keys.write(at[r], key);
+                    pos.write(at[r], (first + (offset + i) as u64) as u32);
+                }
+                at[r] += 1;
             }
-            at[r] += 1;
-        }
+        });
     });
 }
 
@@ -353,7 +464,6 @@ fn region_tasks(starts: &[usize]) -> Vec<std::ops::Range<usize>> {
 /// Work space of a thread's look-ups, kept from task to task.
 #[derive(Default)]
 struct Scratch {
-    ranges: Vec<(u32, u32)>,
     found: Vec<u64>,
     memo: HashMap<u64, (u32, u32)>,
     memo_values: Vec<u32>,
@@ -363,56 +473,97 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<Scratch> = Default::default();
 }
 
-/// How many look-ups ahead the directory entry, then the keys, are
-/// prefetched: a look-up is two dependent loads, and in a loop over
-/// independent items their latency overlaps.
-const AHEAD: usize = 16;
+/// Groups of up to this many new keys are compared in three masked steps
+/// of eight, whatever their size (about 15 keys a group at the planner's
+/// designs: a loop over the steps would mispredict its end every other
+/// look-up).
+#[cfg(target_arch = "x86_64")]
+const SHORT_GROUP: usize = 24;
 
 /// Looks stored items (permuted `keys`, positions `pos`, in position order)
 /// up in `table`, pushing `value << 32 | old position` to `found` for each
 /// close pair.
 #[allow(clippy::too_many_arguments)]
 fn lookups(design: &Design, table: &Table, keys: &[u64], pos: &[u32], k: u32, sink: &Sink<'_>, scratch: &mut Scratch, found: &mut Vec<u64>) {
-    let Scratch { ranges, memo, memo_values, .. } = scratch;
-    ranges.clear();
-    ranges.resize(keys.len(), (0, 0));
-    memo.clear();
-    memo_values.clear();
-    let n = keys.len();
+    scratch.memo.clear();
+    scratch.memo_values.clear();
     let pairs = matches!(sink, Sink::Pairs(_));
-    for i in 0..n + 2 * AHEAD {
-        // Stage 1: the directory entry of item i.
-        if i < n {
-            crate::cpu::prefetch(table.dir.as_ptr().wrapping_add(slot(keys[i], table.bits)));
-        }
-        // Stage 2: its range, and the first keys of it, for item i - AHEAD.
-        if let Some(j) = i.checked_sub(AHEAD).filter(|&j| j < n) {
-            let s = slot(keys[j], table.bits);
-            let (lo, hi) = (table.dir[s], table.dir[s + 1]);
-            ranges[j] = (lo, hi);
-            crate::cpu::prefetch(table.keys.as_ptr().wrapping_add(lo as usize));
-        }
-        // Stage 3: the comparisons of item i - 2 * AHEAD.
-        let Some(j) = i.checked_sub(2 * AHEAD).filter(|&j| j < n) else { continue };
-        let (key, p, (lo, hi)) = (keys[j], pos[j], ranges[j]);
-        let range = lo as usize..hi as usize;
-        if range.len() > DENSE_GROUP {
-            // A dense group: copies in this task are compared once.
-            if let Some(&(at, len)) = memo.get(&key) {
-                if pairs {
-                    found.extend(memo_values[at as usize..(at + len) as usize].iter().map(|&d| u64::from(d) << 32 | u64::from(p)));
-                }
-                // A dedup: the earlier copy's position is smaller.
-                continue;
-            }
-            let at = memo_values.len();
-            compare(design, table, key, range, k, pairs, |d| memo_values.push(d));
-            found.extend(memo_values[at..].iter().map(|&d| u64::from(d) << 32 | u64::from(p)));
-            memo.insert(key, (at as u32, (memo_values.len() - at) as u32));
+    #[cfg(target_arch = "x86_64")]
+    if table.wide {
+        // SAFETY: `wide` is set only where the CPU has AVX-512F and VPOPCNTDQ.
+        return unsafe { lookups_wide(design, table, keys, pos, k, pairs, scratch, found) };
+    }
+    for (&key, &p) in keys.iter().zip(pos) {
+        let range = table.group(key);
+        if range.len() > table.dense {
+            dense(scratch, key, p, pairs, found, |out| compare(design, table, key, range, k, pairs, |d| out.push(d)));
         } else {
-            compare(design, table, key, range, k, pairs, |d| found.push(u64::from(d) << 32 | u64::from(p)));
+            compare(design, table, key, range, k, pairs, |d| found.push(pair(d, p)));
         }
     }
+}
+
+/// [`lookups`], eight keys a step.
+///
+/// # Safety
+/// The CPU has AVX-512F and AVX-512 VPOPCNTDQ.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vpopcntdq")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn lookups_wide(design: &Design, table: &Table, keys: &[u64], pos: &[u32], k: u32, pairs: bool, scratch: &mut Scratch, found: &mut Vec<u64>) {
+    use std::arch::x86_64::*;
+    let (prefix, limit) = (_mm512_set1_epi64(table.prefix_mask as i64), _mm512_set1_epi64(i64::from(k)));
+    for (&key, &p) in keys.iter().zip(pos) {
+        let range = table.group(key);
+        if range.len() > table.dense {
+            dense(scratch, key, p, pairs, found, |out| compare_wide(design, table, key, range, k, pairs, |d| out.push(d)));
+        } else if range.len() <= SHORT_GROUP {
+            let group = &table.keys[range.clone()];
+            let vk = _mm512_set1_epi64(key as i64);
+            let live = (1u32 << group.len()) - 1;
+            // The keys at..at + 8 of `live` within k that share the prefix
+            // (masked loads: lanes beyond the group are never read).
+            let close8 = |at: usize| {
+                let lanes = (live >> at) as __mmask8;
+                // SAFETY: only the lanes of `lanes`, within the group, are loaded.
+                let x = _mm512_xor_si512(unsafe { _mm512_maskz_loadu_epi64(lanes, group.as_ptr().wrapping_add(at).cast()) }, vk);
+                _mm512_mask_testn_epi64_mask(_mm512_mask_cmple_epu64_mask(lanes, _mm512_popcnt_epi64(x), limit), x, prefix)
+            };
+            let mut close = u32::from(close8(0)) | u32::from(close8(8)) << 8 | u32::from(close8(16)) << 16;
+            while close != 0 {
+                let j = range.start + close.trailing_zeros() as usize;
+                close &= close - 1;
+                if !pairs || design.reports(table.t, table.keys[j] ^ key) {
+                    found.push(pair(table.values[j], p));
+                }
+            }
+        } else {
+            compare_wide(design, table, key, range, k, pairs, |d| found.push(pair(d, p)));
+        }
+    }
+}
+
+#[inline(always)]
+fn pair(value: u32, old: u32) -> u64 {
+    u64::from(value) << 32 | u64::from(old)
+}
+
+/// A look-up in a dense group (more than [`DENSE_GROUP`] new values): the
+/// copies of `key` in this task are compared once, by `compare_into`.
+#[inline(always)]
+fn dense(scratch: &mut Scratch, key: u64, p: u32, pairs: bool, found: &mut Vec<u64>, compare_into: impl FnOnce(&mut Vec<u32>)) {
+    let Scratch { memo, memo_values, .. } = scratch;
+    if let Some(&(at, len)) = memo.get(&key) {
+        if pairs {
+            found.extend(memo_values[at as usize..(at + len) as usize].iter().map(|&d| pair(d, p)));
+        }
+        // A dedup: the earlier copy's position is smaller.
+        return;
+    }
+    let at = memo_values.len();
+    compare_into(memo_values);
+    found.extend(memo_values[at..].iter().map(|&d| pair(d, p)));
+    memo.insert(key, (at as u32, (memo_values.len() - at) as u32));
 }
 
 /// Calls `hit` with each new value of `range` within `k` of `key` that
@@ -424,6 +575,31 @@ fn compare(design: &Design, table: &Table, key: u64, range: std::ops::Range<usiz
         let x = table.keys[j] ^ key;
         if x & table.prefix_mask == 0 && x.count_ones() <= k && (!pairs || design.reports(table.t, x)) {
             hit(table.values[j]);
+        }
+    }
+}
+
+/// [`compare`], eight keys a step.
+///
+/// # Safety
+/// The CPU has AVX-512F and AVX-512 VPOPCNTDQ.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vpopcntdq")]
+unsafe fn compare_wide(design: &Design, table: &Table, key: u64, range: std::ops::Range<usize>, k: u32, pairs: bool, mut hit: impl FnMut(u32)) {
+    use std::arch::x86_64::*;
+    let (vk, prefix, limit) = (_mm512_set1_epi64(key as i64), _mm512_set1_epi64(table.prefix_mask as i64), _mm512_set1_epi64(i64::from(k)));
+    let group = &table.keys[range.clone()];
+    for (c, eight) in group.chunks(8).enumerate() {
+        let lanes = ((1u32 << eight.len()) - 1) as __mmask8;
+        // SAFETY: only the lanes of `lanes`, within `eight`, are loaded.
+        let x = _mm512_xor_si512(unsafe { _mm512_maskz_loadu_epi64(lanes, eight.as_ptr().cast()) }, vk);
+        let mut close = _mm512_mask_testn_epi64_mask(_mm512_mask_cmple_epu64_mask(lanes, _mm512_popcnt_epi64(x), limit), x, prefix);
+        while close != 0 {
+            let j = range.start + c * 8 + close.trailing_zeros() as usize;
+            close &= close - 1;
+            if !pairs || design.reports(table.t, table.keys[j] ^ key) {
+                hit(table.values[j]);
+            }
         }
     }
 }

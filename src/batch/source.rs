@@ -125,6 +125,20 @@ impl Source<'_> {
         }
     }
 
+    /// Values `start..start + out.len()`, copied into `out`.
+    ///
+    /// # Errors
+    /// As [`Self::chunk`].
+    pub fn read_into(&self, start: u64, out: &mut [u64]) -> Result<()> {
+        match self {
+            Source::Memory(s) => {
+                out.copy_from_slice(&s[start as usize..start as usize + out.len()]);
+                Ok(())
+            }
+            Source::Files(f) => f.read(start, out),
+        }
+    }
+
     /// Values `start..start + n`: borrowed when in memory, else read into `buf`.
     ///
     /// # Errors

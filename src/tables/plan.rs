@@ -79,6 +79,52 @@ impl Permutation {
         out
     }
 
+    /// [`Self::apply`] to each of `xs`, into `out` (of the same length): a
+    /// move at a time over the whole slice, so that each move is a few
+    /// vector instructions for many values.
+    pub fn apply_slice(&self, xs: &[u64], out: &mut [u64]) {
+        assert_eq!(xs.len(), out.len(), "apply_slice: lengths differ");
+        #[cfg(target_arch = "x86_64")]
+        {
+            if crate::cpu::x86_has!("avx512f") {
+                // SAFETY: the CPU has AVX-512F.
+                return unsafe { self.apply_slice_avx512(xs, out) };
+            }
+            if crate::cpu::x86_has!("avx2") {
+                // SAFETY: the CPU has AVX2.
+                return unsafe { self.apply_slice_avx2(xs, out) };
+            }
+        }
+        self.apply_slice_portable(xs, out);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn apply_slice_avx512(&self, xs: &[u64], out: &mut [u64]) {
+        self.apply_slice_portable(xs, out);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn apply_slice_avx2(&self, xs: &[u64], out: &mut [u64]) {
+        self.apply_slice_portable(xs, out);
+    }
+
+    #[inline(always)]
+    fn apply_slice_portable(&self, xs: &[u64], out: &mut [u64]) {
+        let Some((first, rest)) = self.moves.split_first() else {
+            return out.fill(0);
+        };
+        for (o, &x) in out.iter_mut().zip(xs) {
+            *o = ((x >> first.src) & first.mask) << first.dst;
+        }
+        for m in rest {
+            for (o, &x) in out.iter_mut().zip(xs) {
+                *o |= ((x >> m.src) & m.mask) << m.dst;
+            }
+        }
+    }
+
     /// The moves that fill the top `bits` bits of the result: the same top
     /// bits for less work, where only they matter.
     pub fn leading(&self, bits: u32) -> Permutation {
@@ -493,6 +539,18 @@ mod tests {
             prop_assert_eq!(spec.inverse.apply(spec.perm.apply(a)), a);
             for bits in [1, 11, 30, 64] {
                 prop_assert_eq!(spec.perm.leading(bits).apply(a) >> (64 - bits), spec.perm.apply(a) >> (64 - bits));
+            }
+            // A slice of values, a move at a time, as one at a time (odd
+            // lengths: the vector loops' ends).
+            let xs: Vec<u64> = (0..37u64).map(|i| a.rotate_left(i as u32) ^ b.wrapping_mul(i)).collect();
+            let mut out = vec![0u64; xs.len()];
+            for len in [0, 1, 7, 8, 9, 37] {
+                out.fill(!0);
+                spec.perm.apply_slice(&xs[..len], &mut out[..len]);
+                prop_assert!(xs[..len].iter().zip(&out).all(|(&x, &o)| spec.perm.apply(x) == o));
+                let mut portable = vec![!0u64; len];
+                spec.perm.apply_slice_portable(&xs[..len], &mut portable);
+                prop_assert_eq!(&portable[..], &out[..len]);
             }
             let agrees = spec.prefix == 0 || (spec.prefix >= 64 && x == 0) || (spec.prefix < 64 && x >> (64 - spec.prefix) == 0);
             // Exactly the first table that shares its prefix reports the pair.

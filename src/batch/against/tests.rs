@@ -39,7 +39,28 @@ fn options(k: u32, tiny: bool) -> Options {
     Options { memory_limit: if tiny { 1 } else { 1 << 30 }, ..Options::new(k) }
 }
 
+thread_local! {
+    /// Tables built on this thread compare one key at a time, as on a CPU
+    /// without AVX-512.
+    pub(super) static PORTABLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with the tables of this thread comparing one key at a time.
+fn portable<T>(f: impl FnOnce() -> T) -> T {
+    PORTABLE.set(true);
+    let out = f();
+    PORTABLE.set(false);
+    out
+}
+
+/// [`check_with`] on the widest comparison this CPU has and on the
+/// portable one.
 fn check(new: &[u64], old: &[u64], k: u32, tiny: bool) -> std::result::Result<(), TestCaseError> {
+    check_with(new, old, k, tiny)?;
+    portable(|| check_with(new, old, k, tiny))
+}
+
+fn check_with(new: &[u64], old: &[u64], k: u32, tiny: bool) -> std::result::Result<(), TestCaseError> {
     let opts = options(k, tiny);
     let c = Control::default();
     let got = find_all_against(&Source::Memory(new), &Source::Memory(old), None, None, &opts, &c).unwrap();
@@ -129,4 +150,82 @@ fn ids_of_another_length() {
     let c = Control::default();
     let e = find_all_against(&Source::Memory(&[1, 2]), &Source::Memory(&[1]), Some(&[5]), None, &options(3, false), &c).unwrap_err();
     assert!(e.to_string().contains("ids"), "{e}");
+}
+
+/// Every stored key looked up in a table whose groups hold 0 to 60 new
+/// keys (copies, and keys within and beyond `k`, sharing a prefix): the
+/// eight-wide and the one-key look-ups find the same pairs as brute force,
+/// the dense memo off and on.
+#[test]
+fn lookups_by_group_size() {
+    let mut new = Vec::new();
+    let mut old = Vec::new();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rnd = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for size in 0..=60u64 {
+        // Group `size`: its top 6 bits are `size` (a directory slot of its
+        // own) and its prefix (the top 16 bits, table 0's) is shared; the
+        // low bits are near one centre, so that some keys are within k of
+        // the stored ones and some are not.
+        let centre = size << 58 | (rnd() >> 6);
+        for i in 0..size {
+            let flips = rnd() % 6;
+            let mut v = centre;
+            for _ in 0..flips {
+                v ^= 1 << (rnd() % 48);
+            }
+            new.push(if i % 7 == 3 { centre } else { v });
+        }
+        for _ in 0..5 {
+            let mut v = centre;
+            for _ in 0..rnd() % 4 {
+                v ^= 1 << (rnd() % 48);
+            }
+            old.push(v);
+        }
+    }
+    let side = NewSide::read(&Source::Memory(&new), &Control::default()).unwrap();
+    let design = plan::with_blocks(3, 4).unwrap();
+    let key_of: Vec<u64> = old.iter().map(|&v| design.tables()[0].perm.apply(v)).collect();
+    let pos: Vec<u32> = (0..old.len() as u32).collect();
+    let sink = Mutex::new(Vec::new());
+    let mut results = Vec::new();
+    for wide in [true, false] {
+        for dense in [usize::MAX, 4] {
+            let mut table = if wide { Table::build_all(&design, 0..1, &side).remove(0) } else { portable(|| Table::build_all(&design, 0..1, &side).remove(0)) };
+            table.dense = dense;
+            let mut found = Vec::new();
+            lookups(&design, &table, &key_of, &pos, 3, &Sink::Pairs(&sink), &mut Scratch::default(), &mut found);
+            found.sort_unstable();
+            results.push(found);
+        }
+    }
+    // Brute force: pairs (distinct new value, old position) within 3 that
+    // table 0 reports.
+    let mut want: Vec<u64> = Vec::new();
+    for (d, &v) in side.values.iter().enumerate() {
+        for (o, &key) in key_of.iter().enumerate() {
+            let x = design.tables()[0].perm.apply(v) ^ key;
+            if design.reported(0, x, 3).is_some() {
+                want.push(pair(d as u32, o as u32));
+            }
+        }
+    }
+    want.sort_unstable();
+    assert!(want.len() > 100, "the planted groups give pairs: {}", want.len());
+    for got in &results {
+        assert_eq!(got, &want);
+    }
+    // Groups of every shape of the eight-wide look-up: one step, two,
+    // three, and more than three.
+    let table = Table::build_all(&design, 0..1, &side).remove(0);
+    let sizes: Vec<usize> = key_of.iter().map(|&key| table.group(key).len()).collect();
+    for shape in [0..=0, 1..=8, 9..=16, 17..=24, 25..=usize::MAX] {
+        assert!(sizes.iter().any(|n| shape.contains(n)), "no group of {shape:?} keys: {sizes:?}");
+    }
 }
