@@ -236,6 +236,10 @@ const MIN_BLOCK: u64 = 1 << 20;
 /// data cache (measured at 10^6 new: regions of 8 to 128 KiB within 10 %
 /// of each other, 32 KiB the fastest).
 const REGION_BYTES: u64 = 1 << 15;
+/// At most 2^11 regions: a scatter to more places than that loses the
+/// CPU's write combining (see the radix sort's digit); a new side of
+/// 10^7 fingerprints or more then has regions above [`REGION_BYTES`].
+const MAX_REGION_BITS: u32 = 11;
 
 /// Streams `old` past the new side's tables, as many a pass as the memory
 /// limit holds, handing every close pair to `sink`.
@@ -263,7 +267,7 @@ fn stream(new: &NewSide, old: &Source<'_>, opts: &Options, control: &Control, si
         control.skip("the stored fingerprints".into(), passes as u64 * m);
         return Ok(());
     }
-    let region_bits = (new.table_bytes() / REGION_BYTES).max(1).ilog2();
+    let region_bits = (new.table_bytes() / REGION_BYTES).max(1).ilog2().min(MAX_REGION_BITS);
     let mut fps: Vec<u64> = crate::mem::zeroed(block as usize);
     let mut scattered = Scattered { keys: crate::mem::zeroed(block as usize), pos: crate::mem::zeroed(block as usize), starts: Vec::new() };
     for (p, first) in (0..tables).step_by(per_pass).enumerate() {
@@ -369,7 +373,8 @@ fn permuted_runs(perm: &plan::Permutation, part: &[u64], mut f: impl FnMut(usize
 
 /// For each table of `group`, each piece's count of items by region (the
 /// top `region_bits` bits of the table's key, at most the table's
-/// directory bits): one read of the block for every table of the pass.
+/// directory bits): a piece is read from memory once and counted for
+/// every table of the pass while it is in cache.
 fn count_regions(group: &[Table], fps: &[u64], region_bits: u32, pieces: Pieces) -> Vec<Vec<Vec<u32>>> {
     // Counting needs only the keys' top bits: fewer moves than whole keys.
     let leads: Vec<(plan::Permutation, u32)> = group
