@@ -33,9 +33,9 @@
 //!   (to count, then to write), never stored whole, so that a table's
 //!   scatter moves 20 bytes an item, not 36.
 //! - A look-up compares the stored key with its group of new keys eight at
-//!   a time where the CPU has AVX-512 (VPOPCNTDQ): a group of up to
-//!   [`SHORT_GROUP`] keys in three masked steps, with no branch on its
-//!   size, else one key at a time.
+//!   a time where the CPU has AVX-512 (VPOPCNTDQ), four with AVX2, one
+//!   elsewhere ([`lookup`]): a short group in a fixed number of masked
+//!   steps, with no branch on its size.
 //! - Skew: copies of an old fingerprint in one task (a region's items of
 //!   a block) that fall in a dense new group (more than [`DENSE_GROUP`]
 //!   values sharing the prefix) are compared once a task; other lookups compare the few new values of
@@ -57,6 +57,9 @@ use crate::cluster::Dedup;
 use crate::tables::plan::{self, Design};
 use crate::tables::radix;
 use crate::{Error, Result};
+use lookup::{lookups, Compare};
+
+mod lookup;
 
 /// No old item within `k`.
 const NONE: u32 = u32::MAX;
@@ -141,8 +144,8 @@ struct Table {
     values: Vec<u32>,
     /// `dir[s]..dir[s + 1]`: the keys whose top `bits` bits are `s`.
     dir: Vec<u32>,
-    /// Compare eight keys a step (the CPU has AVX-512F and VPOPCNTDQ).
-    wide: bool,
+    /// How look-ups compare keys on this CPU.
+    compare: Compare,
     /// Groups of more new keys than this are dense ([`DENSE_GROUP`]).
     dense: usize,
 }
@@ -150,7 +153,7 @@ struct Table {
 impl Table {
     /// Table `t` of the new side; `kv` and `scratch` are work space, kept
     /// from table to table (fresh pages cost a fault each).
-    fn build(design: &Design, t: usize, new: &NewSide, wide: bool, kv: &mut Vec<(u64, u32)>, scratch: &mut Vec<(u64, u32)>) -> Table {
+    fn build(design: &Design, t: usize, new: &NewSide, compare: Compare, kv: &mut Vec<(u64, u32)>, scratch: &mut Vec<(u64, u32)>) -> Table {
         let spec = &design.tables()[t];
         kv.clear();
         kv.extend(new.values.iter().enumerate().map(|(d, &v)| (spec.perm.apply(v), d as u32)));
@@ -167,13 +170,13 @@ impl Table {
         }
         let keys = kv.iter().map(|p| p.0).collect();
         let values = kv.iter().map(|p| p.1).collect();
-        Table { t, perm: spec.perm.clone(), prefix_mask: spec.prefix_mask, bits, keys, values, dir, wide, dense: DENSE_GROUP }
+        Table { t, perm: spec.perm.clone(), prefix_mask: spec.prefix_mask, bits, keys, values, dir, compare, dense: DENSE_GROUP }
     }
 
     /// Tables `ts` of the new side, built side by side.
     fn build_all(design: &Design, ts: std::ops::Range<usize>, new: &NewSide) -> Vec<Table> {
-        let wide = wide_compare();
-        ts.into_par_iter().map_init(|| (Vec::new(), Vec::new()), |(kv, scratch), t| Table::build(design, t, new, wide, kv, scratch)).collect()
+        let compare = Compare::for_this_cpu();
+        ts.into_par_iter().map_init(|| (Vec::new(), Vec::new()), |(kv, scratch), t| Table::build(design, t, new, compare, kv, scratch)).collect()
     }
 
     /// The new keys that may be close to `key`: its directory slot.
@@ -182,18 +185,6 @@ impl Table {
         let s = slot(key, self.bits);
         self.dir[s] as usize..self.dir[s + 1] as usize
     }
-}
-
-/// Whether look-ups compare eight keys a step.
-fn wide_compare() -> bool {
-    #[cfg(test)]
-    if tests::PORTABLE.get() {
-        return false;
-    }
-    #[cfg(target_arch = "x86_64")]
-    return crate::cpu::x86_has!("avx512f", "avx512vpopcntdq");
-    #[cfg(not(target_arch = "x86_64"))]
-    false
 }
 
 #[inline]
@@ -476,137 +467,6 @@ struct Scratch {
 
 thread_local! {
     static SCRATCH: std::cell::RefCell<Scratch> = Default::default();
-}
-
-/// Groups of up to this many new keys are compared in three masked steps
-/// of eight, whatever their size (about 15 keys a group at the planner's
-/// designs: a loop over the steps would mispredict its end every other
-/// look-up).
-#[cfg(target_arch = "x86_64")]
-const SHORT_GROUP: usize = 24;
-
-/// Looks stored items (permuted `keys`, positions `pos`, in position order)
-/// up in `table`, pushing `value << 32 | old position` to `found` for each
-/// close pair.
-#[allow(clippy::too_many_arguments)]
-fn lookups(design: &Design, table: &Table, keys: &[u64], pos: &[u32], k: u32, sink: &Sink<'_>, scratch: &mut Scratch, found: &mut Vec<u64>) {
-    scratch.memo.clear();
-    scratch.memo_values.clear();
-    let pairs = matches!(sink, Sink::Pairs(_));
-    #[cfg(target_arch = "x86_64")]
-    if table.wide {
-        // SAFETY: `wide` is set only where the CPU has AVX-512F and VPOPCNTDQ.
-        return unsafe { lookups_wide(design, table, keys, pos, k, pairs, scratch, found) };
-    }
-    for (&key, &p) in keys.iter().zip(pos) {
-        let range = table.group(key);
-        if range.len() > table.dense {
-            dense(scratch, key, p, pairs, found, |out| compare(design, table, key, range, k, pairs, |d| out.push(d)));
-        } else {
-            compare(design, table, key, range, k, pairs, |d| found.push(pair(d, p)));
-        }
-    }
-}
-
-/// [`lookups`], eight keys a step.
-///
-/// # Safety
-/// The CPU has AVX-512F and AVX-512 VPOPCNTDQ.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vpopcntdq")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn lookups_wide(design: &Design, table: &Table, keys: &[u64], pos: &[u32], k: u32, pairs: bool, scratch: &mut Scratch, found: &mut Vec<u64>) {
-    use std::arch::x86_64::*;
-    let (prefix, limit) = (_mm512_set1_epi64(table.prefix_mask as i64), _mm512_set1_epi64(i64::from(k)));
-    for (&key, &p) in keys.iter().zip(pos) {
-        let range = table.group(key);
-        if range.len() > table.dense {
-            dense(scratch, key, p, pairs, found, |out| compare_wide(design, table, key, range, k, pairs, |d| out.push(d)));
-        } else if range.len() <= SHORT_GROUP {
-            let group = &table.keys[range.clone()];
-            let vk = _mm512_set1_epi64(key as i64);
-            let live = (1u32 << group.len()) - 1;
-            // The keys at..at + 8 of `live` within k that share the prefix
-            // (masked loads: lanes beyond the group are never read).
-            let close8 = |at: usize| {
-                let lanes = (live >> at) as __mmask8;
-                // SAFETY: only the lanes of `lanes`, within the group, are loaded.
-                let x = _mm512_xor_si512(unsafe { _mm512_maskz_loadu_epi64(lanes, group.as_ptr().wrapping_add(at).cast()) }, vk);
-                _mm512_mask_testn_epi64_mask(_mm512_mask_cmple_epu64_mask(lanes, _mm512_popcnt_epi64(x), limit), x, prefix)
-            };
-            let mut close = u32::from(close8(0)) | u32::from(close8(8)) << 8 | u32::from(close8(16)) << 16;
-            while close != 0 {
-                let j = range.start + close.trailing_zeros() as usize;
-                close &= close - 1;
-                if !pairs || design.reports(table.t, table.keys[j] ^ key) {
-                    found.push(pair(table.values[j], p));
-                }
-            }
-        } else {
-            compare_wide(design, table, key, range, k, pairs, |d| found.push(pair(d, p)));
-        }
-    }
-}
-
-#[inline(always)]
-fn pair(value: u32, old: u32) -> u64 {
-    u64::from(value) << 32 | u64::from(old)
-}
-
-/// A look-up in a dense group (more than [`DENSE_GROUP`] new values): the
-/// copies of `key` in this task are compared once, by `compare_into`.
-#[inline(always)]
-fn dense(scratch: &mut Scratch, key: u64, p: u32, pairs: bool, found: &mut Vec<u64>, compare_into: impl FnOnce(&mut Vec<u32>)) {
-    let Scratch { memo, memo_values, .. } = scratch;
-    if let Some(&(at, len)) = memo.get(&key) {
-        if pairs {
-            found.extend(memo_values[at as usize..(at + len) as usize].iter().map(|&d| pair(d, p)));
-        }
-        // A dedup: the earlier copy's position is smaller.
-        return;
-    }
-    let at = memo_values.len();
-    compare_into(memo_values);
-    found.extend(memo_values[at..].iter().map(|&d| pair(d, p)));
-    memo.insert(key, (at as u32, (memo_values.len() - at) as u32));
-}
-
-/// Calls `hit` with each new value of `range` within `k` of `key` that
-/// shares the table's prefix (for `find_all`, only those this table
-/// reports).
-#[inline]
-fn compare(design: &Design, table: &Table, key: u64, range: std::ops::Range<usize>, k: u32, pairs: bool, mut hit: impl FnMut(u32)) {
-    for j in range {
-        let x = table.keys[j] ^ key;
-        if x & table.prefix_mask == 0 && x.count_ones() <= k && (!pairs || design.reports(table.t, x)) {
-            hit(table.values[j]);
-        }
-    }
-}
-
-/// [`compare`], eight keys a step.
-///
-/// # Safety
-/// The CPU has AVX-512F and AVX-512 VPOPCNTDQ.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vpopcntdq")]
-unsafe fn compare_wide(design: &Design, table: &Table, key: u64, range: std::ops::Range<usize>, k: u32, pairs: bool, mut hit: impl FnMut(u32)) {
-    use std::arch::x86_64::*;
-    let (vk, prefix, limit) = (_mm512_set1_epi64(key as i64), _mm512_set1_epi64(table.prefix_mask as i64), _mm512_set1_epi64(i64::from(k)));
-    let group = &table.keys[range.clone()];
-    for (c, eight) in group.chunks(8).enumerate() {
-        let lanes = ((1u32 << eight.len()) - 1) as __mmask8;
-        // SAFETY: only the lanes of `lanes`, within `eight`, are loaded.
-        let x = _mm512_xor_si512(unsafe { _mm512_maskz_loadu_epi64(lanes, eight.as_ptr().cast()) }, vk);
-        let mut close = _mm512_mask_testn_epi64_mask(_mm512_mask_cmple_epu64_mask(lanes, _mm512_popcnt_epi64(x), limit), x, prefix);
-        while close != 0 {
-            let j = range.start + c * 8 + close.trailing_zeros() as usize;
-            close &= close - 1;
-            if !pairs || design.reports(table.t, table.keys[j] ^ key) {
-                hit(table.values[j]);
-            }
-        }
-    }
 }
 
 /// Every pair of a new item and an old item within `k`, as `[new, old]`

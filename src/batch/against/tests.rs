@@ -1,5 +1,6 @@
 //! Jobs of new items against old ones, against brute force.
 
+use super::lookup::pair;
 use super::*;
 use crate::testing::{brute_dedup, planted, skewed};
 use proptest::prelude::*;
@@ -40,24 +41,24 @@ fn options(k: u32, tiny: bool) -> Options {
 }
 
 thread_local! {
-    /// Tables built on this thread compare one key at a time, as on a CPU
-    /// without AVX-512.
-    pub(super) static PORTABLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// When set, tables built on this thread compare keys this way.
+    pub(super) static FORCED: std::cell::Cell<Option<Compare>> = const { std::cell::Cell::new(None) };
 }
 
-/// Runs `f` with the tables of this thread comparing one key at a time.
-fn portable<T>(f: impl FnOnce() -> T) -> T {
-    PORTABLE.set(true);
+/// Runs `f` with the tables of this thread comparing keys by `compare`.
+fn forced<T>(compare: Compare, f: impl FnOnce() -> T) -> T {
+    FORCED.set(Some(compare));
     let out = f();
-    PORTABLE.set(false);
+    FORCED.set(None);
     out
 }
 
-/// [`check_with`] on the widest comparison this CPU has and on the
-/// portable one.
+/// [`check_with`] on every comparison this CPU has.
 fn check(new: &[u64], old: &[u64], k: u32, tiny: bool) -> std::result::Result<(), TestCaseError> {
-    check_with(new, old, k, tiny)?;
-    portable(|| check_with(new, old, k, tiny))
+    for compare in Compare::all_here() {
+        forced(compare, || check_with(new, old, k, tiny))?;
+    }
+    Ok(())
 }
 
 fn check_with(new: &[u64], old: &[u64], k: u32, tiny: bool) -> std::result::Result<(), TestCaseError> {
@@ -153,9 +154,9 @@ fn ids_of_another_length() {
 }
 
 /// Every stored key looked up in a table whose groups hold 0 to 60 new
-/// keys (copies, and keys within and beyond `k`, sharing a prefix): the
-/// eight-wide and the one-key look-ups find the same pairs as brute force,
-/// the dense memo off and on.
+/// keys (copies, and keys within and beyond `k`, sharing a prefix): every
+/// comparison this CPU has (eight keys a step, four, one) finds the same
+/// pairs as brute force, the dense memo off and on.
 #[test]
 fn lookups_by_group_size() {
     let mut new = Vec::new();
@@ -195,9 +196,10 @@ fn lookups_by_group_size() {
     let pos: Vec<u32> = (0..old.len() as u32).collect();
     let sink = Mutex::new(Vec::new());
     let mut results = Vec::new();
-    for wide in [true, false] {
+    for compare in Compare::all_here() {
         for dense in [usize::MAX, 4] {
-            let mut table = if wide { Table::build_all(&design, 0..1, &side).remove(0) } else { portable(|| Table::build_all(&design, 0..1, &side).remove(0)) };
+            let mut table = forced(compare, || Table::build_all(&design, 0..1, &side).remove(0));
+            assert_eq!(table.compare, compare);
             table.dense = dense;
             let mut found = Vec::new();
             lookups(&design, &table, &key_of, &pos, 3, &Sink::Pairs(&sink), &mut Scratch::default(), &mut found);
@@ -221,11 +223,11 @@ fn lookups_by_group_size() {
     for got in &results {
         assert_eq!(got, &want);
     }
-    // Groups of every shape of the eight-wide look-up: one step, two,
-    // three, and more than three.
+    // Groups of every shape of the vector look-ups: one step, two, three,
+    // four, and more than the fixed steps.
     let table = Table::build_all(&design, 0..1, &side).remove(0);
     let sizes: Vec<usize> = key_of.iter().map(|&key| table.group(key).len()).collect();
-    for shape in [0..=0, 1..=8, 9..=16, 17..=24, 25..=usize::MAX] {
+    for shape in [0..=0, 1..=4, 5..=8, 9..=12, 13..=16, 17..=24, 25..=usize::MAX] {
         assert!(sizes.iter().any(|n| shape.contains(n)), "no group of {shape:?} keys: {sizes:?}");
     }
 }
