@@ -40,3 +40,31 @@ pub(crate) fn prefetch<T>(p: *const T) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
 }
+
+/// How keys are compared by popcount: the widest way this CPU allows.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Popcount {
+    /// One key at a time.
+    Scalar,
+    /// Four keys a step, popcounts by nibble tables (AVX2).
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    /// Eight keys a step (AVX-512F and VPOPCNTDQ).
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+}
+
+/// The widest [`Popcount`] this CPU has (`RSIMHASH_PORTABLE` turns the
+/// vector ones off).
+pub(crate) fn widest_popcount() -> Popcount {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if x86_has!("avx512f", "avx512vpopcntdq") {
+            return Popcount::Avx512;
+        }
+        if x86_has!("avx2") {
+            return Popcount::Avx2;
+        }
+    }
+    Popcount::Scalar
+}

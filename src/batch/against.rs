@@ -54,10 +54,11 @@ use super::kernel::Shared;
 use super::source::{Source, CHUNK};
 use super::{Control, Options, MAX_ITEMS};
 use crate::cluster::Dedup;
+use crate::cpu::Popcount;
 use crate::tables::plan::{self, Design};
 use crate::tables::radix;
 use crate::{Error, Result};
-use lookup::{lookups, Compare};
+use lookup::lookups;
 
 mod lookup;
 
@@ -145,7 +146,7 @@ struct Table {
     /// `dir[s]..dir[s + 1]`: the keys whose top `bits` bits are `s`.
     dir: Vec<u32>,
     /// How look-ups compare keys on this CPU.
-    compare: Compare,
+    compare: Popcount,
     /// Groups of more new keys than this are dense ([`DENSE_GROUP`]).
     dense: usize,
 }
@@ -153,7 +154,7 @@ struct Table {
 impl Table {
     /// Table `t` of the new side; `kv` and `scratch` are work space, kept
     /// from table to table (fresh pages cost a fault each).
-    fn build(design: &Design, t: usize, new: &NewSide, compare: Compare, kv: &mut Vec<(u64, u32)>, scratch: &mut Vec<(u64, u32)>) -> Table {
+    fn build(design: &Design, t: usize, new: &NewSide, compare: Popcount, kv: &mut Vec<(u64, u32)>, scratch: &mut Vec<(u64, u32)>) -> Table {
         let spec = &design.tables()[t];
         kv.clear();
         kv.extend(new.values.iter().enumerate().map(|(d, &v)| (spec.perm.apply(v), d as u32)));
@@ -175,7 +176,7 @@ impl Table {
 
     /// Tables `ts` of the new side, built side by side.
     fn build_all(design: &Design, ts: std::ops::Range<usize>, new: &NewSide) -> Vec<Table> {
-        let compare = Compare::for_this_cpu();
+        let compare = lookup::for_this_cpu();
         ts.into_par_iter().map_init(|| (Vec::new(), Vec::new()), |(kv, scratch), t| Table::build(design, t, new, compare, kv, scratch)).collect()
     }
 

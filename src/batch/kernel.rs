@@ -24,6 +24,8 @@ use super::Control;
 pub(crate) use crate::job::{pack, unpack, Pair};
 
 mod scan;
+#[cfg(target_arch = "x86_64")]
+use crate::cpu::Popcount;
 use crate::tables::plan::{Design, Permutation};
 use crate::Result;
 
@@ -75,7 +77,7 @@ pub(crate) struct TableKernel<'d> {
     /// How large groups are compared (AVX-512 or AVX2 popcounts; other
     /// CPUs have only the scalar loop).
     #[cfg(target_arch = "x86_64")]
-    wide: Wide,
+    wide: Popcount,
 }
 
 /// What the kernel does with a group of more first copies than
@@ -103,31 +105,6 @@ struct Copies {
 /// smaller ones the scalar loop's setup is cheaper.
 #[cfg(target_arch = "x86_64")]
 const WIDE_GROUP: usize = 24;
-
-/// How large groups are compared on this CPU (x86-64 only: elsewhere every
-/// group goes through the scalar loop).
-#[cfg(target_arch = "x86_64")]
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum Wide {
-    /// One key at a time.
-    Scalar,
-    /// Four keys a step, popcounts by nibble tables (AVX2).
-    Avx2,
-    /// Eight keys a step (AVX-512F and VPOPCNTDQ).
-    Avx512,
-}
-
-/// The widest comparison of groups this CPU has.
-#[cfg(target_arch = "x86_64")]
-fn wide_popcount() -> Wide {
-    if crate::cpu::x86_has!("avx512f", "avx512vpopcntdq") {
-        return Wide::Avx512;
-    }
-    if crate::cpu::x86_has!("avx2") {
-        return Wide::Avx2;
-    }
-    Wide::Scalar
-}
 
 /// What a task of the kernel hands on.
 #[derive(Default)]
@@ -252,7 +229,7 @@ impl<'d> TableKernel<'d> {
             collapse,
             dense,
             #[cfg(target_arch = "x86_64")]
-            wide: wide_popcount(),
+            wide: crate::cpu::widest_popcount(),
         }
     }
 

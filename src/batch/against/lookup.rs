@@ -9,57 +9,34 @@
 //! number of masked steps, with no branch on its size.
 
 use super::{Scratch, Sink, Table};
+use crate::cpu::Popcount;
 use crate::tables::plan::Design;
 
-/// How look-ups compare keys.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(super) enum Compare {
-    /// One key at a time.
-    Scalar,
-    /// Four keys a step, popcounts by nibble tables (AVX2).
-    #[cfg(target_arch = "x86_64")]
-    Avx2,
-    /// Eight keys a step (AVX-512F and VPOPCNTDQ).
-    #[cfg(target_arch = "x86_64")]
-    Avx512,
+/// How look-ups compare keys: the widest way this CPU has, or in tests
+/// the one a test forces.
+pub(super) fn for_this_cpu() -> Popcount {
+    #[cfg(test)]
+    if let Some(forced) = super::tests::FORCED.get() {
+        return forced;
+    }
+    crate::cpu::widest_popcount()
 }
 
-impl Compare {
-    /// The widest comparison this CPU has (`RSIMHASH_PORTABLE` turns the
-    /// vector ones off).
-    pub(super) fn for_this_cpu() -> Compare {
-        #[cfg(test)]
-        if let Some(forced) = super::tests::FORCED.get() {
-            return forced;
+/// Every comparison this CPU can run, the widest first (for tests).
+#[cfg(test)]
+pub(super) fn all_here() -> Vec<Popcount> {
+    let mut all = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vpopcntdq") {
+            all.push(Popcount::Avx512);
         }
-        #[cfg(target_arch = "x86_64")]
-        {
-            if crate::cpu::x86_has!("avx512f", "avx512vpopcntdq") {
-                return Compare::Avx512;
-            }
-            if crate::cpu::x86_has!("avx2") {
-                return Compare::Avx2;
-            }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            all.push(Popcount::Avx2);
         }
-        Compare::Scalar
     }
-
-    /// Every comparison this CPU can run, the widest first (for tests).
-    #[cfg(test)]
-    pub(super) fn all_here() -> Vec<Compare> {
-        let mut all = Vec::new();
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vpopcntdq") {
-                all.push(Compare::Avx512);
-            }
-            if std::arch::is_x86_feature_detected!("avx2") {
-                all.push(Compare::Avx2);
-            }
-        }
-        all.push(Compare::Scalar);
-        all
-    }
+    all.push(Popcount::Scalar);
+    all
 }
 
 /// Groups of up to this many new keys are compared in a fixed number of
@@ -79,14 +56,14 @@ pub(super) fn lookups(design: &Design, table: &Table, keys: &[u64], pos: &[u32],
     scratch.memo_values.clear();
     let pairs = matches!(sink, Sink::Pairs(_));
     match table.compare {
-        // SAFETY: `Compare::Avx512` is chosen only where the CPU has
+        // SAFETY: `Popcount::Avx512` is chosen only where the CPU has
         // AVX-512F and VPOPCNTDQ (or by a test on such a CPU).
         #[cfg(target_arch = "x86_64")]
-        Compare::Avx512 => unsafe { lookups_avx512(design, table, keys, pos, k, pairs, scratch, found) },
-        // SAFETY: `Compare::Avx2` is chosen only where the CPU has AVX2.
+        Popcount::Avx512 => unsafe { lookups_avx512(design, table, keys, pos, k, pairs, scratch, found) },
+        // SAFETY: `Popcount::Avx2` is chosen only where the CPU has AVX2.
         #[cfg(target_arch = "x86_64")]
-        Compare::Avx2 => unsafe { lookups_avx2(design, table, keys, pos, k, pairs, scratch, found) },
-        Compare::Scalar => {
+        Popcount::Avx2 => unsafe { lookups_avx2(design, table, keys, pos, k, pairs, scratch, found) },
+        Popcount::Scalar => {
             for (&key, &p) in keys.iter().zip(pos) {
                 let range = table.group(key);
                 if range.len() > table.dense {
@@ -206,6 +183,7 @@ impl Close4 {
 
 /// Pushes the pairs of the keys `start + i` for each bit `i` of `close`
 /// (for `find_all`, those this table reports).
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn take(design: &Design, table: &Table, key: u64, p: u32, start: usize, mut close: u32, pairs: bool, found: &mut Vec<u64>) {

@@ -42,11 +42,11 @@ fn options(k: u32, tiny: bool) -> Options {
 
 thread_local! {
     /// When set, tables built on this thread compare keys this way.
-    pub(super) static FORCED: std::cell::Cell<Option<Compare>> = const { std::cell::Cell::new(None) };
+    pub(super) static FORCED: std::cell::Cell<Option<Popcount>> = const { std::cell::Cell::new(None) };
 }
 
 /// Runs `f` with the tables of this thread comparing keys by `compare`.
-fn forced<T>(compare: Compare, f: impl FnOnce() -> T) -> T {
+fn forced<T>(compare: Popcount, f: impl FnOnce() -> T) -> T {
     FORCED.set(Some(compare));
     let out = f();
     FORCED.set(None);
@@ -55,7 +55,7 @@ fn forced<T>(compare: Compare, f: impl FnOnce() -> T) -> T {
 
 /// [`check_with`] on every comparison this CPU has.
 fn check(new: &[u64], old: &[u64], k: u32, tiny: bool) -> std::result::Result<(), TestCaseError> {
-    for compare in Compare::all_here() {
+    for compare in lookup::all_here() {
         forced(compare, || check_with(new, old, k, tiny))?;
     }
     Ok(())
@@ -196,7 +196,7 @@ fn lookups_by_group_size() {
     let pos: Vec<u32> = (0..old.len() as u32).collect();
     let sink = Mutex::new(Vec::new());
     let mut results = Vec::new();
-    for compare in Compare::all_here() {
+    for compare in lookup::all_here() {
         for dense in [usize::MAX, 4] {
             let mut table = forced(compare, || Table::build_all(&design, 0..1, &side).remove(0));
             assert_eq!(table.compare, compare);

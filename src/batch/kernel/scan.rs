@@ -141,10 +141,10 @@ impl TableKernel<'_> {
         if keys.len() >= WIDE_GROUP {
             match self.wide {
                 // SAFETY: `wide` says the CPU has AVX-512F and VPOPCNTDQ.
-                Wide::Avx512 => return unsafe { self.group_pairs_wide(keys, pos, rows, found) },
+                Popcount::Avx512 => return unsafe { self.group_pairs_wide(keys, pos, rows, found) },
                 // SAFETY: `wide` says the CPU has AVX2.
-                Wide::Avx2 => return unsafe { self.group_pairs_avx2(keys, pos, rows, found) },
-                Wide::Scalar => {}
+                Popcount::Avx2 => return unsafe { self.group_pairs_avx2(keys, pos, rows, found) },
+                Popcount::Scalar => {}
             }
         }
         if rows == (0..keys.len()) {
