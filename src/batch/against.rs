@@ -25,6 +25,11 @@
 //!   pair comes twice. The dedup keeps, for each distinct new value, the
 //!   smallest old position within `k` (an atomic minimum: any order, the
 //!   same answer).
+//! - The dedup then deduplicates the new items no old item removes among
+//!   themselves: the tables that met the store look their own keys up
+//!   (the pairs of new values, each reported by one table), unless one
+//!   pass could not hold every table or a slot holds a dense group; then a
+//!   batch dedup of those items does it (planning and sorting them again).
 //! - The store is read in blocks, each scattered by region (the top bits
 //!   of the table's key), each region's items in position order: a
 //!   region's new keys and directory stay in cache while its items are
@@ -53,10 +58,9 @@ use super::dense::DENSE_GROUP;
 use super::kernel::Shared;
 use super::source::{Source, CHUNK};
 use super::{Control, Options, MAX_ITEMS};
-use crate::cluster::Dedup;
+use crate::cluster::{graph, Dedup};
 use crate::cpu::Popcount;
 use crate::tables::plan::{self, Design};
-use crate::tables::radix;
 use crate::{Error, Result};
 use lookup::lookups;
 
@@ -78,6 +82,9 @@ pub struct DedupAgainst {
     pub matched_old: Vec<bool>,
 }
 
+/// The new side is grouped by value through buckets of this many top bits.
+const NEW_BUCKET_BITS: u32 = 11;
+
 /// The new items, as their distinct fingerprints.
 struct NewSide {
     /// Distinct fingerprints, ascending.
@@ -93,18 +100,34 @@ impl NewSide {
         if n > MAX_ITEMS {
             return Err(Error::bad_input(source.describe(), format!("holds {n} fingerprints; a batch job takes at most 2**32-2 (split the new batch)")));
         }
-        let mut items: Vec<(u64, u32)> = crate::mem::vec_with_capacity(n as usize);
-        let mut buf = Vec::new();
-        let mut start = 0u64;
-        while start < n {
-            control.check()?;
-            let len = (n - start).min(CHUNK as u64) as usize;
-            let fps = source.chunk(start, len, &mut buf)?;
-            items.extend(fps.iter().enumerate().map(|(i, &fp)| (fp, (start + i as u64) as u32)));
-            start += len as u64;
+        let mut fps: Vec<u64> = crate::mem::zeroed(n as usize);
+        read_block(source, 0, &mut fps, control)?;
+        // By value, then position: a stable scatter by the top bits, then
+        // each bucket (a few hundred items at 10^6, in cache) sorted, side
+        // by side. Each value's items come ascending.
+        let mut bounds = vec![0usize; (1 << NEW_BUCKET_BITS) + 1];
+        for &v in &fps {
+            bounds[slot(v, NEW_BUCKET_BITS) + 1] += 1;
         }
-        // By value, then position: each value's items come ascending.
-        items.par_sort_unstable();
+        for b in 1..bounds.len() {
+            bounds[b] += bounds[b - 1];
+        }
+        let mut items: Vec<(u64, u32)> = crate::mem::zeroed(fps.len());
+        let mut at = bounds.clone();
+        for (p, &v) in fps.iter().enumerate() {
+            let b = slot(v, NEW_BUCKET_BITS);
+            items[at[b]] = (v, p as u32);
+            at[b] += 1;
+        }
+        drop(fps);
+        let mut buckets = Vec::with_capacity(bounds.len() - 1);
+        let mut rest = &mut items[..];
+        for w in bounds.windows(2) {
+            let (bucket, tail) = rest.split_at_mut(w[1] - w[0]);
+            buckets.push(bucket);
+            rest = tail;
+        }
+        buckets.into_par_iter().with_min_len(64).for_each(|b| b.sort_unstable());
         let mut values: Vec<u64> = Vec::new();
         let mut starts: Vec<u32> = Vec::new();
         let mut members: Vec<u32> = crate::mem::vec_with_capacity(items.len());
@@ -149,35 +172,68 @@ struct Table {
     compare: Popcount,
     /// Groups of more new keys than this are dense ([`DENSE_GROUP`]).
     dense: usize,
+    /// The most new keys of a directory slot.
+    largest: usize,
 }
 
 impl Table {
-    /// Table `t` of the new side; `kv` and `scratch` are work space, kept
-    /// from table to table (fresh pages cost a fault each).
-    fn build(design: &Design, t: usize, new: &NewSide, compare: Popcount, kv: &mut Vec<(u64, u32)>, scratch: &mut Vec<(u64, u32)>) -> Table {
+    /// Table `t` of the new side; `bucket` is work space, kept from table
+    /// to table.
+    ///
+    /// The keys are grouped by slot in counting passes, not sorted: one
+    /// pass counts every slot (the directory), one scatters the keys into
+    /// place by the slot's top half, and each of those buckets (a few
+    /// thousand keys, copied aside in cache) is then scattered by the rest
+    /// of the slot. Two passes through main memory, and no work space as
+    /// large as the table.
+    fn build(design: &Design, t: usize, new: &NewSide, compare: Popcount, bucket: &mut Vec<(u64, u32)>) -> Table {
         let spec = &design.tables()[t];
-        kv.clear();
-        kv.extend(new.values.iter().enumerate().map(|(d, &v)| (spec.perm.apply(v), d as u32)));
-        let bits = directory_bits(kv.len()).min(spec.prefix);
-        // Look-ups need the keys grouped by slot, not ordered within one:
-        // radix passes over the slot bits, no comparison sort.
-        radix::sort_by_top_bits(kv, scratch, bits, |&(key, _)| key, |a, b| slot(a.0, bits).cmp(&slot(b.0, bits)));
+        let n = new.values.len();
+        let bits = directory_bits(n).min(spec.prefix);
+        let (high, low) = (bits.div_ceil(2), bits / 2);
         let mut dir = vec![0u32; (1usize << bits) + 1];
-        for &(key, _) in kv.iter() {
-            dir[slot(key, bits) + 1] += 1;
+        for &v in &new.values {
+            dir[slot(spec.perm.apply(v), bits) + 1] += 1;
         }
+        let mut largest = 0;
         for s in 1..dir.len() {
+            largest = largest.max(dir[s]);
             dir[s] += dir[s - 1];
         }
-        let keys = kv.iter().map(|p| p.0).collect();
-        let values = kv.iter().map(|p| p.1).collect();
-        Table { t, perm: spec.perm.clone(), prefix_mask: spec.prefix_mask, bits, keys, values, dir, compare, dense: DENSE_GROUP }
+        let mut keys: Vec<u64> = crate::mem::zeroed(n);
+        let mut values: Vec<u32> = crate::mem::zeroed(n);
+        // Each bucket of the top `high` bits starts where its first slot does.
+        let mut at: Vec<u32> = (0..1usize << high).map(|h| dir[h << low]).collect();
+        for (d, &v) in new.values.iter().enumerate() {
+            let key = spec.perm.apply(v);
+            let h = slot(key, high);
+            keys[at[h] as usize] = key;
+            values[at[h] as usize] = d as u32;
+            at[h] += 1;
+        }
+        if low > 0 {
+            let mut place = vec![0u32; 1 << low];
+            for h in 0..1usize << high {
+                let slots = h << low..(h + 1) << low;
+                let items = dir[slots.start] as usize..dir[slots.end] as usize;
+                bucket.clear();
+                bucket.extend(keys[items.clone()].iter().copied().zip(values[items].iter().copied()));
+                place.copy_from_slice(&dir[slots]);
+                for &(key, d) in bucket.iter() {
+                    let s = slot(key, bits) & ((1 << low) - 1);
+                    keys[place[s] as usize] = key;
+                    values[place[s] as usize] = d;
+                    place[s] += 1;
+                }
+            }
+        }
+        Table { t, perm: spec.perm.clone(), prefix_mask: spec.prefix_mask, bits, keys, values, dir, compare, dense: DENSE_GROUP, largest: largest as usize }
     }
 
     /// Tables `ts` of the new side, built side by side.
     fn build_all(design: &Design, ts: std::ops::Range<usize>, new: &NewSide) -> Vec<Table> {
         let compare = lookup::for_this_cpu();
-        ts.into_par_iter().map_init(|| (Vec::new(), Vec::new()), |(kv, scratch), t| Table::build(design, t, new, compare, kv, scratch)).collect()
+        ts.into_par_iter().map_init(Vec::new, |bucket, t| Table::build(design, t, new, compare, bucket)).collect()
     }
 
     /// The new keys that may be close to `key`: its directory slot.
@@ -233,9 +289,16 @@ const REGION_BYTES: u64 = 1 << 15;
 /// 10^7 fingerprints or more then has regions above [`REGION_BYTES`].
 const MAX_REGION_BITS: u32 = 11;
 
+/// The new side's tables after a stream whose one pass held them all.
+struct Held {
+    design: std::sync::Arc<Design>,
+    tables: Vec<Table>,
+}
+
 /// Streams `old` past the new side's tables, as many a pass as the memory
-/// limit holds, handing every close pair to `sink`.
-fn stream(new: &NewSide, old: &Source<'_>, opts: &Options, control: &Control, sink: &Sink<'_>, then: u64) -> Result<()> {
+/// limit holds, handing every close pair to `sink`; the tables, when one
+/// pass held them all.
+fn stream(new: &NewSide, old: &Source<'_>, opts: &Options, control: &Control, sink: &Sink<'_>, then: u64) -> Result<Option<Held>> {
     let m = old.len();
     if m > MAX_ITEMS {
         return Err(Error::bad_input(old.describe(), format!("holds {m} fingerprints; a store takes at most 2**32-2 (split it, and pass each part)")));
@@ -243,8 +306,9 @@ fn stream(new: &NewSide, old: &Source<'_>, opts: &Options, control: &Control, si
     let design = design_for(opts, new.values.len())?;
     let tables = design.tables().len();
     // The new side, and the work space of building its tables (a key and a
-    // value number, twice, for each thread building one).
-    let held = new.values.len() as u64 * 8 + new.members.len() as u64 * 8 + new.values.len() as u64 * 32 * rayon::current_num_threads() as u64;
+    // value number for each value of a bucket, for each thread building
+    // one: at most every value, on a skewed side).
+    let held = new.values.len() as u64 * 8 + new.members.len() as u64 * 8 + new.values.len() as u64 * 16 * rayon::current_num_threads() as u64;
     // A block: 8 bytes a stored item read, 12 scattered.
     let block = (new.values.len() as u64).max(MIN_BLOCK).min(m.max(1));
     let per_pass = (opts.memory_limit.saturating_sub(held + block * 20) / new.table_bytes().max(1)).clamp(1, tables as u64) as usize;
@@ -257,13 +321,16 @@ fn stream(new: &NewSide, old: &Source<'_>, opts: &Options, control: &Control, si
     control.advance(n);
     if new.values.is_empty() || m == 0 {
         control.skip("the stored fingerprints".into(), passes as u64 * m);
-        return Ok(());
+        return Ok(None);
     }
+    let pairs = matches!(sink, Sink::Pairs(_));
     let region_bits = (new.table_bytes() / REGION_BYTES).max(1).ilog2().min(MAX_REGION_BITS);
     let mut fps: Vec<u64> = crate::mem::zeroed(block as usize);
     let mut scattered = Scattered { keys: crate::mem::zeroed(block as usize), pos: crate::mem::zeroed(block as usize), starts: Vec::new() };
+    let mut last = Vec::new();
     for (p, first) in (0..tables).step_by(per_pass).enumerate() {
         control.check()?;
+        drop(std::mem::take(&mut last));
         let group = Table::build_all(&design, first..(first + per_pass).min(tables), new);
         let name = if passes == 1 { "the stored fingerprints".to_string() } else { format!("the stored fingerprints, pass {} of {passes}", p + 1) };
         control.step(name, m);
@@ -283,7 +350,7 @@ fn stream(new: &NewSide, old: &Source<'_>, opts: &Options, control: &Control, si
                     let found = SCRATCH.with_borrow_mut(|scratch| {
                         let mut found = std::mem::take(&mut scratch.found);
                         found.clear();
-                        lookups(&design, table, &scattered.keys[lo..hi], &scattered.pos[lo..hi], opts.k, sink, scratch, &mut found);
+                        lookups(&design, table, &scattered.keys[lo..hi], &scattered.pos[lo..hi], opts.k, pairs, scratch, &mut found);
                         found
                     });
                     deliver(sink, &found);
@@ -294,8 +361,9 @@ fn stream(new: &NewSide, old: &Source<'_>, opts: &Options, control: &Control, si
             control.advance(len as u64);
             start += len as u64;
         }
+        last = group;
     }
-    Ok(())
+    Ok((passes == 1).then_some(Held { design, tables: last }))
 }
 
 /// Hands a task's close pairs to the sink.
@@ -532,54 +600,119 @@ pub fn find_all_against(
 pub fn dedup_against(new: &Source<'_>, old: &Source<'_>, opts: &Options, control: &Control) -> Result<DedupAgainst> {
     let side = NewSide::read(new, control)?;
     let best: Vec<AtomicU32> = (0..side.values.len()).map(|_| AtomicU32::new(NONE)).collect();
-    stream(&side, old, opts, control, &Sink::Min(&best), side.members.len() as u64)?;
+    let held = stream(&side, old, opts, control, &Sink::Min(&best), side.members.len() as u64)?;
     let n = side.members.len();
-    // The first old match of each item (NONE: none), in item order.
-    let mut first_old: Vec<u32> = crate::mem::zeroed(n);
-    for (d, b) in best.iter().enumerate() {
-        let b = b.load(Ordering::Relaxed);
-        for &p in side.items(d as u32) {
-            first_old[p as usize] = b;
-        }
-    }
-    let values = side.values;
-    let mut of_item: Vec<u64> = crate::mem::zeroed(n);
-    for (d, w) in side.starts.windows(2).enumerate() {
-        for &p in &side.members[w[0] as usize..w[1] as usize] {
-            of_item[p as usize] = values[d];
-        }
-    }
-    drop((values, side.members, side.starts));
-    // The new items no old item removes, deduplicated among themselves:
-    // those removed never remove others (they are not kept).
-    let survivors: Vec<u32> = (0..n as u32).filter(|&p| first_old[p as usize] == NONE).collect();
-    let fps: Vec<u64> = survivors.iter().map(|&p| of_item[p as usize]).collect();
-    drop(of_item);
+    // The new items no old item removes, deduplicated among themselves
+    // (those removed never remove others: they are not kept).
     control.step("deduplicating the new fingerprints".into(), n as u64);
-    let inner = {
-        let _nested = control.nest();
-        super::dedup(&Source::Memory(&fps), opts, control)?
+    let inner = match held {
+        // Without a dense group, the tables that met the store find the
+        // pairs among the new values at a look-up each.
+        Some(held) if held.tables.iter().all(|t| t.largest <= DENSE_GROUP) => among_new(&side, &best, &held, opts.k, control)?,
+        _ => {
+            let _nested = control.nest();
+            dedup_survivors(&side, &best, opts, control)?
+        }
     };
-    drop(fps);
-    let mut out = DedupAgainst { dedup: Dedup { keep: vec![false; n], dropped: Vec::new(), matched: Vec::new() }, matched_old: Vec::new() };
-    for (s, &p) in survivors.iter().enumerate() {
-        out.dedup.keep[p as usize] = inner.keep[s];
+    control.advance(n as u64);
+    // The first old match of each item's value (NONE: none).
+    let mut old_match: Vec<u32> = crate::mem::zeroed(n);
+    for (d, w) in side.starts.windows(2).enumerate() {
+        let b = best[d].load(Ordering::Relaxed);
+        for &p in &side.members[w[0] as usize..w[1] as usize] {
+            old_match[p as usize] = b;
+        }
     }
+    drop(side);
+    let mut out = DedupAgainst { dedup: Dedup { keep: inner.keep, dropped: Vec::new(), matched: Vec::new() }, matched_old: Vec::new() };
     let mut inner_dropped = inner.dropped.iter().zip(&inner.matched).peekable();
-    for p in 0..n as u32 {
-        if first_old[p as usize] != NONE {
-            out.dedup.dropped.push(p);
-            out.dedup.matched.push(first_old[p as usize]);
-            out.matched_old.push(true);
-        } else if !out.dedup.keep[p as usize] {
-            let (&s, &m) = inner_dropped.next().expect("a survivor dropped by the inner dedup");
-            debug_assert_eq!(survivors[s as usize], p);
-            out.dedup.dropped.push(p);
-            out.dedup.matched.push(survivors[m as usize]);
+    for (p, &b) in old_match.iter().enumerate() {
+        if inner_dropped.peek().is_some_and(|&(&q, _)| q as usize == p) {
+            let (_, &m) = inner_dropped.next().expect("peeked");
+            debug_assert_eq!(b, NONE, "an item an old one removes is not in the inner dedup");
+            out.dedup.dropped.push(p as u32);
+            out.dedup.matched.push(m);
             out.matched_old.push(false);
+        } else if b != NONE {
+            out.dedup.keep[p] = false;
+            out.dedup.dropped.push(p as u32);
+            out.dedup.matched.push(b);
+            out.matched_old.push(true);
         }
     }
     Ok(out)
+}
+
+/// The dedup among the new items of the values no old item is close to
+/// (`best[d] == NONE`), in item positions (the others: kept, never
+/// dropped, never matched), from the pairs of those values the new side's
+/// tables hold: each table's keys looked up in itself, a pair reported by
+/// the first table whose prefix it shares, as `find_all` reports them.
+/// A look-up costs its slot's keys, at most [`DENSE_GROUP`].
+fn among_new(side: &NewSide, best: &[AtomicU32], held: &Held, k: u32, control: &Control) -> Result<Dedup> {
+    let survives = |d: u32| best[d as usize].load(Ordering::Relaxed) == NONE;
+    let first = |d: u32| side.members[side.starts[d as usize] as usize];
+    let tasks: Vec<(&Table, std::ops::Range<usize>)> =
+        held.tables.iter().flat_map(|t| (0..t.keys.len()).step_by(CHUNK).map(move |at| (t, at..(at + CHUNK).min(t.keys.len())))).collect();
+    let found: Vec<Vec<u64>> = tasks
+        .into_par_iter()
+        .map(|(table, range)| -> Result<Vec<u64>> {
+            control.check()?;
+            let mut found = Vec::new();
+            SCRATCH.with_borrow_mut(|scratch| lookups(&held.design, table, &table.keys[range.clone()], &table.values[range], k, true, scratch, &mut found));
+            // Each pair comes from both of its values (and each value meets
+            // itself): the lower value's look-up keeps it.
+            found.retain(|&f| {
+                let (d, e) = ((f >> 32) as u32, f as u32);
+                d > e && survives(d) && survives(e)
+            });
+            for f in &mut found {
+                let (a, b) = (first((*f >> 32) as u32), first(*f as u32));
+                *f = u64::from(a.max(b)) << 32 | u64::from(a.min(b));
+            }
+            Ok(found)
+        })
+        .collect::<Result<_>>()?;
+    let mut pairs = found.concat();
+    pairs.par_sort_unstable();
+    let mut sweep = graph::DedupSweep::new(side.members.len());
+    sweep.feed(&pairs)?;
+    drop(pairs);
+    // Every later copy of a value follows its first copy.
+    let mut links: Vec<u64> = Vec::new();
+    for (d, w) in side.starts.windows(2).enumerate() {
+        if w[1] - w[0] > 1 && survives(d as u32) {
+            let items = &side.members[w[0] as usize..w[1] as usize];
+            links.extend(items[1..].iter().map(|&p| u64::from(p) << 32 | u64::from(items[0])));
+        }
+    }
+    links.par_sort_unstable();
+    let mut copies = graph::CopySweep::new(sweep.finish());
+    copies.feed(&links)?;
+    Ok(copies.finish())
+}
+
+/// [`among_new`] by a batch dedup of the surviving items' fingerprints,
+/// for a new side whose tables did not fit one pass or hold a dense group.
+fn dedup_survivors(side: &NewSide, best: &[AtomicU32], opts: &Options, control: &Control) -> Result<Dedup> {
+    let n = side.members.len();
+    let mut value_of: Vec<u32> = crate::mem::zeroed(n);
+    for (d, w) in side.starts.windows(2).enumerate() {
+        for &p in &side.members[w[0] as usize..w[1] as usize] {
+            value_of[p as usize] = d as u32;
+        }
+    }
+    let survivors: Vec<u32> = (0..n as u32).filter(|&p| best[value_of[p as usize] as usize].load(Ordering::Relaxed) == NONE).collect();
+    let fps: Vec<u64> = survivors.iter().map(|&p| side.values[value_of[p as usize] as usize]).collect();
+    drop(value_of);
+    let inner = super::dedup(&Source::Memory(&fps), opts, control)?;
+    let mut keep = vec![true; n];
+    for (&p, &kept) in survivors.iter().zip(&inner.keep) {
+        keep[p as usize] = kept;
+    }
+    let dropped = inner.dropped.iter().map(|&s| survivors[s as usize]).collect();
+    let matched = inner.matched.iter().map(|&s| survivors[s as usize]).collect();
+    Ok(Dedup { keep, dropped, matched })
 }
 
 fn check_len(name: &'static str, source: &Source<'_>, ids: Option<&[u64]>) -> Result<()> {

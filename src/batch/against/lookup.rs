@@ -8,7 +8,7 @@
 //! paths compare a short group (up to [`SHORT_GROUP`] keys) in a fixed
 //! number of masked steps, with no branch on its size.
 
-use super::{Scratch, Sink, Table};
+use super::{Scratch, Table};
 use crate::cpu::Popcount;
 use crate::tables::plan::Design;
 
@@ -49,12 +49,12 @@ const SHORT_GROUP_AVX2: usize = 16;
 
 /// Looks stored items (permuted `keys`, positions `pos`, in position order)
 /// up in `table`, pushing `value << 32 | old position` to `found` for each
-/// close pair.
+/// close pair (`pairs`: only those this table reports, as `find_all`
+/// needs; else all, as the dedup's minimum takes).
 #[allow(clippy::too_many_arguments)]
-pub(super) fn lookups(design: &Design, table: &Table, keys: &[u64], pos: &[u32], k: u32, sink: &Sink<'_>, scratch: &mut Scratch, found: &mut Vec<u64>) {
+pub(super) fn lookups(design: &Design, table: &Table, keys: &[u64], pos: &[u32], k: u32, pairs: bool, scratch: &mut Scratch, found: &mut Vec<u64>) {
     scratch.memo.clear();
     scratch.memo_values.clear();
-    let pairs = matches!(sink, Sink::Pairs(_));
     match table.compare {
         // SAFETY: `Popcount::Avx512` is chosen only where the CPU has
         // AVX-512F and VPOPCNTDQ (or by a test on such a CPU).

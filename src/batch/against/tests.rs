@@ -194,7 +194,6 @@ fn lookups_by_group_size() {
     let design = plan::with_blocks(3, 4).unwrap();
     let key_of: Vec<u64> = old.iter().map(|&v| design.tables()[0].perm.apply(v)).collect();
     let pos: Vec<u32> = (0..old.len() as u32).collect();
-    let sink = Mutex::new(Vec::new());
     let mut results = Vec::new();
     for compare in lookup::all_here() {
         for dense in [usize::MAX, 4] {
@@ -202,7 +201,7 @@ fn lookups_by_group_size() {
             assert_eq!(table.compare, compare);
             table.dense = dense;
             let mut found = Vec::new();
-            lookups(&design, &table, &key_of, &pos, 3, &Sink::Pairs(&sink), &mut Scratch::default(), &mut found);
+            lookups(&design, &table, &key_of, &pos, 3, true, &mut Scratch::default(), &mut found);
             found.sort_unstable();
             results.push(found);
         }
@@ -230,4 +229,47 @@ fn lookups_by_group_size() {
     for shape in [0..=0, 1..=4, 5..=8, 9..=12, 13..=16, 17..=24, 25..=usize::MAX] {
         assert!(sizes.iter().any(|n| shape.contains(n)), "no group of {shape:?} keys: {sizes:?}");
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    /// The dedup among the new values from the tables (what a dedup
+    /// against a store runs after its stream, when no group is dense)
+    /// equals a batch dedup of the surviving items, dense groups and
+    /// copies included; every `removed`-th value stands for one an old
+    /// item removed.
+    #[test]
+    fn among_new_equals_the_dedup_of_the_survivors(new in skewed(1500, 1500), k in 0u32..=4, removed in 1usize..8) {
+        let c = Control::default();
+        let side = NewSide::read(&Source::Memory(&new), &c).unwrap();
+        let best: Vec<AtomicU32> = (0..side.values.len()).map(|d| AtomicU32::new(if d % removed == removed - 1 { d as u32 } else { NONE })).collect();
+        let opts = options(k, false);
+        let design = design_for(&opts, side.values.len()).unwrap();
+        for compare in lookup::all_here() {
+            let tables = forced(compare, || Table::build_all(&design, 0..design.tables().len(), &side));
+            let held = Held { design: std::sync::Arc::clone(&design), tables };
+            let got = among_new(&side, &best, &held, k, &c).unwrap();
+            let want = dedup_survivors(&side, &best, &opts, &c).unwrap();
+            prop_assert_eq!(got, want);
+        }
+    }
+}
+
+/// Both ways of the dedup among the new values run in the tests above:
+/// the tables' (one pass, no dense group) and the batch dedup's (one table
+/// a pass, or a dense group).
+#[test]
+fn both_inner_dedups_are_taken() {
+    let c = Control::default();
+    let spread: Vec<u64> = (0..400u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
+    let side = NewSide::read(&Source::Memory(&spread), &c).unwrap();
+    let best: Vec<AtomicU32> = (0..side.values.len()).map(|_| AtomicU32::new(NONE)).collect();
+    let held = stream(&side, &Source::Memory(&spread[..10]), &options(3, false), &c, &Sink::Min(&best), 0).unwrap().expect("one pass");
+    assert!(held.tables.iter().all(|t| t.largest <= DENSE_GROUP));
+    assert!(stream(&side, &Source::Memory(&spread[..10]), &options(3, true), &c, &Sink::Min(&best), 0).unwrap().is_none());
+    let ball: Vec<u64> = (0..64).map(|b| 1u64 << b).chain([0, 3, 5, 6]).collect();
+    let side = NewSide::read(&Source::Memory(&ball), &c).unwrap();
+    let held = stream(&side, &Source::Memory(&ball[..1]), &options(3, false), &c, &Sink::Min(&best), 0).unwrap().expect("one pass");
+    assert!(held.tables.iter().any(|t| t.largest > DENSE_GROUP));
 }
