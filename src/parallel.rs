@@ -57,6 +57,11 @@ impl Pool {
         }
     }
 
+    /// How many threads the pool has.
+    pub fn threads(&self) -> usize {
+        self.own.as_ref().map_or_else(rayon::current_num_threads, ThreadPool::current_num_threads)
+    }
+
     /// Runs `f` on the pool.
     ///
     /// # Errors

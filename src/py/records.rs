@@ -127,6 +127,7 @@ impl PyJsonLines {
             }
         };
         let done = !matches!(item, Some(Ok(Item::Chunk(_) | Item::Values { .. })));
+        let pool = slot.as_ref().map(JsonLinesReader::pool);
         if done {
             *slot = None;
         }
@@ -134,7 +135,7 @@ impl PyJsonLines {
             None => Ok(None),
             Some(Err(e)) => Err(e.into()),
             Some(Ok(Item::Chunk(chunk))) => {
-                let chunk = PyRecordChunk { chunk, fields: Arc::clone(&self.fields), texts: self.texts };
+                let chunk = PyRecordChunk { chunk, fields: Arc::clone(&self.fields), texts: self.texts, pool };
                 Ok(Some(Py::new(py, chunk)?.into_any()))
             }
             Some(Ok(Item::Values { fingerprints, ids, lines, nbytes, consumed })) => {
@@ -246,6 +247,8 @@ pub(crate) struct PyRecordChunk {
     chunk: RecordChunk,
     fields: Arc<Fields>,
     texts: bool,
+    /// The reader's threads, which write the chunk's lines too.
+    pool: Option<Arc<crate::parallel::Pool>>,
 }
 
 impl PyRecordChunk {
@@ -351,8 +354,8 @@ impl PyRecordChunk {
 
         let picked = self.picked(&indices)?;
         // SAFETY: the caller's descriptor, borrowed for this call: never closed here.
-        let mut file = std::mem::ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
-        let written = py.detach(|| self.chunk.write_to(picked, &mut *file));
+        let file = std::mem::ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
+        let written = py.detach(|| self.chunk.write_to_file(picked, &file, self.pool.as_deref()));
         Ok(written?)
     }
 

@@ -52,11 +52,33 @@ impl<R: Read> Read for Counted<R> {
 
 /// An input's decompressed bytes.
 pub struct Input {
-    reader: Box<dyn Read + Send>,
+    reader: Reader,
     pub compression: Compression,
     /// Bytes read from the file so far (compressed, when it is).
     pub consumed: Arc<AtomicU64>,
+    /// The threads a plain file's large reads are shared out to.
+    pool: Option<Arc<crate::parallel::Pool>>,
+    /// Bytes a thread reads of a large read, at least.
+    piece: usize,
 }
+
+/// Where an input's bytes come from.
+enum Reader {
+    /// A plain regular file, read at offsets (`pos`: the next byte's), so
+    /// that a large read can be shared out to threads: the kernel's copy
+    /// of a gigabyte is a serial cap of a whole run on one thread.
+    Plain { file: File, pos: u64 },
+    /// A pipe, or a compressed file: read in order.
+    Stream(Box<dyn Read + Send>),
+}
+
+/// A read of a plain file is shared out in pieces of at least this many
+/// bytes (a smaller piece costs a thread more than it saves); tiny in
+/// tests, so that their small files are read in many pieces.
+#[cfg(not(test))]
+const READ_PIECE: usize = 1 << 20;
+#[cfg(test)]
+const READ_PIECE: usize = 61;
 
 impl Input {
     /// Opens `file` (a path's, or a duplicate of stdin's descriptor).
@@ -82,7 +104,7 @@ impl Input {
         // into a block's spare capacity then needs no clearing first.
         if compression == Compression::None && file.seek(SeekFrom::Start(0)).is_ok() {
             consumed.store(0, Ordering::Relaxed);
-            return Ok(Input { reader: Box::new(file), compression, consumed });
+            return Ok(Input { reader: Reader::Plain { file, pos: 0 }, compression, consumed, pool: None, piece: READ_PIECE });
         }
         let raw = Counted { inner: file, count: Arc::clone(&consumed) };
         let whole = BufReader::with_capacity(1 << 20, Cursor::new(head[..got].to_vec()).chain(raw));
@@ -92,22 +114,118 @@ impl Input {
             Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(whole)),
             Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(whole)?),
         };
-        Ok(Input { reader, compression, consumed })
+        Ok(Input { reader: Reader::Stream(reader), compression, consumed, pool: None, piece: READ_PIECE })
+    }
+
+    /// A plain file's reads of several pieces ([`READ_PIECE`]) are shared
+    /// out to `pool`'s threads.
+    pub fn with_pool(mut self, pool: Arc<crate::parallel::Pool>) -> Self {
+        self.pool = Some(pool);
+        self
     }
 
     /// Reads into `buf` until it holds `want` bytes more or the input ends;
     /// returns the bytes added (0 at the end). Room that cannot be had is an
-    /// error of kind `OutOfMemory`, never an abort.
+    /// error of kind `OutOfMemory`, never an abort. On an error, the bytes
+    /// read before it stay in `buf`.
     fn fill(&mut self, buf: &mut Vec<u8>, want: usize) -> io::Result<usize> {
         let start = buf.len();
         buf.try_reserve(want).map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
-        let result = (&mut self.reader).take(want as u64).read_to_end(buf);
+        let result = match &mut self.reader {
+            Reader::Stream(reader) => reader.take(want as u64).read_to_end(buf).map(|_| ()),
+            Reader::Plain { file, pos } => {
+                let result = read_at(file, *pos, buf, want, self.piece, self.pool.as_deref());
+                *pos += (buf.len() - start) as u64;
+                result
+            }
+        };
         if self.compression == Compression::None {
             // The file's bytes are the block's (a plain file is read without `Counted`).
             self.consumed.fetch_add((buf.len() - start) as u64, Ordering::Relaxed);
         }
         result.map(|_| buf.len() - start)
     }
+}
+
+/// Appends up to `want` bytes of `file` from offset `pos` to `buf` (which
+/// has the room), stopping early only at the file's end or an error: in
+/// pieces of `piece` bytes side by side on `pool`'s threads when there are
+/// several. The bytes appended are those before the first piece that came
+/// short, so they are always the file's bytes from `pos` on, in order
+/// (a file that grows meanwhile is read on by the next call).
+fn read_at(file: &File, pos: u64, buf: &mut Vec<u8>, want: usize, piece: usize, pool: Option<&crate::parallel::Pool>) -> io::Result<()> {
+    let start = buf.len();
+    let room = &mut buf.spare_capacity_mut()[..want];
+    let piece = piece.max(1);
+    let read: Vec<(usize, Option<io::Error>)> = match pool {
+        #[cfg(unix)]
+        Some(pool) if want > piece => {
+            use rayon::prelude::*;
+            let run = || room.par_chunks_mut(piece).enumerate().map(|(i, part)| read_full_at(file, pos + (i * piece) as u64, part)).collect();
+            pool.install(run).map_err(|e| io::Error::other(e.to_string()))?
+        }
+        _ => vec![read_full_at(file, pos, room)],
+    };
+    let mut got = 0;
+    for (i, (n, error)) in read.into_iter().enumerate() {
+        got += n;
+        if let Some(error) = error {
+            // SAFETY: the first `got` bytes of the room were written (every
+            // piece before this one whole, then `n` of this one).
+            unsafe { buf.set_len(start + got) };
+            return Err(error);
+        }
+        if n < piece.min(want - i * piece) {
+            break;
+        }
+    }
+    // SAFETY: as above: whole pieces, then the first `n` bytes of the
+    // short one.
+    unsafe { buf.set_len(start + got) };
+    Ok(())
+}
+
+/// Reads `out.len()` bytes of `file` from offset `pos` into `out`, fewer
+/// only at the file's end or an error: the bytes written to the start of
+/// `out`, and the error.
+fn read_full_at(file: &File, pos: u64, out: &mut [std::mem::MaybeUninit<u8>]) -> (usize, Option<io::Error>) {
+    let mut done = 0;
+    while done < out.len() {
+        match read_some_at(file, pos + done as u64, &mut out[done..]) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return (done, Some(e)),
+        }
+    }
+    (done, None)
+}
+
+#[cfg(unix)]
+fn read_some_at(file: &File, pos: u64, out: &mut [std::mem::MaybeUninit<u8>]) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let offset = libc::off_t::try_from(pos).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `out` is writable memory of `out.len()` bytes; `pread` writes
+    // at most that many and never reads them.
+    let n = unsafe { libc::pread(file.as_raw_fd(), out.as_mut_ptr().cast(), out.len(), offset) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+#[cfg(not(unix))]
+fn read_some_at(mut file: &File, pos: u64, out: &mut [std::mem::MaybeUninit<u8>]) -> io::Result<usize> {
+    // Elsewhere one thread reads, at the file's position (kept at `pos`).
+    file.seek(SeekFrom::Start(pos))?;
+    let len = out.len().min(1 << 20);
+    let mut tmp = vec![0u8; len];
+    let n = file.read(&mut tmp)?;
+    for (o, &b) in out.iter_mut().zip(&tmp[..n]) {
+        o.write(b);
+    }
+    Ok(n)
 }
 
 /// Block buffers given back when their chunk is dropped, for the next
@@ -341,5 +459,62 @@ impl Iterator for Blocks {
                 searched = data.len();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::io::Write;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// A plain file read in pieces on threads (pieces of 61 bytes in
+        /// tests), by reads of any size, is the file, in order, and then
+        /// its end, again and again.
+        #[test]
+        fn reads_in_pieces_are_the_file(bytes in prop::collection::vec(any::<u8>(), 0..4000), wants in prop::collection::vec(1usize..700, 1..40), threads in 1usize..4) {
+            let mut f = tempfile::tempfile().unwrap();
+            f.write_all(&bytes).unwrap();
+            let mut input = Input::new(f).unwrap();
+            // Gzip and zstd magic can open the random bytes: those are streams.
+            prop_assume!(input.compression == Compression::None);
+            input = input.with_pool(Arc::new(crate::parallel::Pool::new(Some(threads)).unwrap()));
+            let mut got = Vec::new();
+            let mut i = 0;
+            loop {
+                let before = got.len();
+                let n = input.fill(&mut got, wants[i % wants.len()]).unwrap();
+                prop_assert_eq!(n, got.len() - before);
+                prop_assert!(n <= wants[i % wants.len()]);
+                if n == 0 {
+                    break;
+                }
+                i += 1;
+            }
+            prop_assert_eq!(&got, &bytes);
+            prop_assert_eq!(input.fill(&mut got, 100).unwrap(), 0);
+            prop_assert_eq!(input.consumed.load(Ordering::Relaxed), bytes.len() as u64);
+        }
+    }
+
+    /// A file that grows between reads is read on from where the last read
+    /// stopped; a file cut shorter ends the reading there.
+    #[test]
+    fn a_file_that_changes_is_read_in_order() {
+        let path = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(path.path(), [b'a'; 1000]).unwrap();
+        let mut other = std::fs::OpenOptions::new().append(true).open(path.path()).unwrap();
+        let mut input = Input::new(File::open(path.path()).unwrap()).unwrap().with_pool(Arc::new(crate::parallel::Pool::new(Some(3)).unwrap()));
+        let mut got = Vec::new();
+        assert_eq!(input.fill(&mut got, 600).unwrap(), 600);
+        other.write_all(&[b'b'; 500]).unwrap();
+        assert_eq!(input.fill(&mut got, 5000).unwrap(), 900);
+        assert_eq!(&got[..1000], &[b'a'; 1000][..]);
+        assert_eq!(&got[1000..], &[b'b'; 500][..]);
+        other.set_len(100).unwrap();
+        assert_eq!(input.fill(&mut got, 5000).unwrap(), 0);
     }
 }

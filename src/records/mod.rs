@@ -81,6 +81,7 @@ pub struct JsonLinesReader {
     pub compression: Compression,
     /// Set when dropped: the reading thread stops skipping an endless line.
     stop: Arc<AtomicBool>,
+    pool: Arc<crate::parallel::Pool>,
 }
 
 impl Drop for JsonLinesReader {
@@ -101,6 +102,9 @@ impl JsonLinesReader {
         let compression = input.compression;
         let spare = input::Spare::default();
         let stop = Arc::new(AtomicBool::new(false));
+        let pool = Arc::new(crate::parallel::Pool::new(options.threads)?);
+        // A plain file's reads are shared out to the parsing threads.
+        let input = input.with_pool(Arc::clone(&pool));
         let blocks = input::Blocks::new(input, options.block_bytes, spare.clone()).with_limit(options.max_line_bytes, Arc::clone(&stop));
         // Two blocks in each hand-over: a consumer that stalls on a slow
         // write does not stall the parsing behind it at once.
@@ -116,7 +120,7 @@ impl JsonLinesReader {
                 }
             })
             .map_err(|e| io_error("start a thread to read", e))?;
-        let pool = crate::parallel::Pool::new(options.threads)?;
+        let parse_pool = Arc::clone(&pool);
         thread::Builder::new()
             .name("rsimhash-parse".into())
             .spawn(move || {
@@ -124,7 +128,7 @@ impl JsonLinesReader {
                 let mut hashes = options.hashes.clone();
                 for block in block_rx {
                     let item = match block {
-                        Ok(block) => pool.install(|| {
+                        Ok(block) => parse_pool.install(|| {
                             if options.values_only && !block.too_long {
                                 // A TSV's header is read by `parse_block`, which sets its columns.
                                 let values = match &hashes {
@@ -161,7 +165,13 @@ impl JsonLinesReader {
                 }
             })
             .map_err(|e| io_error("start a thread to parse", e))?;
-        Ok(JsonLinesReader { rx: Mutex::new(chunk_rx), compression, stop })
+        Ok(JsonLinesReader { rx: Mutex::new(chunk_rx), compression, stop, pool })
+    }
+
+    /// The threads that read and parse: a chunk's kept lines are written
+    /// by them too ([`RecordChunk::write_to_file`]).
+    pub fn pool(&self) -> Arc<crate::parallel::Pool> {
+        Arc::clone(&self.pool)
     }
 
     /// The next item, waiting at most `timeout`: `Ok(None)` at the end of

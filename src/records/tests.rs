@@ -302,3 +302,35 @@ proptest! {
         prop_assert_eq!(line, lines.len() as u64 + 1);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// Kept lines written to a file in shares on threads (shares of 53
+    /// bytes in tests) land where one `writev` would put them, after what
+    /// the file held, and leave its position at their end; a file opened
+    /// to append takes them in order from one thread.
+    #[test]
+    fn writes_in_shares_are_the_lines_in_order(n in 0usize..300, block in 200usize..5000, keep_every in 1usize..5, append: bool) {
+        let bytes = corpus(n);
+        let mut want = b"a header\n".to_vec();
+        let path = tempfile::NamedTempFile::new().unwrap();
+        let mut out = std::fs::OpenOptions::new().write(true).append(append).open(path.path()).unwrap();
+        out.write_all(&want).unwrap();
+        let reader = JsonLinesReader::new(file_of(&bytes), "test", options(block)).unwrap();
+        let pool = reader.pool();
+        for item in reader {
+            if let Item::Chunk(c) = item.unwrap() {
+                let picked: Vec<usize> = (0..c.entries.len()).filter(|i| i % keep_every == 0).collect();
+                let before = want.len();
+                c.write_lines(picked.iter().copied(), &mut want);
+                let n = c.write_to_file(picked, &out, Some(&pool)).unwrap();
+                prop_assert_eq!(n as usize, want.len() - before);
+            }
+        }
+        out.write_all(b"the end\n").unwrap();
+        want.extend_from_slice(b"the end\n");
+        drop(out);
+        prop_assert_eq!(std::fs::read(path.path()).unwrap(), want);
+    }
+}
