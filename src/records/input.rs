@@ -58,8 +58,6 @@ pub struct Input {
     pub consumed: Arc<AtomicU64>,
     /// The threads a plain file's large reads are shared out to.
     pool: Option<Arc<crate::parallel::Pool>>,
-    /// Bytes a thread reads of a large read, at least.
-    piece: usize,
 }
 
 /// Where an input's bytes come from.
@@ -104,7 +102,7 @@ impl Input {
         // into a block's spare capacity then needs no clearing first.
         if compression == Compression::None && file.seek(SeekFrom::Start(0)).is_ok() {
             consumed.store(0, Ordering::Relaxed);
-            return Ok(Input { reader: Reader::Plain { file, pos: 0 }, compression, consumed, pool: None, piece: READ_PIECE });
+            return Ok(Input { reader: Reader::Plain { file, pos: 0 }, compression, consumed, pool: None });
         }
         let raw = Counted { inner: file, count: Arc::clone(&consumed) };
         let whole = BufReader::with_capacity(1 << 20, Cursor::new(head[..got].to_vec()).chain(raw));
@@ -114,7 +112,7 @@ impl Input {
             Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(whole)),
             Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(whole)?),
         };
-        Ok(Input { reader: Reader::Stream(reader), compression, consumed, pool: None, piece: READ_PIECE })
+        Ok(Input { reader: Reader::Stream(reader), compression, consumed, pool: None })
     }
 
     /// A plain file's reads of several pieces ([`READ_PIECE`]) are shared
@@ -134,7 +132,7 @@ impl Input {
         let result = match &mut self.reader {
             Reader::Stream(reader) => reader.take(want as u64).read_to_end(buf).map(|_| ()),
             Reader::Plain { file, pos } => {
-                let result = read_at(file, *pos, buf, want, self.piece, self.pool.as_deref());
+                let result = read_at(file, *pos, buf, want, READ_PIECE, self.pool.as_deref());
                 *pos += (buf.len() - start) as u64;
                 result
             }
