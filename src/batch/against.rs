@@ -146,6 +146,17 @@ impl NewSide {
         &self.members[self.starts[d as usize] as usize..self.starts[d as usize + 1] as usize]
     }
 
+    /// The value number of each item, in item order.
+    fn value_of(&self) -> Vec<u32> {
+        let mut value_of: Vec<u32> = crate::mem::zeroed(self.members.len());
+        for d in 0..self.values.len() as u32 {
+            for &p in self.items(d) {
+                value_of[p as usize] = d;
+            }
+        }
+        value_of
+    }
+
     /// Bytes a table of the new side holds: a key and a value number per
     /// distinct value, and the directory.
     fn table_bytes(&self) -> u64 {
@@ -615,18 +626,13 @@ pub fn dedup_against(new: &Source<'_>, old: &Source<'_>, opts: &Options, control
         }
     };
     control.advance(n as u64);
-    // The first old match of each item's value (NONE: none).
-    let mut old_match: Vec<u32> = crate::mem::zeroed(n);
-    for (d, w) in side.starts.windows(2).enumerate() {
-        let b = best[d].load(Ordering::Relaxed);
-        for &p in &side.members[w[0] as usize..w[1] as usize] {
-            old_match[p as usize] = b;
-        }
-    }
+    let value_of = side.value_of();
     drop(side);
     let mut out = DedupAgainst { dedup: Dedup { keep: inner.keep, dropped: Vec::new(), matched: Vec::new() }, matched_old: Vec::new() };
     let mut inner_dropped = inner.dropped.iter().zip(&inner.matched).peekable();
-    for (p, &b) in old_match.iter().enumerate() {
+    for (p, &d) in value_of.iter().enumerate() {
+        // The first old match of the item's value (NONE: none).
+        let b = best[d as usize].load(Ordering::Relaxed);
         if inner_dropped.peek().is_some_and(|&(&q, _)| q as usize == p) {
             let (_, &m) = inner_dropped.next().expect("peeked");
             debug_assert_eq!(b, NONE, "an item an old one removes is not in the inner dedup");
@@ -680,9 +686,9 @@ fn among_new(side: &NewSide, best: &[AtomicU32], held: &Held, k: u32, control: &
     drop(pairs);
     // Every later copy of a value follows its first copy.
     let mut links: Vec<u64> = Vec::new();
-    for (d, w) in side.starts.windows(2).enumerate() {
-        if w[1] - w[0] > 1 && survives(d as u32) {
-            let items = &side.members[w[0] as usize..w[1] as usize];
+    for d in 0..side.values.len() as u32 {
+        let items = side.items(d);
+        if items.len() > 1 && survives(d) {
             links.extend(items[1..].iter().map(|&p| u64::from(p) << 32 | u64::from(items[0])));
         }
     }
@@ -696,12 +702,7 @@ fn among_new(side: &NewSide, best: &[AtomicU32], held: &Held, k: u32, control: &
 /// for a new side whose tables did not fit one pass or hold a dense group.
 fn dedup_survivors(side: &NewSide, best: &[AtomicU32], opts: &Options, control: &Control) -> Result<Dedup> {
     let n = side.members.len();
-    let mut value_of: Vec<u32> = crate::mem::zeroed(n);
-    for (d, w) in side.starts.windows(2).enumerate() {
-        for &p in &side.members[w[0] as usize..w[1] as usize] {
-            value_of[p as usize] = d as u32;
-        }
-    }
+    let value_of = side.value_of();
     let survivors: Vec<u32> = (0..n as u32).filter(|&p| best[value_of[p as usize] as usize].load(Ordering::Relaxed) == NONE).collect();
     let fps: Vec<u64> = survivors.iter().map(|&p| side.values[value_of[p as usize] as usize]).collect();
     drop(value_of);
