@@ -303,27 +303,26 @@ impl RecordChunk {
     /// # Panics
     /// If an index is out of range.
     pub fn write_to_file(&self, picked: impl IntoIterator<Item = usize>, file: &std::fs::File, pool: Option<&crate::parallel::Pool>) -> std::io::Result<u64> {
+        let runs = self.runs(picked);
         #[cfg(unix)]
         if let Some(pool) = pool {
-            let runs = self.runs(picked);
+            use super::positioned;
             let total: usize = runs.iter().map(|&(a, b)| b - a).sum();
             let shares = (total / WRITE_PIECE).min(pool.threads());
-            if shares > 1 {
-                if let Some(at) = positioned::at(file)? {
-                    let slices: Vec<&[u8]> = runs.iter().map(|&(a, b)| &self.data[a..b]).collect();
-                    let parts = positioned::cut(&slices, total.div_ceil(shares));
-                    pool.install(|| parts.par_iter().try_for_each(|(offset, part)| positioned::write_all_at(file, at + *offset as u64, part)))
-                        .map_err(|e| std::io::Error::other(e.to_string()))??;
-                    positioned::seek(file, at + total as u64)?;
-                    return Ok(total as u64);
-                }
+            let at = if shares > 1 { positioned::at(file)? } else { None };
+            if let Some(at) = at {
+                let slices: Vec<&[u8]> = runs.iter().map(|&(a, b)| &self.data[a..b]).collect();
+                let parts = positioned::cut(&slices, total.div_ceil(shares));
+                let write =
+                    |(offset, part): &(usize, Vec<&[u8]>)| write_slices(part.iter().copied(), &mut positioned::At { file, pos: at + *offset as u64 }).map(drop);
+                pool.install(|| parts.par_iter().try_for_each(write)).map_err(|e| std::io::Error::other(e.to_string()))??;
+                positioned::seek(file, at + total as u64)?;
+                return Ok(total as u64);
             }
-            let mut out = file;
-            return write_runs(&runs, &self.data, &mut out);
         }
+        #[cfg(not(unix))]
         let _ = pool;
-        let mut out = file;
-        self.write_to(picked, &mut out)
+        write_runs(&runs, &self.data, &mut &*file)
     }
 
     /// The decoded texts of the entries `picked`, which must be records, as
@@ -359,11 +358,16 @@ pub(crate) const WRITE_PIECE: usize = 1 << 20;
 #[cfg(test)]
 pub(crate) const WRITE_PIECE: usize = 53;
 
-/// Writes the byte ranges `runs` of `data` to `out` in order, as few calls
-/// as it takes; returns the bytes written.
+/// Writes the byte ranges `runs` of `data` to `out` in order.
 fn write_runs(runs: &[(usize, usize)], data: &[u8], out: &mut impl std::io::Write) -> std::io::Result<u64> {
+    write_slices(runs.iter().map(|&(a, b)| &data[a..b]), out)
+}
+
+/// Writes `slices` to `out` in order, as few calls as it takes; returns the
+/// bytes written.
+fn write_slices<'a>(slices: impl IntoIterator<Item = &'a [u8]>, out: &mut impl std::io::Write) -> std::io::Result<u64> {
     let mut written = 0u64;
-    let mut slices: Vec<std::io::IoSlice<'_>> = runs.iter().map(|&(a, b)| std::io::IoSlice::new(&data[a..b])).collect();
+    let mut slices: Vec<std::io::IoSlice<'_>> = slices.into_iter().map(std::io::IoSlice::new).collect();
     let mut rest = &mut slices[..];
     while !rest.is_empty() {
         // At most IOV_MAX slices a call.
@@ -379,117 +383,4 @@ fn write_runs(runs: &[(usize, usize)], data: &[u8], out: &mut impl std::io::Writ
         }
     }
     Ok(written)
-}
-
-/// Writes at offsets, for [`RecordChunk::write_to_file`].
-#[cfg(unix)]
-mod positioned {
-    use std::fs::File;
-    use std::io::{self, IoSlice};
-    use std::os::fd::AsRawFd;
-
-    fn offset(pos: u64) -> io::Result<libc::off_t> {
-        libc::off_t::try_from(pos).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
-    }
-
-    /// The file's position; `None` when it has none (a pipe, a terminal)
-    /// or appends (a write at an offset would go to its end instead).
-    pub fn at(file: &File) -> io::Result<Option<u64>> {
-        let fd = file.as_raw_fd();
-        // SAFETY: `fcntl` and `lseek` on a descriptor the caller holds open.
-        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-        if flags < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if flags & libc::O_APPEND != 0 {
-            return Ok(None);
-        }
-        // SAFETY: as above.
-        let pos = unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) };
-        Ok(u64::try_from(pos).ok())
-    }
-
-    /// Moves the file's position to `to`.
-    pub fn seek(file: &File, to: u64) -> io::Result<()> {
-        // SAFETY: `lseek` on a descriptor the caller holds open.
-        if unsafe { libc::lseek(file.as_raw_fd(), offset(to)?, libc::SEEK_SET) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
-    }
-
-    /// `slices`, in order, cut into parts of `size` bytes (the last one
-    /// shorter): each part's offset in the whole, and its slices.
-    pub fn cut<'a>(slices: &[&'a [u8]], size: usize) -> Vec<(usize, Vec<&'a [u8]>)> {
-        let size = size.max(1);
-        let (mut parts, mut current, mut start, mut filled) = (Vec::new(), Vec::new(), 0usize, 0usize);
-        for &whole in slices {
-            let mut s = whole;
-            while !s.is_empty() {
-                let take = (size - filled).min(s.len());
-                current.push(&s[..take]);
-                filled += take;
-                s = &s[take..];
-                if filled == size {
-                    parts.push((start, std::mem::take(&mut current)));
-                    start += size;
-                    filled = 0;
-                }
-            }
-        }
-        if filled > 0 {
-            parts.push((start, current));
-        }
-        parts
-    }
-
-    /// Writes all of `part`'s slices, one after another, from `pos` on.
-    pub fn write_all_at(file: &File, mut pos: u64, part: &[&[u8]]) -> io::Result<()> {
-        let fd = file.as_raw_fd();
-        let mut slices: Vec<IoSlice<'_>> = part.iter().map(|s| IoSlice::new(s)).collect();
-        let mut rest = &mut slices[..];
-        while !rest.is_empty() {
-            let n = write_some_at(fd, pos, rest)?;
-            if n == 0 {
-                return Err(io::ErrorKind::WriteZero.into());
-            }
-            pos += n as u64;
-            IoSlice::advance_slices(&mut rest, n);
-        }
-        Ok(())
-    }
-
-    /// One `pwritev` of up to IOV_MAX slices (`IoSlice` is an `iovec`).
-    #[cfg(target_os = "linux")]
-    fn write_some_at(fd: i32, pos: u64, slices: &[IoSlice<'_>]) -> io::Result<usize> {
-        let count = slices.len().min(1024);
-        loop {
-            // SAFETY: `IoSlice` is ABI-compatible with `iovec` on Unix; the
-            // `count` slices are valid for reads; the kernel only reads them.
-            let n = unsafe { libc::pwritev(fd, slices.as_ptr().cast(), count as libc::c_int, offset(pos)?) };
-            if n >= 0 {
-                return Ok(n as usize);
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
-        }
-    }
-
-    /// One `pwrite` of the first slice, where `pwritev` may be missing.
-    #[cfg(not(target_os = "linux"))]
-    fn write_some_at(fd: i32, pos: u64, slices: &[IoSlice<'_>]) -> io::Result<usize> {
-        loop {
-            // SAFETY: the slice is valid for reads; the kernel only reads it.
-            let n = unsafe { libc::pwrite(fd, slices[0].as_ptr().cast(), slices[0].len(), offset(pos)?) };
-            if n >= 0 {
-                return Ok(n as usize);
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
-        }
-    }
 }

@@ -132,7 +132,7 @@ impl Input {
         let result = match &mut self.reader {
             Reader::Stream(reader) => reader.take(want as u64).read_to_end(buf).map(|_| ()),
             Reader::Plain { file, pos } => {
-                let result = read_at(file, *pos, buf, want, READ_PIECE, self.pool.as_deref());
+                let result = read_at(file, *pos, buf, want, self.pool.as_deref());
                 *pos += (buf.len() - start) as u64;
                 result
             }
@@ -147,14 +147,14 @@ impl Input {
 
 /// Appends up to `want` bytes of `file` from offset `pos` to `buf` (which
 /// has the room), stopping early only at the file's end or an error: in
-/// pieces of `piece` bytes side by side on `pool`'s threads when there are
-/// several. The bytes appended are those before the first piece that came
+/// pieces of [`READ_PIECE`] bytes side by side on `pool`'s threads when
+/// there are several. The bytes appended are those before the first piece that came
 /// short, so they are always the file's bytes from `pos` on, in order
 /// (a file that grows meanwhile is read on by the next call).
-fn read_at(file: &File, pos: u64, buf: &mut Vec<u8>, want: usize, piece: usize, pool: Option<&crate::parallel::Pool>) -> io::Result<()> {
+fn read_at(file: &File, pos: u64, buf: &mut Vec<u8>, want: usize, pool: Option<&crate::parallel::Pool>) -> io::Result<()> {
     let start = buf.len();
     let room = &mut buf.spare_capacity_mut()[..want];
-    let piece = piece.max(1);
+    let piece = READ_PIECE;
     let read: Vec<(usize, Option<io::Error>)> = match pool {
         #[cfg(unix)]
         Some(pool) if want > piece => {
@@ -200,18 +200,7 @@ fn read_full_at(file: &File, pos: u64, out: &mut [std::mem::MaybeUninit<u8>]) ->
 }
 
 #[cfg(unix)]
-fn read_some_at(file: &File, pos: u64, out: &mut [std::mem::MaybeUninit<u8>]) -> io::Result<usize> {
-    use std::os::fd::AsRawFd;
-    let offset = libc::off_t::try_from(pos).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: `out` is writable memory of `out.len()` bytes; `pread` writes
-    // at most that many and never reads them.
-    let n = unsafe { libc::pread(file.as_raw_fd(), out.as_mut_ptr().cast(), out.len(), offset) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
-}
+use super::positioned::read_some_at;
 
 #[cfg(not(unix))]
 fn read_some_at(mut file: &File, pos: u64, out: &mut [std::mem::MaybeUninit<u8>]) -> io::Result<usize> {

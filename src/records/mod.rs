@@ -13,6 +13,8 @@ pub mod chunk;
 pub mod hashes;
 pub mod input;
 pub mod json;
+#[cfg(unix)]
+mod positioned;
 
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, Ordering};
