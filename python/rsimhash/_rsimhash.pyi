@@ -380,6 +380,20 @@ def shingle_sets(
 ) -> tuple[npt.NDArray[np.int64], _U64]:
     """``(offsets, hashes)``: set ``i`` is ``hashes[offsets[i]:offsets[i + 1]]``, ascending, distinct."""
 
+def text_rows(
+    pieces: Sequence[Union[tuple[npt.NDArray[np.uint8], _U64], _U64]],
+    starts: Sequence[int],
+    columns: Sequence[tuple[str, _U64]],
+    *,
+    begin: str = "",
+    sep: str = "\t",
+    end: str = "\n",
+) -> Union[bytes, int]:
+    """Rows of text: each column's field in turn, ``sep`` between them, ``begin`` and ``end`` around
+    them (a TSV's by default). ``pieces``: packed texts ``(uint8 bytes, offsets)`` or numbers, the
+    first entry of each in ``starts``; ``columns``: ``("text", entries)`` or ``("number", values)``.
+    The rows' bytes, or the first row (an int) whose text is not UTF-8."""
+
 def pair_similarity(
     offsets: npt.NDArray[np.int64], hashes: _U64, pairs: _U64, *, measure: str = "jaccard"
 ) -> npt.NDArray[np.float64]:

@@ -21,7 +21,65 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyJsonLines>()?;
     m.add_class::<PyRecordChunk>()?;
     m.add_class::<PyRecordValues>()?;
+    m.add_function(wrap_pyfunction!(text_rows, m)?)?;
     Ok(())
+}
+
+/// Text rows: for each row, each column's field in turn, `sep` between
+/// them, `begin` and `end` around them (a TSV's by default). `pieces`: the
+/// entries a text column names, each piece packed texts `(uint8 array,
+/// uint64 offsets)` or numbers (a uint64 array, written in decimal), its
+/// first entry in `starts` (ascending; a piece no row names may be empty);
+/// `columns`: `("text", uint64 entries)` or `("number", uint64 values)`,
+/// all of one length. Returns the rows' bytes, or the first row (an int)
+/// whose text is not UTF-8, for the caller to name.
+#[pyfunction]
+#[pyo3(signature = (pieces, starts, columns, *, begin = "", sep = "\t", end = "\n"))]
+fn text_rows<'py>(
+    py: Python<'py>,
+    pieces: Vec<Bound<'py, PyAny>>,
+    starts: Vec<u64>,
+    columns: Vec<(String, PyReadonlyArray1<'py, u64>)>,
+    begin: &str,
+    sep: &str,
+    end: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    use crate::records::rows::{self, Column, Piece, RowsError};
+
+    enum Held<'py> {
+        Texts(PyReadonlyArray1<'py, u8>, PyReadonlyArray1<'py, u64>),
+        Numbers(PyReadonlyArray1<'py, u64>),
+    }
+    let held = pieces
+        .iter()
+        .map(|p| match p.extract::<(PyReadonlyArray1<'py, u8>, PyReadonlyArray1<'py, u64>)>() {
+            Ok((text, offsets)) => Ok(Held::Texts(text, offsets)),
+            Err(_) => Ok(Held::Numbers(p.extract()?)),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let held = held
+        .iter()
+        .map(|h| match h {
+            Held::Texts(text, offsets) => Ok(Piece::Texts { text: text.as_slice()?, offsets: offsets.as_slice()? }),
+            Held::Numbers(values) => Ok(Piece::Numbers(values.as_slice()?)),
+        })
+        .collect::<PyResult<_>>()?;
+    let texts = rows::Pieces::at(held, starts).ok_or_else(|| PyValueError::new_err("starts must be ascending, one a piece"))?;
+    let columns = columns
+        .iter()
+        .map(|(kind, values)| match kind.as_str() {
+            "text" => Ok(Column::Text(values.as_slice()?)),
+            "number" => Ok(Column::Number(values.as_slice()?)),
+            other => Err(PyValueError::new_err(format!("a column is \"text\" or \"number\", got {other:?}"))),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let layout = rows::Layout { begin: begin.as_bytes(), sep: sep.as_bytes(), end: end.as_bytes() };
+    match py.detach(|| rows::rows(&texts, &columns, layout)) {
+        Ok(out) => Ok(PyBytes::new(py, &out).into_any()),
+        Err(RowsError::NotUtf8 { row }) => Ok(row.into_pyobject(py)?.into_any()),
+        Err(e @ RowsError::NoEntry { .. }) => Err(PyIndexError::new_err(e.to_string())),
+        Err(e) => Err(PyValueError::new_err(e.to_string())),
+    }
 }
 
 /// The chunks of a JSON-lines input (plain, gzip or zstd), in order.

@@ -15,6 +15,7 @@ pub mod input;
 pub mod json;
 #[cfg(unix)]
 mod positioned;
+pub mod rows;
 
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -68,6 +68,13 @@ class Chunk:
             self._ids = self.lines.tolist() if isinstance(self.lines, np.ndarray) else list(self.lines)
         return self._ids
 
+    def line_ids(self) -> Optional[np.ndarray]:
+        """The ids as a uint64 array when they are the line (or row)
+        numbers: no Python object a record. None otherwise."""
+        if self._ids is None and self._id_source is None and isinstance(self.lines, np.ndarray):
+            return self.lines.astype(np.uint64)
+        return None
+
     def packed_ids(self) -> Optional[Tuple[bytes, np.ndarray]]:
         """The ids as text, packed (``bytes`` and ``n + 1`` offsets), when the
         core holds them all: no Python object a record. None otherwise (take

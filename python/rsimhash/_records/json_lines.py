@@ -88,7 +88,11 @@ class JsonRecords(Reading):
                 seen_record = True
         entries = np.flatnonzero(keep)
         ids: Optional[List[Id]] = None
-        if self.need_ids and not self.line_ids:
+        id_source = None
+        if self.need_ids and not self.line_ids and not special:
+            # The usual chunk: every line a record, its id in the core until asked for (packed, or as a list).
+            id_source = rc
+        elif self.need_ids and not self.line_ids:
             all_ids = rc.ids()
             for i, rid in extra_ids.items():
                 all_ids[i] = rid
@@ -102,6 +106,7 @@ class JsonRecords(Reading):
             core=rc,
             entries=entries,
             extra_texts=extra,
+            id_source=id_source,
         )
 
     def _parse_json(self, parts: List[bytes], lineno: int) -> Chunk:

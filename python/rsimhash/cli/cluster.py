@@ -1,8 +1,9 @@
 """``rsimhash cluster``: the clustering job of the original simhash command line.
 
 Reads JSON lines (fingerprinted here, SPEC v1) or a hash TSV (``id<TAB>hash``),
-puts every fingerprint in an ``Index(k=K, blocks=B)`` and writes
-``Index.cluster`` as a TSV with the header ``id<TAB>hash<TAB>cluster``: ids as
+clusters the fingerprints with the batch engine (``batch.clusters``, the
+clusters ``Index(k=K, blocks=B).cluster`` gives) and writes them as a TSV
+with the header ``id<TAB>hash<TAB>cluster``: ids as
 written in the input, hashes in decimal, clusters numbered from 0 in the
 order of their first record in the input, and within a cluster the records
 in input order. By default only clusters of two or more records are written,
@@ -18,9 +19,9 @@ are line numbers are written ``SHARD:LINE``.
 within-K graph; ``leader`` gives, in input order, groups around the first
 record of each that nothing before it matched.
 
-Inputs whose in-memory index would not fit ``--memory-limit`` go through
-the batch engine: fingerprints and ids are spilled to ``--workdir`` as they
-are read and the clusters found one table at a time; the output is the same.
+Inputs whose fingerprints and ids would not fit ``--memory-limit`` are
+spilled to ``--workdir`` as they are read, and the engine reads them from
+there; the output is the same.
 
 ``--jaccard T`` links two records when their shingle sets are at least T
 alike, checked exactly for each candidate pair of fingerprints
@@ -56,8 +57,8 @@ from .progress import Progress, count
 from .shards import resolve_args
 from .spill import Fingerprints, Ids, Workspace, engine_part
 
-# Bytes a record costs on the in-memory path: its fingerprint, its id as a
-# Python object, its share of the Index and of the cluster lists.
+# Bytes a record costs on the in-memory path: its fingerprint, its id (an
+# object in the worst case), its share of the engine's tables and answer.
 IN_MEMORY_BYTES = 256
 
 HELP = "cluster near-duplicates: TSV id, hash, cluster (the original simhash job)"
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     resolve_args(args)
     if args.jaccard is not None:
         return _run_verified(args)
-    index = make_index(args.distance, args.blocks)
+    make_index(args.distance, args.blocks)  # checks --distance and --blocks before any file is touched
     limit = memory_limit(args)
     with (
         open_source(args, limit=args.sample, formats=("json", "hash", "parquet"), values_only=True) as source,
@@ -132,26 +133,21 @@ def run(args: argparse.Namespace) -> int:
             fps = store.finish()
             ids.finish()
             min_size = 1 if args.all else 2
-            if isinstance(fps, str):
+            # The batch engine on the threads, in memory or from the spill:
+            # one flat answer, no cluster a Python object (and none of its
+            # work on this thread).
+            spilled = isinstance(fps, str)
+            if spilled:
                 progress.close()
-                values: Any = np.load(fps, mmap_mode="r")
-                positions, labels = _clusters_batch(fps, args, min_size, limit, workspace)
-            else:
-                values = fps
-                index.add(fps)  # ids 0, 1, 2, ...: input positions
-                found = index.cluster(min_size=min_size, method=args.method)
-                positions = np.concatenate(found) if found else np.empty(0, np.int64)
-                labels = np.repeat(np.arange(len(found)), [len(m) for m in found])
+            values: Any = np.load(fps, mmap_mode="r") if spilled else fps
+            positions, labels = _clusters_batch(fps, args, min_size, limit, workspace, progress=spilled)
             out.write(b"id\thash\tcluster\n")
             # Rows in blocks, not a cluster at a time: 10^5 clusters of two
             # are 10^5 small writes and id lookups otherwise.
             step = 1 << 16
             for lo in range(0, len(positions), step):
                 block = np.asarray(positions[lo : lo + step])
-                hashes = np.asarray(values[block]).tolist()
-                text = ids.text(block)
-                rows = zip(text, hashes, labels[lo : lo + step].tolist())
-                out.write(utf8("".join(f"{i}\t{h}\t{n}\n" for i, h, n in rows)))
+                out.write(ids.rows([("id", block), ("number", values[block]), ("number", labels[lo : lo + step])]))
             members = len(positions)
             clusters = int(labels[-1]) + 1 if len(labels) else 0
         finally:
@@ -172,15 +168,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _clusters_batch(
-    path: str, args: argparse.Namespace, min_size: int, limit: int, workspace: Workspace
+    fps: Any, args: argparse.Namespace, min_size: int, limit: int, workspace: Workspace, *, progress: bool
 ) -> Tuple[np.ndarray, np.ndarray]:
-    """``(member positions, cluster numbers)`` of the spilled fingerprints
-    at ``path``, by the batch engine: the members of a cluster together,
-    the clusters numbered 0, 1, ... in order."""
+    """``(member positions, cluster numbers)`` of the fingerprints (in
+    memory, or spilled to the ``.npy`` at ``fps``), by the batch engine:
+    the members of a cluster together, the clusters numbered 0, 1, ... in
+    order. ``progress``: a bar of its own (for the spilled, long work)."""
     from .. import batch
 
     found: Any = batch.clusters(
-        path,
+        fps,
         args.distance,
         method=args.method,
         min_size=min_size,
@@ -188,7 +185,7 @@ def _clusters_batch(
         workdir=workspace.path,
         threads=args.threads,
         blocks=args.blocks,
-        progress=False if args.quiet else None,
+        progress=None if progress and not args.quiet else False,
     )
     positions, labels = found
     # The engine's labels, renumbered 0, 1, ... in the order they come.

@@ -165,9 +165,8 @@ def _run_records(args: argparse.Namespace) -> int:
             for lo in range(0, len(found), step):
                 block = np.asarray(found[lo : lo + step])
                 a, b = block[:, 0], block[:, 1]
-                dist = hamming(np.asarray(values[a]), np.asarray(values[b])).tolist()
-                rows = zip(ids.text(a), ids.text(b), dist)
-                out.write(utf8("".join(f"{x}\t{y}\t{d}\n" for x, y, d in rows)))
+                dist = hamming(np.asarray(values[a]), np.asarray(values[b]))
+                out.write(ids.rows([("id", a), ("id", b), ("number", dist)]))
             pairs = len(found)
             del values
         finally:
@@ -228,7 +227,7 @@ def _run_lines(args: argparse.Namespace) -> int:
     ):
         out = outs.open(args.output)
         progress = Progress("find-all", source.total, args.quiet)
-        store = Fingerprints(limit // IN_MEMORY_BYTES, workspace)
+        store = Fingerprints(limit // IN_MEMORY_BYTES, workspace, as_parts=True)
         try:
             # The core reads and parses ahead on threads of its own.
             for fps in source.values():
@@ -259,10 +258,15 @@ def _run_lines(args: argparse.Namespace) -> int:
             assert isinstance(found, np.ndarray)  # no out=: the pairs themselves
             pairs = values[found] if len(found) else np.empty((0, 2), dtype=np.uint64)
             pairs = _with_self_pairs(pairs, twice)
+        from .. import _rsimhash
+
         step = 1 << 16
         for lo in range(0, len(pairs), step):
-            block = pairs[lo : lo + step].tolist()
-            out.write("".join(f"[{a}, {b}]\n" for a, b in block).encode("ascii"))
+            block = pairs[lo : lo + step]
+            columns = [("number", np.ascontiguousarray(block[:, c])) for c in (0, 1)]
+            lines = _rsimhash.text_rows([], [], columns, begin="[", sep=", ", end="]\n")
+            assert isinstance(lines, bytes)  # numbers alone: always UTF-8
+            out.write(lines)
         progress.summary(
             "find-all",
             [

@@ -16,12 +16,13 @@ new (``O_EXCL | O_NOFOLLOW``).
 from __future__ import annotations
 
 import os
-from typing import Any, List, Optional, Sequence, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from .. import _rsimhash
 from .._files import create_new, own_directory, remove_directory
-from .errors import CliError
+from .errors import CliError, utf8
 from .stdio import stdin_fd
 
 NPY_HEADER = 128  # bytes: a 1-D uint64 header padded to 128 holds any length
@@ -99,23 +100,29 @@ class Fingerprints:
     """Fingerprints in input order: in memory up to ``cap`` of them, then
     all of them in a ``.npy`` file of the workspace.
 
-    In memory they are copied into one growing array as they come: the
-    copy runs while the reader parses the next block, not after the last
-    one (at 10^7 values, a concatenation at the end cost 0.3 s of the
+    In memory they are copied into one growing array as they come (or,
+    ``as_parts``, kept as the arrays added, for a caller whose core reads
+    them as one): the copy runs while the reader parses the next block, not
+    after the last one (at 10^7 values, a concatenation at the end cost 0.3 s of the
     command's critical path)."""
 
-    def __init__(self, cap: int, workspace: Workspace):
+    def __init__(self, cap: int, workspace: Workspace, *, as_parts: bool = False):
         self.cap = cap
         self.workspace = workspace
         self._held = np.empty(0, dtype=np.uint64)
+        # With ``as_parts`` the caller reads the parts as one (the core does):
+        # the arrays added are kept as they are, never copied.
+        self._parts: Optional[List[np.ndarray]] = [] if as_parts else None
         self.count = 0
         self.path: Optional[str] = None
         self._file: Any = None
 
     @property
     def parts(self) -> List[np.ndarray]:
-        """The fingerprints held in memory, as one part (none once spilled)."""
-        return [self._held[: self.count]] if self._file is None and self.count else []
+        """The fingerprints held in memory, as parts (none once spilled)."""
+        if self._file is not None or not self.count:
+            return []
+        return self._parts if self._parts is not None else [self._held[: self.count]]
 
     @property
     def spilled(self) -> bool:
@@ -132,10 +139,14 @@ class Fingerprints:
             self.path = self.workspace.file("fingerprints", ".npy")
             self._file = create_new(self.path)
             self._file.write(_header(0))
-            self._write(self._held[:held])
-            self._held = np.empty(0, dtype=np.uint64)
+            for part in self._parts if self._parts is not None else [self._held[:held]]:
+                self._write(part)
+            self._held, self._parts = np.empty(0, dtype=np.uint64), None
         if self._file is not None:
             self._write(fps)
+            return
+        if self._parts is not None:
+            self._parts.append(fps)
             return
         if self.count > len(self._held):
             # Room for what is expected (within the cap), else twice the
@@ -161,6 +172,8 @@ class Fingerprints:
         if self._file is None:
             if parts:
                 return self.parts
+            if self._parts is not None:
+                return np.concatenate(self._parts) if self._parts else self._held
             return self._held[: self.count]
         self._file.seek(0)
         self._file.write(_header(self.count))
@@ -179,11 +192,20 @@ def _header(n: int) -> bytes:
     return head + dict_.encode("ascii").ljust(NPY_HEADER - 11) + b"\n"
 
 
+class _Lines:
+    """A piece of ids that are line numbers, as a uint64 array."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: np.ndarray):
+        self.values = values
+
+
 class Ids:
     """Record ids as text, in input order: in memory up to ``cap`` of them
-    (pieces: a list of ids, or a chunk's ids packed by the core as bytes
-    and offsets, no Python object an id), then a file with an offsets
-    array (``.npy``) beside it."""
+    (pieces: a list of ids, a chunk's ids packed by the core as bytes and
+    offsets, or its line numbers: no Python object an id), then a file with
+    an offsets array (``.npy``) beside it."""
 
     def __init__(self, cap: int, workspace: Workspace):
         self.cap = cap
@@ -203,13 +225,17 @@ class Ids:
         self._add(ids, len(ids))
 
     def extend_chunk(self, chunk: Any) -> None:
-        """Adds a chunk's ids (packed by the core where it holds them all),
-        or ids already packed: ``(bytes, offsets)``."""
-        packed = chunk if isinstance(chunk, tuple) else chunk.packed_ids()
-        if packed is None:
-            self.extend(chunk.ids)
-        else:
+        """Adds a chunk's ids (packed by the core where it holds them all,
+        an array where they are line numbers), or ids already packed:
+        ``(bytes, offsets)``."""
+        if isinstance(chunk, tuple):
+            self._add(chunk, len(chunk[1]) - 1)
+        elif (lines := chunk.line_ids()) is not None:
+            self._add(_Lines(lines), len(lines))
+        elif (packed := chunk.packed_ids()) is not None:
             self._add(packed, len(packed[1]) - 1)
+        else:
+            self.extend(chunk.ids)
 
     def _add(self, piece: Any, n: int) -> None:
         self.count += n
@@ -231,10 +257,8 @@ class Ids:
             blob, offsets = piece
             starts = offsets[:-1].astype("<u8") + np.uint64(self._at)
         else:
-            data = [str(i).encode("utf-8", "surrogatepass") for i in piece]
-            blob = b"".join(data)
-            lengths = [0] + [len(d) for d in data[:-1]]
-            starts = np.uint64(self._at) + np.cumsum(lengths, dtype="<u8") if data else np.empty(0, "<u8")
+            blob, offsets = _packed(piece.values.tolist() if isinstance(piece, _Lines) else piece)
+            starts = offsets[:-1].astype("<u8") + np.uint64(self._at)
         self._offsets.append(starts)
         self._pending += len(starts)
         self._at += len(blob)
@@ -279,17 +303,64 @@ class Ids:
             piece, local = self.memory[w], at[mine] - self._piece_starts[w]
             if isinstance(piece, tuple):
                 texts = _slices(piece[0], piece[1], local)
+            elif isinstance(piece, _Lines):
+                texts = [str(i) for i in piece.values[local].tolist()]
             else:
                 texts = [str(piece[i]) for i in local.tolist()]
             for j, t in zip(mine.tolist(), texts):
                 out[j] = t
         return out
 
+    def rows(self, columns: Sequence[Tuple[str, Any]]) -> bytes:
+        """TSV rows made by the core, a field of each column in turn:
+        ``("id", positions)``, these records' ids; ``("number", values)``,
+        integers in decimal. An id UTF-8 cannot hold is an
+        ``UnencodableError`` naming it, as ``utf8`` names it."""
+        named = [np.asarray(v, dtype=np.int64) for kind, v in columns if kind == "id"]
+        pieces, starts = self._packed_pieces(np.concatenate(named) if named else np.empty(0, np.int64))
+        fields = [("text" if kind == "id" else "number", np.ascontiguousarray(v, dtype=np.uint64)) for kind, v in columns]
+        out = _rsimhash.text_rows(pieces, starts, fields)
+        if isinstance(out, int):  # that row's id: named through the text path
+            for at in named:
+                utf8(self.text(at[out : out + 1])[0])
+            raise AssertionError(f"row {out} was not UTF-8 but its ids are")
+        return out  # type: ignore[no-any-return]
+
+    def _packed_pieces(self, named: np.ndarray) -> Tuple[List[Any], List[int]]:
+        """The ids as the core's ``text_rows`` takes them: pieces (packed
+        text, or line numbers) and the first position of each. A piece held
+        as a list is packed once when a position in ``named`` is in it, and
+        left empty otherwise."""
+        if self._starts is not None:
+            return [(self._mm, self._starts)], [0]
+        starts = self._piece_starts[:-1]
+        used = set((np.searchsorted(np.asarray(self._piece_starts), named, side="right") - 1).tolist()) if len(named) else set()
+        pieces: List[Any] = []
+        for w, piece in enumerate(self.memory):
+            if isinstance(piece, _Lines):
+                pieces.append(piece.values)
+                continue
+            if not isinstance(piece, tuple) and w in used:
+                piece = self.memory[w] = _packed(piece)
+            if isinstance(piece, tuple):
+                pieces.append((np.frombuffer(piece[0], dtype=np.uint8), np.ascontiguousarray(piece[1], dtype=np.uint64)))
+            else:
+                pieces.append(np.empty(0, np.uint64))
+        return pieces, starts
+
     def close(self) -> None:
         for f in (self._text, getattr(self, "_offsets_file", None)):
             if f is not None and not f.closed:
                 f.close()
         self._mm = None
+
+
+def _packed(ids: Sequence[Any]) -> Tuple[bytes, np.ndarray]:
+    """Ids given as a list, as text packed: ``(bytes, n + 1 offsets)``."""
+    data = [str(i).encode("utf-8", "surrogatepass") for i in ids]
+    offsets = np.zeros(len(data) + 1, dtype=np.uint64)
+    np.cumsum([len(d) for d in data], out=offsets[1:])
+    return b"".join(data), offsets
 
 
 def _slices(blob: Any, offsets: np.ndarray, at: np.ndarray) -> List[str]:
