@@ -49,6 +49,7 @@ __all__ = [
     "PairSweep",
     "auto_candidates",
     "shingle_sets",
+    "text_rows",
     "pair_similarity",
     "content_keys",
     "copy_links",
