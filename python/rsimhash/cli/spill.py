@@ -328,24 +328,28 @@ class Ids:
 
     def _packed_pieces(self, named: np.ndarray) -> Tuple[List[Any], List[int]]:
         """The ids as the core's ``text_rows`` takes them: pieces (packed
-        text, or line numbers) and the first position of each. A piece held
-        as a list is packed once when a position in ``named`` is in it, and
-        left empty otherwise."""
+        text, or line numbers) and the first position of each. Of a piece
+        held as a list only the entries at positions in ``named`` are
+        written out (the others are empty texts): a block of rows costs its
+        own ids, not the whole list's."""
         if self._starts is not None:
             return [(self._mm, self._starts)], [0]
         starts = self._piece_starts[:-1]
-        used = set((np.searchsorted(np.asarray(self._piece_starts), named, side="right") - 1).tolist()) if len(named) else set()
+        which = np.searchsorted(np.asarray(self._piece_starts), named, side="right") - 1
         pieces: List[Any] = []
         for w, piece in enumerate(self.memory):
             if isinstance(piece, _Lines):
                 pieces.append(piece.values)
-                continue
-            if not isinstance(piece, tuple) and w in used:
-                piece = self.memory[w] = _packed(piece)
-            if isinstance(piece, tuple):
+            elif isinstance(piece, tuple):
                 pieces.append((np.frombuffer(piece[0], dtype=np.uint8), np.ascontiguousarray(piece[1], dtype=np.uint64)))
-            else:
-                pieces.append(np.empty(0, np.uint64))
+            else:  # a list: the named entries' texts alone, the others empty
+                local = np.unique(named[which == w] - starts[w])
+                blob, offsets = _packed([piece[i] for i in local.tolist()])
+                lengths = np.zeros(len(piece), dtype=np.uint64)
+                lengths[local] = np.diff(offsets)
+                spread = np.zeros(len(piece) + 1, dtype=np.uint64)
+                np.cumsum(lengths, out=spread[1:])
+                pieces.append((np.frombuffer(blob, dtype=np.uint8), spread))
         return pieces, starts
 
     def close(self) -> None:
