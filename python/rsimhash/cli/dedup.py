@@ -42,7 +42,7 @@ import numpy as np
 from .._gate import is_special
 from .._records import Chunk, Source
 from . import similar_pairs
-from .dedup_writer import Kept, bits, kept_writer, removed_header, shard_names, shards_done, summary, write_removed
+from .dedup_writer import Seen, kept_writer, removed_header, shard_names, shards_done, summary
 from .errors import UsageError
 from .options import add_distance, add_input, add_memory, add_run, add_text, make_index, memory_limit, open_source
 from .outputs import Output, Outputs
@@ -214,10 +214,10 @@ def _in_memory(
 ) -> int:
     """The dedup through an ``Index`` of the kept records, in one pass."""
     writer = kept_writer(out, lambda: source)
-    kept = Kept(fingerprints=True) if removed is not None else None
+    seen = Seen() if removed is not None else None
     progress = Progress("dedup", source.total, args.quiet)
     try:
-        n_removed = _in_memory_chunks(args, index, source, chunks, writer, kept, removed, progress)
+        n_removed = _in_memory_chunks(args, index, source, chunks, writer, seen, removed, progress)
     except BaseException:
         writer.discard()  # the shard being written; those finished stay (a rerun resumes after them)
         raise
@@ -232,7 +232,7 @@ def _in_memory_chunks(
     source: Source,
     chunks: Iterator[Chunk],
     writer: Any,
-    kept: Optional[Kept],
+    seen: Optional[Seen],
     removed: Optional[Output],
     progress: Progress,
 ) -> int:
@@ -244,18 +244,11 @@ def _in_memory_chunks(
         positions = np.arange(position, position + n, dtype=np.uint64)
         is_new, matched = index.add_unique(fps, ids=positions)
         writer.write(chunk, is_new)
-        if kept is not None and removed is not None:
-            new = np.flatnonzero(is_new)
-            kept.add(positions[new], [chunk.ids[j] for j in new.tolist()], fps[new])
+        if seen is not None and removed is not None:
+            seen.add(chunk, fps)  # first: a record may match one kept earlier in its own chunk
             gone = np.flatnonzero(~is_new)
-            slots = kept.find(matched[gone])
-            write_removed(
-                removed,
-                [chunk.ids[j] for j in gone.tolist()],
-                kept.ids_at(slots),
-                bits(fps[gone], kept.fps_at(slots)).tolist(),
-                shard_names(source, np.full(len(gone), chunk.shard), matched[gone]),
-            )
+            at, others = positions[gone].astype(np.int64), np.asarray(matched[gone], dtype=np.int64)
+            seen.write_removed(removed, at, others, shard_names(source, np.full(len(gone), chunk.shard), others))
         n_removed += n - int(np.count_nonzero(is_new))
         position += n
         progress.update(source.position(), source.records, shards_done(source))

@@ -7,6 +7,7 @@ the ``--removed`` rows, and the summary line. ``dedup.py`` (in memory),
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
@@ -18,6 +19,7 @@ from .errors import utf8
 from .outputs import Behind, Output
 from .progress import Progress, count
 from .shard_out import ShardOutputs
+from .spill import Ids
 
 
 class KeptWriter:
@@ -167,6 +169,37 @@ class Kept:
     def fps_at(self, slots: np.ndarray) -> np.ndarray:
         assert self.fps is not None
         return self.fps[slots]
+
+
+class Seen:
+    """Every record's id and fingerprint by position, for ``--removed``: a
+    removed record names the kept one it matched by its position, and the
+    rows are made in the core (``Ids.rows``) from the ids as the reader
+    gave them (packed by the core, or line numbers: no object an id)."""
+
+    def __init__(self) -> None:
+        self.ids = Ids(sys.maxsize, None)  # the in-memory path: never spilled
+        self.fps = np.empty(1024, np.uint64)
+        self.n = 0
+
+    def add(self, chunk: Chunk, fps: np.ndarray) -> None:
+        """The records of ``chunk`` (whose fingerprints are ``fps``), next in order."""
+        self.ids.extend_chunk(chunk)
+        if self.n + len(fps) > len(self.fps):
+            self.fps = np.resize(self.fps, max(2 * len(self.fps), self.n + len(fps)))
+        self.fps[self.n : self.n + len(fps)] = fps
+        self.n += len(fps)
+
+    def write_removed(self, out: Output, at: np.ndarray, matched: np.ndarray, shards: Any = None) -> None:
+        """The rows of the removed records at positions ``at``, each within K
+        of the kept record at ``matched`` (``shards``: as ``write_removed``)."""
+        if not len(at):
+            return
+        distance = bits(self.fps[at], self.fps[matched])
+        if shards is None:
+            out.write(self.ids.rows([("id", at), ("id", matched), ("number", distance)]))
+        else:
+            write_removed(out, self.ids.text(at), self.ids.text(matched), distance.tolist(), shards)
 
 
 def bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:

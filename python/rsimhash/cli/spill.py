@@ -207,11 +207,12 @@ class Ids:
     offsets, or its line numbers: no Python object an id), then a file with
     an offsets array (``.npy``) beside it."""
 
-    def __init__(self, cap: int, workspace: Workspace):
+    def __init__(self, cap: int, workspace: Optional[Workspace]):
         self.cap = cap
-        self.workspace = workspace
+        self.workspace = workspace  # None: never more than ``cap`` ids
         self.memory: List[Any] = []  # the pieces, in order
         self._piece_starts: List[int] = [0]  # the first position of each piece, and the count
+        self._starts_array: Optional[np.ndarray] = None  # the same, as an array, until a piece is added
         self.count = 0
         self._text: Any = None
         self._offsets: List[np.ndarray] = []  # pending offsets of the ids in the file
@@ -240,7 +241,7 @@ class Ids:
     def _add(self, piece: Any, n: int) -> None:
         self.count += n
         if self._text is None and self.count > self.cap:
-            path = self.workspace.file("ids")
+            path = self._workspace().file("ids")
             self._text = create_new(path)
             self._path = path
             pending, self.memory, self._piece_starts = self.memory, [], [0]
@@ -251,6 +252,17 @@ class Ids:
         elif n:
             self.memory.append(piece)
             self._piece_starts.append(self._piece_starts[-1] + n)
+            self._starts_array = None
+
+    def _workspace(self) -> Workspace:
+        assert self.workspace is not None, "more ids than the cap of an Ids without a workspace"
+        return self.workspace
+
+    def _piece_of(self, at: np.ndarray) -> np.ndarray:
+        """The piece in memory each position is in."""
+        if self._starts_array is None:
+            self._starts_array = np.asarray(self._piece_starts)
+        return np.searchsorted(self._starts_array, at, side="right") - 1
 
     def _write(self, piece: Any) -> None:
         if isinstance(piece, tuple):
@@ -265,13 +277,13 @@ class Ids:
         try:
             self._text.write(blob)
         except OSError as e:
-            raise WorkdirError(self.workspace.path, f"cannot be written ({e.strerror or e})") from None
+            raise WorkdirError(self._workspace().path, f"cannot be written ({e.strerror or e})") from None
         if self._pending > 1 << 20:
             self._flush_offsets()
 
     def _flush_offsets(self) -> None:
         if not hasattr(self, "_offsets_file"):
-            self._offsets_path = self.workspace.file("id-offsets")
+            self._offsets_path = self._workspace().file("id-offsets")
             self._offsets_file = create_new(self._offsets_path)
         if self._offsets:
             self._offsets_file.write(np.concatenate(self._offsets).astype("<u8").tobytes())
@@ -295,7 +307,7 @@ class Ids:
             return _slices(self._mm, self._starts, at)
         # Each piece's positions at once: the byte ranges gathered by numpy,
         # not looked up one id at a time.
-        which = np.searchsorted(np.asarray(self._piece_starts), at, side="right") - 1
+        which = self._piece_of(at)
         order = np.argsort(which, kind="stable")
         pieces, cuts = np.unique(which[order], return_index=True)
         out: List[Any] = [None] * len(at)
@@ -327,23 +339,25 @@ class Ids:
         return out  # type: ignore[no-any-return]
 
     def _packed_pieces(self, named: np.ndarray) -> Tuple[List[Any], List[int]]:
-        """The ids as the core's ``text_rows`` takes them: pieces (packed
-        text, or line numbers) and the first position of each. Of a piece
-        held as a list only the entries at positions in ``named`` are
-        written out (the others are empty texts): a block of rows costs its
-        own ids, not the whole list's."""
+        """The ids as the core's ``text_rows`` takes them: the pieces the
+        positions ``named`` are in (packed text, or line numbers) and the
+        first position of each, so that a block of rows costs its own
+        pieces, not all of them. Of a piece held as a list only the named
+        entries are written out (the others are empty texts)."""
         if self._starts is not None:
             return [(self._mm, self._starts)], [0]
-        starts = self._piece_starts[:-1]
-        which = np.searchsorted(np.asarray(self._piece_starts), named, side="right") - 1
+        which = self._piece_of(named)
         pieces: List[Any] = []
-        for w, piece in enumerate(self.memory):
+        starts: List[int] = []
+        for w in np.unique(which).tolist():
+            piece, start = self.memory[w], self._piece_starts[w]
+            starts.append(start)
             if isinstance(piece, _Lines):
                 pieces.append(piece.values)
             elif isinstance(piece, tuple):
                 pieces.append((np.frombuffer(piece[0], dtype=np.uint8), np.ascontiguousarray(piece[1], dtype=np.uint64)))
-            else:  # a list: the named entries' texts alone, the others empty
-                local = np.unique(named[which == w] - starts[w])
+            else:  # a list
+                local = np.unique(named[which == w] - start)
                 blob, offsets = _packed([piece[i] for i in local.tolist()])
                 lengths = np.zeros(len(piece), dtype=np.uint64)
                 lengths[local] = np.diff(offsets)
