@@ -90,7 +90,8 @@ fn global_ready() -> Result<()> {
     if READY.load(std::sync::atomic::Ordering::Acquire) {
         return Ok(());
     }
-    match ThreadPoolBuilder::new().build_global() {
+    // Named, so that a per-thread profile tells its workers from Python's threads.
+    match ThreadPoolBuilder::new().thread_name(|i| format!("rsimhash-g{i}")).build_global() {
         Ok(()) => {}
         // Started already (by rayon itself, or another library): fine.
         Err(e) if e.to_string().contains("already") => {}

@@ -129,10 +129,14 @@ pub(crate) fn run<T: Send>(
         std::thread::scope(|s| {
             let (tx, rx) = mpsc::channel();
             let control = &control;
-            s.spawn(move || {
+            let started = std::thread::Builder::new().name("rsimhash-job".into()).spawn_scoped(s, move || {
                 let r = catch_unwind(AssertUnwindSafe(|| crate::parallel::install(threads, || job(control))));
                 let _ = tx.send(r);
             });
+            if let Err(e) = started {
+                let failed = crate::Error::ThreadPool { threads: 1, reason: format!("{e} (out of memory, or at the process's thread limit)") };
+                return (Ok(Err(failed)), None);
+            }
             let mut pending: Option<PyErr> = None;
             loop {
                 match rx.recv_timeout(POLL) {

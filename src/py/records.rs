@@ -75,7 +75,7 @@ fn text_rows<'py>(
         .collect::<PyResult<Vec<_>>>()?;
     let layout = rows::Layout { begin: begin.as_bytes(), sep: sep.as_bytes(), end: end.as_bytes() };
     // On the rayon pool: the rows' cache misses are the calling thread's work otherwise.
-    match py.detach(|| crate::parallel::install(None, || rows::rows(&texts, &columns, layout)))? {
+    match detach::run(py, None, || Ok(rows::rows(&texts, &columns, layout)))? {
         Ok(out) => Ok(PyBytes::new(py, &out).into_any()),
         Err(RowsError::NotUtf8 { row }) => Ok(row.into_pyobject(py)?.into_any()),
         Err(e @ RowsError::NoEntry { .. }) => Err(PyIndexError::new_err(e.to_string())),
