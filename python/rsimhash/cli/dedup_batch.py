@@ -210,6 +210,12 @@ def _write_removed(
     each names the kept record it matched, in this input or in a store (and,
     of a sharded input, both records' shards)."""
     others = matched[gone]
+    if in_old is None and not hasattr(source, "shard_of"):
+        # The usual run, both records of each row in this input: the rows
+        # made in the core from the spilled ids, no Python string a field.
+        others = np.asarray(others, dtype=np.int64)
+        removed.write(ids.rows([("id", gone), ("id", others), ("number", bits(fps[gone], fps[others]))]))
+        return
     old = in_old[gone] if in_old is not None else np.zeros(len(gone), dtype=bool)
     names: List[str] = ids.text(gone.tolist())
     other_names: List[str] = [""] * len(gone)
