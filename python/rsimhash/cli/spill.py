@@ -347,9 +347,11 @@ class Ids:
         if self._starts is not None:
             return [(self._mm, self._starts)], [0]
         which = self._piece_of(named)
+        order = np.argsort(which, kind="stable")
+        used, cuts = np.unique(which[order], return_index=True)
         pieces: List[Any] = []
         starts: List[int] = []
-        for w in np.unique(which).tolist():
+        for w, mine in zip(used.tolist(), np.split(named[order], cuts[1:])):
             piece, start = self.memory[w], self._piece_starts[w]
             starts.append(start)
             if isinstance(piece, _Lines):
@@ -357,7 +359,7 @@ class Ids:
             elif isinstance(piece, tuple):
                 pieces.append((np.frombuffer(piece[0], dtype=np.uint8), np.ascontiguousarray(piece[1], dtype=np.uint64)))
             else:  # a list
-                local = np.unique(named[which == w] - start)
+                local = np.unique(mine - start)
                 blob, offsets = _packed([piece[i] for i in local.tolist()])
                 lengths = np.zeros(len(piece), dtype=np.uint64)
                 lengths[local] = np.diff(offsets)
