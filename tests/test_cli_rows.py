@@ -96,3 +96,27 @@ def test_text_rows_lays_out_numbers_and_refuses_bad_columns():
         _rsimhash.text_rows([np.array([5], dtype=np.uint64)], [], [("number", one)])
     with pytest.raises(ValueError, match='"text" or "number"'):
         _rsimhash.text_rows([], [], [("word", one)])
+
+
+@pytest.mark.parametrize(
+    "fmt, text",
+    [
+        ("hash", "id\thash\ndoc-1\t5\nbad line\ndoc-2\t7\n\ndoc-é\t9\n"),
+        ("json", '{"id": "doc-1", "text": "a"}\nnot json\n{"id": 2, "text": "b"}\n\n{"id": "doc-é", "text": "c"}\n'),
+    ],
+)
+def test_ids_of_a_chunk_with_lines_left_out_stay_packed(tmp_path, fmt, text):
+    """A header, a bad line and a blank one are entries of the core's chunk
+    but not records: the records' ids are still packed by the core (no list),
+    and they are the records' own."""
+    from rsimhash._records import Source
+
+    path = tmp_path / f"in.{'tsv' if fmt == 'hash' else 'jsonl'}"
+    path.write_text(text, encoding="utf-8")
+    with Source(str(path), fmt, bad=lambda e: None, shingling=("words", 3)) as source:
+        (chunk,) = list(source.chunks())
+        packed = chunk.packed_ids()
+        assert packed is not None
+        blob, offsets = packed
+        texts = [blob[a:b].decode() for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+        assert texts == [str(i) for i in chunk.ids] == ["doc-1", "2" if fmt == "json" else "doc-2", "doc-é"]

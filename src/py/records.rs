@@ -385,10 +385,19 @@ impl PyRecordChunk {
     /// asked for ids or an entry has none (the caller takes ``ids`` then).
     /// No Python object a record: what keeps the ids of a fingerprint file
     /// of 10^7 lines off the interpreter.
+    /// With `entries` (int64 entry numbers), theirs alone, in that order.
     #[allow(clippy::type_complexity)]
-    fn id_texts<'py>(&self, py: Python<'py>) -> Option<(Bound<'py, PyBytes>, Bound<'py, PyArray1<u64>>)> {
+    #[pyo3(signature = (entries = None))]
+    fn id_texts<'py>(&self, py: Python<'py>, entries: Option<PyReadonlyArray1<'_, i64>>) -> PyResult<Option<(Bound<'py, PyBytes>, Bound<'py, PyArray1<u64>>)>> {
         let chunk = &self.chunk;
-        Some(packed_to_py(py, py.detach(|| chunk.id_texts())?))
+        let packed = match entries {
+            None => py.detach(|| chunk.id_texts()),
+            Some(entries) => {
+                let picked = self.picked(&entries)?;
+                py.detach(|| chunk.id_texts_of(picked.into_iter()))
+            }
+        };
+        Ok(packed.map(|p| packed_to_py(py, p)))
     }
 
     /// Entry `i`'s line as read, without its `\n`.

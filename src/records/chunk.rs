@@ -222,13 +222,20 @@ impl RecordChunk {
     /// Every entry's id as text (an int in decimal), packed; None when ids
     /// were not asked for or an entry has none.
     pub fn id_texts(&self) -> Option<PackedIds> {
+        self.id_texts_of(0..self.ids.as_ref().map_or(0, Vec::len))
+    }
+
+    /// The ids of the entries `picked` (in range), in that order, as
+    /// [`Self::id_texts`] packs them; None when ids were not asked for or
+    /// one of them has none.
+    pub fn id_texts_of(&self, picked: impl ExactSizeIterator<Item = usize>) -> Option<PackedIds> {
         use std::io::Write as _;
 
         let ids = self.ids.as_ref()?;
-        let mut text = Vec::with_capacity(ids.len() * 12);
-        let mut offsets = Vec::with_capacity(ids.len() + 1);
+        let mut text = Vec::with_capacity(picked.len() * 12);
+        let mut offsets = Vec::with_capacity(picked.len() + 1);
         offsets.push(0u64);
-        for id in ids {
+        for id in picked.map(|i| &ids[i]) {
             // Writes to a Vec cannot fail.
             let _ = match id {
                 HeldId::None => return None,

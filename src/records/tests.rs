@@ -143,6 +143,11 @@ fn ids_are_held_where_the_line_has_them() {
     let chunk::PackedIds { text, offsets } = c.id_texts().unwrap();
     assert_eq!(text, "doc-éxA-718446744073709551615".as_bytes());
     assert_eq!(offsets, vec![0, 6, 8, 10, 30]);
+    // Some entries, in the order asked.
+    let chunk::PackedIds { text, offsets } = c.id_texts_of([2, 0].into_iter()).unwrap();
+    assert_eq!(text, "-7doc-é".as_bytes());
+    assert_eq!(offsets, vec![0, 2, 8]);
+    assert_eq!(c.id_texts_of(std::iter::empty()).unwrap().offsets, vec![0]);
     // A record without an id: no packed texts (the caller takes the list).
     let reader = JsonLinesReader::new(file_of(b"{\"text\":\"a\"}\n"), "t", options(1 << 20)).unwrap();
     let Some(Ok(Item::Chunk(c))) = reader.into_iter().next() else { panic!() };

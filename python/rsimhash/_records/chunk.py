@@ -63,7 +63,9 @@ class Chunk:
     @property
     def ids(self) -> List[Id]:
         if self._ids is None and self._id_source is not None:
-            self._ids = self._id_source.ids()
+            ids = self._id_source.ids()
+            # The core chunk's entries may be more than the records (a header, a bad line).
+            self._ids = ids if self._every_entry() else [ids[i] for i in np.asarray(self.entries).tolist()]
         if self._ids is None:
             self._ids = self.lines.tolist() if isinstance(self.lines, np.ndarray) else list(self.lines)
         return self._ids
@@ -80,9 +82,13 @@ class Chunk:
         core holds them all: no Python object a record. None otherwise (take
         ``ids``)."""
         if self._ids is None and self._id_source is not None:
-            packed: Optional[Tuple[bytes, np.ndarray]] = self._id_source.id_texts()
+            packed: Optional[Tuple[bytes, np.ndarray]] = self._id_source.id_texts(None if self._every_entry() else self.entries)
             return packed
         return None
+
+    def _every_entry(self) -> bool:
+        """Whether the records are all the entries of the core chunk ``_id_source``, in order."""
+        return self.entries is None or len(self.entries) == len(self._id_source)
 
     @property
     def has_texts(self) -> bool:

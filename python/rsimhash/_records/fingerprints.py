@@ -52,6 +52,9 @@ class FingerprintRecords(Reading):
                 fps[i] = found.hashes[0]
                 extra_ids[i] = found.ids[0]
         entries = np.flatnonzero(keep)
+        if self.format == "hash" and self.need_ids and not extra_ids:
+            # Every record's id is the core's (a header or bad lines aside): kept there until asked for.
+            return Chunk(lines[entries], None, hashes=fps[entries], nbytes=rc.nbytes, core=rc, entries=entries, id_source=rc)
         if self.format == "hash" and self.need_ids:
             all_ids = rc.ids()
             for i, rid in extra_ids.items():

@@ -89,8 +89,9 @@ class JsonRecords(Reading):
         entries = np.flatnonzero(keep)
         ids: Optional[List[Id]] = None
         id_source = None
-        if self.need_ids and not self.line_ids and not special:
-            # The usual chunk: every line a record, its id in the core until asked for (packed, or as a list).
+        if self.need_ids and not self.line_ids and not extra_ids:
+            # Every record's id is the core's (the reference reader read none of them): kept
+            # there until asked for, packed or as a list.
             id_source = rc
         elif self.need_ids and not self.line_ids:
             all_ids = rc.ids()
