@@ -38,7 +38,6 @@ from typing import Any, Tuple
 import numpy as np
 
 from . import similar_pairs
-from .errors import utf8
 from .options import (
     add_distance,
     add_input,
@@ -213,12 +212,14 @@ def _run_verified(args: argparse.Namespace) -> int:
             ):
                 positions, starts = _verified_clusters(records, args, min_size)
                 out.write(b"id\tcluster\n")
-                bounds = starts.astype(np.int64).tolist()
-                for number, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
-                    text = ids.text(positions[lo:hi].tolist())
-                    out.write(utf8("".join(f"{i}\t{number}\n" for i in text)))
-                    members += hi - lo
-                    clusters = number + 1
+                # Rows in blocks made in the core, not a write a cluster.
+                sizes = np.diff(starts).astype(np.int64)
+                labels = np.repeat(np.arange(len(sizes), dtype=np.uint64), sizes)
+                step = 1 << 16
+                for lo in range(0, len(labels), step):
+                    block = np.asarray(positions[lo : lo + step], dtype=np.int64)
+                    out.write(ids.rows([("id", block), ("number", labels[lo : lo + step])]))
+                members, clusters = len(labels), len(sizes)
             what = "clusters" if args.all else "clusters of two or more"
             progress.summary(
                 "cluster",
