@@ -147,14 +147,15 @@ def _in_memory_chunks(
         keep = np.concatenate([a[0] for a in answers]) if answers else np.zeros(0, bool)
         writer.write(chunk, keep)
         if kept is not None and removed is not None:
+            ids = chunk.ids  # once: a property
             new = np.flatnonzero(keep)
-            kept.add(new.astype(np.uint64) + np.uint64(position), [chunk.ids[j] for j in new.tolist()])
+            kept.add(new.astype(np.uint64) + np.uint64(position), [ids[j] for j in new.tolist()])
             gone = np.flatnonzero(~keep)
             if len(gone):
                 matched = np.concatenate([a[1] for a in answers])[gone]
                 sims = similar_pairs.fmt(np.concatenate([a[2] for a in answers])[gone])
                 shards = shard_names(source, np.full(len(gone), chunk.shard), matched)
-                write_removed(removed, [chunk.ids[j] for j in gone.tolist()], kept.ids_at(kept.find(matched)), sims, shards)
+                write_removed(removed, [ids[j] for j in gone.tolist()], kept.ids_at(kept.find(matched)), sims, shards)
         n_removed += len(keep) - int(np.count_nonzero(keep))
         position += len(keep)
         progress.update(source.position(), source.records, shards_done(source))
