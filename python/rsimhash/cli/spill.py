@@ -16,7 +16,7 @@ new (``O_EXCL | O_NOFOLLOW``).
 from __future__ import annotations
 
 import os
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -258,11 +258,15 @@ class Ids:
         assert self.workspace is not None, "more ids than the cap of an Ids without a workspace"
         return self.workspace
 
-    def _piece_of(self, at: np.ndarray) -> np.ndarray:
-        """The piece in memory each position is in."""
+    def _by_piece(self, at: np.ndarray) -> Iterator[Tuple[int, np.ndarray]]:
+        """Each piece in memory the positions ``at`` fall in, ascending, with
+        the indices into ``at`` of those in it (in their order in ``at``)."""
         if self._starts_array is None:
             self._starts_array = np.asarray(self._piece_starts)
-        return np.searchsorted(self._starts_array, at, side="right") - 1
+        which = np.searchsorted(self._starts_array, at, side="right") - 1
+        order = np.argsort(which, kind="stable")
+        pieces, cuts = np.unique(which[order], return_index=True)
+        return zip(pieces.tolist(), np.split(order, cuts[1:]))
 
     def _write(self, piece: Any) -> None:
         if isinstance(piece, tuple):
@@ -307,11 +311,8 @@ class Ids:
             return _slices(self._mm, self._starts, at)
         # Each piece's positions at once: the byte ranges gathered by numpy,
         # not looked up one id at a time.
-        which = self._piece_of(at)
-        order = np.argsort(which, kind="stable")
-        pieces, cuts = np.unique(which[order], return_index=True)
         out: List[Any] = [None] * len(at)
-        for w, mine in zip(pieces.tolist(), np.split(order, cuts[1:])):
+        for w, mine in self._by_piece(at):
             piece, local = self.memory[w], at[mine] - self._piece_starts[w]
             if isinstance(piece, tuple):
                 texts = _slices(piece[0], piece[1], local)
@@ -346,12 +347,9 @@ class Ids:
         entries are written out (the others are empty texts)."""
         if self._starts is not None:
             return [(self._mm, self._starts)], [0]
-        which = self._piece_of(named)
-        order = np.argsort(which, kind="stable")
-        used, cuts = np.unique(which[order], return_index=True)
         pieces: List[Any] = []
         starts: List[int] = []
-        for w, mine in zip(used.tolist(), np.split(named[order], cuts[1:])):
+        for w, mine in self._by_piece(named):
             piece, start = self.memory[w], self._piece_starts[w]
             starts.append(start)
             if isinstance(piece, _Lines):
@@ -359,7 +357,7 @@ class Ids:
             elif isinstance(piece, tuple):
                 pieces.append((np.frombuffer(piece[0], dtype=np.uint8), np.ascontiguousarray(piece[1], dtype=np.uint64)))
             else:  # a list
-                local = np.unique(mine - start)
+                local = np.unique(named[mine] - start)
                 blob, offsets = _packed([piece[i] for i in local.tolist()])
                 lengths = np.zeros(len(piece), dtype=np.uint64)
                 lengths[local] = np.diff(offsets)
