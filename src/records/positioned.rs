@@ -79,9 +79,7 @@ pub struct At<'f> {
 
 impl Write for At<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        // SAFETY: `buf` is valid for reads; the kernel only reads it.
-        let n = unsafe { libc::pwrite(self.file.as_raw_fd(), buf.as_ptr().cast(), buf.len(), offset(self.pos)?) };
-        let n = usize::try_from(n).map_err(|_| io::Error::last_os_error())?;
+        let n = std::os::unix::fs::FileExt::write_at(self.file, buf, self.pos)?;
         self.pos += n as u64;
         Ok(n)
     }
