@@ -37,7 +37,6 @@ from typing import Any, Tuple
 
 import numpy as np
 
-from ..batch._job import _id_labels
 from . import similar_pairs
 from .options import (
     add_distance,
@@ -214,12 +213,13 @@ def _run_verified(args: argparse.Namespace) -> int:
                 positions, starts = _verified_clusters(records, args, min_size)
                 out.write(b"id\tcluster\n")
                 # Rows in blocks made in the core, not a write a cluster.
-                positions, labels = _id_labels(positions, starts, None)
+                sizes = np.diff(starts).astype(np.int64)
+                labels = np.repeat(np.arange(len(sizes), dtype=np.uint64), sizes)
                 step = 1 << 16
                 for lo in range(0, len(labels), step):
                     block = np.asarray(positions[lo : lo + step], dtype=np.int64)
                     out.write(ids.rows([("id", block), ("number", labels[lo : lo + step])]))
-                members, clusters = len(labels), max(len(starts) - 1, 0)
+                members, clusters = len(labels), len(sizes)
             what = "clusters" if args.all else "clusters of two or more"
             progress.summary(
                 "cluster",
