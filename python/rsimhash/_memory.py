@@ -13,11 +13,13 @@ from ._optional import module
 MAX_BYTES = (1 << 63) - 1
 
 # Memory of the exact join per byte of the sets held (SimilarCorpus.nbytes):
-# the sets themselves, and while the join runs its sorted copy of every
-# value, then its ranks, counts and prefix lists (docs/similar.md). Peak RSS
-# grew by 2.2-2.3 times the sets' bytes during the join of 40,000 texts of
-# 150 random words at 0.5 and 0.9 (47 MiB of sets); 3.5 leaves some room.
-# The batch jobs hold the exact join to memory_limit by it; tune reports it.
+# the sets themselves, and while the join runs its sketch of the counts,
+# each set's labels in order, the indexed prefixes' numbering and the lists
+# (docs/similar.md). Peak RSS grew by 1.6-1.7 times the sets' bytes at 0.9
+# and 3.15 at 0.5 during the join of 40,000 texts of 150 random words (47
+# MiB of sets), 1.5 and 2.9 on the 13,000 texts of the quality corpus; 3.5
+# leaves some room. The batch jobs hold the exact join to memory_limit by
+# it; tune reports it.
 JOIN_BYTES_PER_SET_BYTE = 3.5
 
 _UNITS = {

@@ -222,24 +222,53 @@ fn wide_hashes_over_many_buckets_match_brute_force() {
 
 #[test]
 fn classes_order_counts() {
-    let classes: Vec<usize> = (2..100_000u32).map(class).collect();
+    let classes: Vec<u8> = (1..=u16::MAX).map(class).collect();
     assert!(classes.windows(2).all(|w| w[0] <= w[1]));
-    assert_eq!((class(2), class(33), class(34)), (0, 31, 32));
-    assert!(class(u32::MAX) < CLASSES);
+    assert_eq!((class(1), class(2), class(33), class(34), class(64), class(255)), (0, 1, 32, 33, 34, 35));
+    assert!(usize::from(class(u16::MAX)) < CLASSES);
+}
+
+/// Labels are one to one with values and ordered as (class, hash); each
+/// set's ranked labels are its shared values' labels ascending, its own
+/// values (held by no other set, which the sketch counts exactly) counted,
+/// however the sketch's slots collide.
+#[test]
+fn labels_follow_the_order() {
+    let mut next = crate::testing::xorshift(0x9e37_79b9_7f4a_7c15u64);
+    // Random hashes, and a run of values that share their top bits (one slot).
+    let universe: Vec<u64> = (0..300).map(|_| next()).chain([0, 1, 2, u64::MAX, u64::MAX - 1]).collect();
+    let sets: Vec<Vec<u64>> = (0..200).map(|_| set_of((0..next() % 60).map(|_| universe[(next() % 305) as usize]).collect())).collect();
+    let parts: Vec<&[u64]> = sets.iter().map(Vec::as_slice).collect();
+    let order = Order::of(&parts);
+    let mut labelled: Vec<((usize, u64), u64)> = universe.iter().map(|&v| ((order.label(v).0, v), order.label(v).1)).collect();
+    labelled.sort_unstable();
+    assert!(labelled.windows(2).all(|w| w[0].1 < w[1].1), "labels ascend as (class, hash) does, one to one");
+    let ranked = Ranked::of(&parts, &Control::default()).unwrap();
+    let held = |v: u64| sets.iter().filter(|s| s.binary_search(&v).is_ok()).count();
+    for (i, s) in sets.iter().enumerate() {
+        assert_eq!(ranked.own[i] as usize, s.iter().filter(|&&v| held(v) == 1).count(), "a count of one is exact");
+        let mut want: Vec<u64> = s.iter().filter(|&&v| held(v) > 1).map(|&v| order.label(v).1).collect();
+        want.sort_unstable();
+        assert_eq!(ranked.get(i), &want[..]);
+        assert_eq!(ranked.size(i), s.len());
+    }
 }
 
 /// The block merge counts what a plain merge counts, and stops only where
-/// the overlap cannot be reached.
+/// the overlap cannot be reached; the one-at-a-time merge too.
 #[test]
 fn overlap_is_the_plain_merges() {
     let mut next = crate::testing::xorshift(0x853c_49e6_748f_ea9bu64);
-    for _ in 0..2000 {
+    for _ in 0..3000 {
         let span = 4 + next() % 200;
-        let a: Vec<u32> = set_of((0..next() % 40).map(|_| next() % span).collect()).into_iter().map(|v| v as u32).collect();
-        let b: Vec<u32> = set_of((0..next() % 40).map(|_| next() % span).collect()).into_iter().map(|v| v as u32).collect();
+        let high = next() % 2 * (u64::MAX - 300);
+        let a = set_of((0..next() % 40).map(|_| high + next() % span).collect());
+        let b = set_of((0..next() % 40).map(|_| high + next() % span).collect());
         let common = a.iter().filter(|v| b.binary_search(v).is_ok()).count();
         for need in [0, common.saturating_sub(1), common, common + 1] {
-            assert_eq!(overlap_at_least(&a, &b, need), (common >= need).then_some(common), "{a:?} {b:?} {need}");
+            let want = (common >= need).then_some(common);
+            assert_eq!(overlap_at_least(&a, &b, need), want, "{a:?} {b:?} {need}");
+            assert_eq!(overlap_from(&a, &b, need, (0, 0, 0)), want, "{a:?} {b:?} {need}");
         }
     }
 }
