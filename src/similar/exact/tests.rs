@@ -272,3 +272,21 @@ fn overlap_is_the_plain_merges() {
         }
     }
 }
+
+/// The sketch counts what a plain count by slot gives, over more sets than
+/// a block (the ranges' starts are found a block at a time), with sets
+/// crossing every range and empty ones among them.
+#[test]
+fn sketch_counts_by_slot() {
+    let mut next = crate::testing::xorshift(0x5851_f42d_4c95_7f2du64);
+    let sets: Vec<Vec<u64>> =
+        (0..40_000).map(|i| if i % 97 == 0 { Vec::new() } else { set_of((0..next() % 9).map(|_| next()).chain([0, u64::MAX]).collect()) }).collect();
+    let parts: Vec<&[u64]> = sets.iter().map(Vec::as_slice).collect();
+    let (counts, bits) = sketch(&parts);
+    let mut want = vec![0u32; 1 << bits];
+    for v in sets.iter().flatten() {
+        want[(v >> (64 - bits)) as usize] += 1;
+    }
+    let want: Vec<u16> = want.into_iter().map(|c| c.min(u32::from(u16::MAX)) as u16).collect();
+    assert_eq!(counts, want);
+}
