@@ -311,11 +311,16 @@ struct Indexed {
 impl Indexed {
     /// The groups, numbered by a sort of the indexed labels (each beside
     /// where it came from), then read back to where they came from.
-    fn of(ranked: &Ranked, len: impl Fn(usize) -> usize) -> Indexed {
+    /// Entries are numbered in `u32`: 2^32 - 1 indexed values or more are
+    /// refused ([`crate::Error::InvalidParameter`]).
+    fn of(ranked: &Ranked, len: impl Fn(usize) -> usize) -> Result<Indexed> {
         let n = ranked.own.len();
         let mut starts = Vec::with_capacity(n + 1);
         starts.push(0usize);
-        let total = (0..n).map(|i| ranked.first(i, len(ranked.size(i))).len()).sum();
+        let total: usize = (0..n).map(|i| ranked.first(i, len(ranked.size(i))).len()).sum();
+        if total as u64 >= u64::from(u32::MAX) {
+            return Err(crate::Error::invalid("sets", "fewer than 2**32 - 1 indexed shingles (split the corpus)", total));
+        }
         let mut keyed: Vec<(u64, u32)> = Vec::with_capacity(total);
         for i in 0..n {
             let at = keyed.len();
@@ -331,7 +336,7 @@ impl Indexed {
             }
             groups[i as usize] = (n_groups - 1) as u32;
         }
-        Indexed { groups, starts, n_groups }
+        Ok(Indexed { groups, starts, n_groups })
     }
 
     fn get(&self, i: usize) -> &[u32] {
@@ -441,9 +446,9 @@ impl Postings {
 /// gives it, rounded to `f32`; ascending. Two empty sets are alike (1).
 ///
 /// # Errors
-/// [`crate::Error::InvalidParameter`] for a threshold outside `(0, 1]` or
-/// 2^32 - 1 sets or more; [`crate::Error::Interrupted`] when `control` is
-/// cancelled.
+/// [`crate::Error::InvalidParameter`] for a threshold outside `(0, 1]`, or
+/// 2^32 - 1 sets or indexed values or more; [`crate::Error::Interrupted`]
+/// when `control` is cancelled.
 pub fn self_join<S: AsRef<[u64]> + Sync>(sets: &[S], threshold: f64, measure: Measure, control: &Control) -> Result<Vec<(u64, f32)>> {
     super::check_threshold(threshold)?;
     debug_assert!(sets.iter().all(|s| s.as_ref().windows(2).all(|w| w[0] < w[1])), "sets ascend");
@@ -490,7 +495,7 @@ pub fn dedup_distinct<S: AsRef<[u64]> + Sync>(sets: &[S], threshold: f64, contro
         return Ok(out);
     }
     let ranked = Ranked::of(&parts, control)?;
-    let indexed = Indexed::of(&ranked, |n| indexed_len(n, t, Measure::Jaccard));
+    let indexed = Indexed::of(&ranked, |n| indexed_len(n, t, Measure::Jaccard))?;
     control.check()?;
     // The kept sets that index each group, in the order kept.
     let mut lists: Vec<Vec<u32>> = vec![Vec::new(); indexed.n_groups];
@@ -545,7 +550,7 @@ fn join_distinct<S: AsRef<[u64]> + Sync>(sets: &[&S], t: f64, measure: Measure, 
     }
     let parts: Vec<&[u64]> = sets.iter().map(|s| s.as_ref()).collect();
     let ranked = Ranked::of(&parts, control)?;
-    let indexed = Indexed::of(&ranked, |n| indexed_len(n, t, measure));
+    let indexed = Indexed::of(&ranked, |n| indexed_len(n, t, measure))?;
     // Size order, smallest first, ties by place; a set with no shared value
     // among its indexed ones (nor, then, among those it probes) is alike no
     // other (thresholds are above 0) and is left out.
