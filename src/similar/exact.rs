@@ -10,7 +10,7 @@
 //!    order here is by a rarity class of each value's count in a sketch
 //!    (a saturating `u16` a slot, the slot a hash's top bits, a slot per 4
 //!    to 8 values, counted on the threads, each over a range of slots),
-//!    then by hash ([`Order`]). Values sharing a slot only look commoner
+//!    then by hash (`Order`). Values sharing a slot only look commoner
 //!    than they are, which costs a few more candidates, never an answer;
 //!    a count of one is exact: that value is in no other set (a set's
 //!    *own* value) and matches nothing. On the quality corpus (13,000
@@ -21,7 +21,7 @@
 //! 2. **Labels.** Each value is relabelled so that labels sort in the
 //!    order: the slot's bits replaced by the slot's number in (class,
 //!    slot) order, one to one. Each set becomes its shared values' labels,
-//!    ascending, and a count of its own values ([`Ranked`]); a merge of two
+//!    ascending, and a count of its own values (`Ranked`); a merge of two
 //!    sets by label finds their common values.
 //! 3. **Copies.** Sets equal value by value form a group, joined once: a
 //!    thousand copies of a page cost one set in the join, and their
@@ -31,7 +31,7 @@
 //!    `|x| - o + 1` values of each in the order. For Jaccard,
 //!    `|x ∩ y| >= t |y|` for the larger `y`, so each set's first `|y| -
 //!    ceil(t |y|) + 1` values are indexed; for containment the larger set's
-//!    partner may be tiny, so all of it is ([`Indexed`]).
+//!    partner may be tiny, so all of it is (`Indexed`).
 //! 5. **Probe.** Each set `x` (on rayon threads) reads the lists of its
 //!    first `|x| - o_min + 1` values, `o_min` the least overlap a partner at
 //!    least its size needs, over the sets after it in size order only, and
@@ -476,7 +476,7 @@ pub fn self_join<S: AsRef<[u64]> + Sync>(sets: &[S], threshold: f64, measure: Me
 /// Unlike a dedup of [`self_join`]'s pairs, only kept sets are indexed and
 /// only they are checked: a dense cluster of near copies costs one check a
 /// member against the few kept, never the square of the cluster. The
-/// filter is the prefix filter in the join's rank order, whatever the sizes
+/// filter is the prefix filter in the join's order, whatever the sizes
 /// (two sets at least `t` alike share a value within the first `|x| -
 /// ceil(t |x|) + 1` of each), with the length filter; one set at a time, as
 /// a greedy dedup must go.
