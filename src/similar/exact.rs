@@ -47,12 +47,14 @@
 //!    least the threshold.
 //!
 //! Memory beside the sets: the sketch and the slots' numbers (6 bytes a
-//! slot, under 1.5 bytes a value), then 8 bytes a value held by two sets or
-//! more (its label, twice while the sets are gathered), 20 bytes an indexed
-//! one while the prefixes are grouped and 12 in the posting lists.
+//! slot, under 1.5 bytes a value), then 8 bytes a value of every set (the
+//! shared values' labels, written where the set's values would lie), 20
+//! bytes an indexed one while the prefixes are grouped and 12 in the
+//! posting lists.
 
 use rayon::prelude::*;
 
+use super::overlap::overlap_at_least;
 use super::Measure;
 use crate::job::Control;
 use crate::Result;
@@ -342,62 +344,6 @@ impl Indexed {
     fn get(&self, i: usize) -> &[u32] {
         &self.groups[self.starts[i]..self.starts[i + 1]]
     }
-}
-
-/// `|x ∩ y|` of ascending values when it is at least `need`, by a merge
-/// that stops once the rest cannot reach it: four values of each at a time
-/// where the CPU has AVX2, each four of `x` against every rotation of the
-/// four of `y` (the block merge of Schlegel, Willhalm and Lehner, ADMS
-/// 2011), then one at a time.
-fn overlap_at_least(x: &[u64], y: &[u64], need: usize) -> Option<usize> {
-    #[cfg(target_arch = "x86_64")]
-    if crate::cpu::x86_has!("avx2") {
-        // SAFETY: the CPU has AVX2 (checked just above).
-        return unsafe { overlap_avx2(x, y, need) };
-    }
-    overlap_from(x, y, need, (0, 0, 0))
-}
-
-/// The one-at-a-time merge of [`overlap_at_least`], from `x[i]` and `y[j]`
-/// with `n` common values before them.
-fn overlap_from(x: &[u64], y: &[u64], need: usize, (mut i, mut j, mut n): (usize, usize, usize)) -> Option<usize> {
-    while i < x.len() && j < y.len() {
-        if n + (x.len() - i).min(y.len() - j) < need {
-            return None;
-        }
-        let (a, b) = (x[i], y[j]);
-        n += usize::from(a == b);
-        i += usize::from(a <= b);
-        j += usize::from(b <= a);
-    }
-    (n >= need).then_some(n)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn overlap_avx2(x: &[u64], y: &[u64], need: usize) -> Option<usize> {
-    use std::arch::x86_64::*;
-    let (mut i, mut j, mut n) = (0, 0, 0);
-    while i + 4 <= x.len() && j + 4 <= y.len() {
-        if n + (x.len() - i).min(y.len() - j) < need {
-            return None;
-        }
-        // SAFETY: both loads read four values inside their slices (the
-        // loop's bounds), unaligned loads.
-        let (va, vb) = unsafe { (_mm256_loadu_si256(x.as_ptr().add(i).cast()), _mm256_loadu_si256(y.as_ptr().add(j).cast())) };
-        let m = _mm256_or_si256(
-            _mm256_or_si256(_mm256_cmpeq_epi64(va, vb), _mm256_cmpeq_epi64(va, _mm256_permute4x64_epi64::<0b00_11_10_01>(vb))),
-            _mm256_or_si256(
-                _mm256_cmpeq_epi64(va, _mm256_permute4x64_epi64::<0b01_00_11_10>(vb)),
-                _mm256_cmpeq_epi64(va, _mm256_permute4x64_epi64::<0b10_01_00_11>(vb)),
-            ),
-        );
-        n += _mm256_movemask_pd(_mm256_castsi256_pd(m)).count_ones() as usize;
-        let (a, b) = (x[i + 3], y[j + 3]);
-        i += if a <= b { 4 } else { 0 };
-        j += if b <= a { 4 } else { 0 };
-    }
-    overlap_from(x, y, need, (i, j, n))
 }
 
 /// Posting lists of the indexed values: for each group, the sets (by

@@ -254,25 +254,6 @@ fn labels_follow_the_order() {
     }
 }
 
-/// The block merge counts what a plain merge counts, and stops only where
-/// the overlap cannot be reached; the one-at-a-time merge too.
-#[test]
-fn overlap_is_the_plain_merges() {
-    let mut next = crate::testing::xorshift(0x853c_49e6_748f_ea9bu64);
-    for _ in 0..3000 {
-        let span = 4 + next() % 200;
-        let high = next() % 2 * (u64::MAX - 300);
-        let a = set_of((0..next() % 40).map(|_| high + next() % span).collect());
-        let b = set_of((0..next() % 40).map(|_| high + next() % span).collect());
-        let common = a.iter().filter(|v| b.binary_search(v).is_ok()).count();
-        for need in [0, common.saturating_sub(1), common, common + 1] {
-            let want = (common >= need).then_some(common);
-            assert_eq!(overlap_at_least(&a, &b, need), want, "{a:?} {b:?} {need}");
-            assert_eq!(overlap_from(&a, &b, need, (0, 0, 0)), want, "{a:?} {b:?} {need}");
-        }
-    }
-}
-
 /// The sketch counts what a plain count by slot gives, over more sets than
 /// a block (the ranges' starts are found a block at a time), with sets
 /// crossing every range and empty ones among them.
