@@ -16,7 +16,10 @@
 //! it costs ~20,000 page faults and probing it a TLB miss per lookup. Asking
 //! for huge pages (`madvise(MADV_HUGEPAGE)`, honoured by Linux in its
 //! default "madvise" mode) cuts both by 512x. Elsewhere, or when refused,
-//! plain pages serve.
+//! plain pages serve. Only these buffers ask: the allocator is built not to
+//! (`no_thp` in `Cargo.toml`), as a huge page's first touch on a virtual
+//! machine can cost ten times its 512 small pages, which memory read in
+//! order or held briefly never earns back.
 
 use crate::{Error, Result};
 

@@ -120,7 +120,7 @@ fn sketch(sets: &[&[u64]]) -> (Vec<u16>, u32) {
     let shift = 64 - bits;
     let ranges = (rayon::current_num_threads() * 2).next_power_of_two().min(1 << bits);
     let per = (1usize << bits) / ranges;
-    let mut counts = vec![0u16; 1 << bits];
+    let mut counts = crate::mem::zeroed::<u16>(1 << bits);
     for block in sets.chunks(1 << 14) {
         let cuts: Vec<usize> = block
             .par_iter()
@@ -186,7 +186,7 @@ impl Order {
                 next += t[k];
             }
         }
-        let mut slots = vec![0u32; counts.len()];
+        let mut slots = crate::mem::zeroed::<u32>(counts.len());
         slots.par_chunks_mut(per).zip(counts.par_chunks(per)).zip(starts).for_each(|((out, part), mut at)| {
             for (o, &c) in out.iter_mut().zip(part) {
                 let k = class(c) as usize;
@@ -241,7 +241,7 @@ impl Ranked {
         for s in sets {
             starts.push(starts[starts.len() - 1] + s.len());
         }
-        let mut values = vec![0u64; starts[sets.len()]];
+        let mut values = crate::mem::zeroed::<u64>(starts[sets.len()]);
         let mut rooms = Vec::with_capacity(sets.len());
         let mut rest = &mut values[..];
         for s in sets {
@@ -323,14 +323,14 @@ impl Indexed {
         if total as u64 >= u64::from(u32::MAX) {
             return Err(crate::Error::invalid("sets", "fewer than 2**32 - 1 indexed shingles (split the corpus)", total));
         }
-        let mut keyed: Vec<(u64, u32)> = Vec::with_capacity(total);
+        let mut keyed: Vec<(u64, u32)> = crate::mem::vec_with_capacity(total);
         for i in 0..n {
             let at = keyed.len();
             keyed.extend(ranked.first(i, len(ranked.size(i))).iter().enumerate().map(|(k, &l)| (l, (at + k) as u32)));
             starts.push(keyed.len());
         }
         keyed.par_sort_unstable_by_key(|e| e.0);
-        let mut groups = vec![0u32; keyed.len()];
+        let mut groups = crate::mem::zeroed::<u32>(keyed.len());
         let mut n_groups = 0usize;
         for (k, &(l, i)) in keyed.iter().enumerate() {
             if k == 0 || keyed[k - 1].0 != l {
@@ -368,7 +368,7 @@ impl Postings {
             starts[g] += starts[g - 1];
         }
         let mut fill = starts.clone();
-        let mut entries = vec![(0u32, 0u32); starts[n_groups]];
+        let mut entries = crate::mem::zeroed::<(u32, u32)>(starts[n_groups]);
         for (place, &d) in order.iter().enumerate() {
             let own = ranked.own[d as usize];
             for (j, &g) in indexed.get(d as usize).iter().enumerate() {
