@@ -10,9 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
+# isort: split
+from ._command import quiet_blas
 
-from . import _cpu, _texts
+quiet_blas()  # before numpy is imported (see _command)
+
+# isort: split
+import numpy as np  # noqa: E402
+
+from . import _cpu, _texts  # noqa: E402
 
 _cpu.check()
 
