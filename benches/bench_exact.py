@@ -20,9 +20,11 @@ measured there, for the exact join and for the simhash candidates
 Time (whole corpus): ``--repeat`` interleaved rounds (default 3; medians
 shown), each timing plain simhash (``fingerprints`` + ``Index(k=3)`` +
 ``find_all``), then ``similar_pairs`` exact and with simhash candidates at
-0.9, 0.8 and 0.5, garbage collection off. Ratios are to plain, from the
+0.9, 0.8 and 0.5, garbage collection off, and the sets alone (the exact
+join's input, every text's distinct shingle hashes: ``SimilarCorpus.add``),
+which any join on them must make first. Ratios are to plain, from the
 medians of the same run. Targets: exact at most 2x plain at 0.9, 2.5x at
-0.8, 8x at 0.5.
+0.8, 8x at 0.5; where the sets alone already take more, the line says so.
 
 SetSimilaritySearch (``pip install SetSimilaritySearch``): ``all_pairs`` at
 0.9 and 0.5 on the truth documents, with the sets prebuilt for it (lists of
@@ -174,6 +176,7 @@ def main(argv: Any = None) -> int:
 
     import rsimhash
     from rsimhash import _rsimhash
+    from rsimhash.similar import SimilarCorpus
 
     info = machine_info(rsimhash, np)
     print(f"# {info['cpu']}, {info['nproc']} usable cores, Python {info['python']}, load {info['loadavg']}")
@@ -221,6 +224,7 @@ def main(argv: Any = None) -> int:
 
     for _ in range(args.repeat):
         clock(plain, times.setdefault("plain", []))
+        clock(lambda: SimilarCorpus(0.9, candidates="exact").add(texts), times.setdefault("sets", []))
         for t in TIMED:
             p, _ = clock(
                 lambda: rsimhash.similar_pairs(texts, t, candidates="exact", progress=False), times.setdefault(f"exact {t}", [])
@@ -303,10 +307,14 @@ def main(argv: Any = None) -> int:
     print(f"time on {len(texts):,} documents, median of {args.repeat} interleaved rounds")
     print("plain = fingerprints + Index(k=3) + find_all")
     print(f"plain: {med['plain']:.3f} s")
+    sets_ratio = med["sets"] / med["plain"]
+    print(f"the sets alone (the exact join's input): {med['sets']:.3f} s = {sets_ratio:.2f}x plain")
     print("threshold | exact s | exact / plain (target) | pairs | simhash s | simhash / plain | pairs")
     for t in TIMED:
         e, s = med[f"exact {t}"], med[f"simhash {t}"]
         ok = "ok" if e / med["plain"] <= TARGET_RATIO[t] else "MISSED"
+        if ok == "MISSED" and sets_ratio > TARGET_RATIO[t]:
+            ok += ", below the sets alone"
         print(
             f"{t:9} | {e:7.3f} | {e / med['plain']:6.2f}x (<= {TARGET_RATIO[t]}x {ok}) | {counts[f'exact {t}']:,} | "
             f"{s:9.3f} | {s / med['plain']:6.2f}x | {counts[f'simhash {t}']:,}"
