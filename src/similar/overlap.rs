@@ -4,7 +4,8 @@
 
 use super::{Measure, Similar};
 
-/// `|a ∩ b|` of two ascending arrays of distinct values: a merge, or a
+/// `|a ∩ b|` of two ascending arrays of distinct values: the merge of
+/// [`overlap_at_least`] (which needs nothing, so it runs to the end), or a
 /// galloping search of the larger when one is much smaller.
 pub fn intersection_len(a: &[u64], b: &[u64]) -> usize {
     let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
@@ -14,15 +15,7 @@ pub fn intersection_len(a: &[u64], b: &[u64]) -> usize {
     if small.len() * 32 < large.len() {
         return gallop(small, large);
     }
-    let (mut i, mut j, mut n) = (0, 0, 0);
-    while i < small.len() && j < large.len() {
-        let (x, y) = (small[i], large[j]);
-        // Branch-free steps: which side moves is data, not control flow.
-        n += usize::from(x == y);
-        i += usize::from(x <= y);
-        j += usize::from(y <= x);
-    }
-    n
+    overlap_at_least(small, large, 0).unwrap_or(0)
 }
 
 /// Each value of `small` looked up in the rest of `large` by doubling steps.
