@@ -72,6 +72,17 @@ impl Pool {
             None => install(None, f),
         }
     }
+
+    /// Runs `f` on one of the pool's threads, the caller waiting: one
+    /// thread's work that should be no thread of its own. ([`Self::install`]
+    /// on the global pool runs `f` on the caller, whose parallel iterators
+    /// then go to the pool.)
+    ///
+    /// # Errors
+    /// As [`install`].
+    pub fn run_on_worker<R: Send, F: FnOnce() -> R + Send>(&self, f: F) -> Result<R> {
+        self.install(|| if rayon::current_thread_index().is_some() { f() } else { rayon::scope(|_| f()) })
+    }
 }
 
 /// The most threads a pool may have: 4 per core, and at least 1024. More
@@ -140,5 +151,15 @@ mod tests {
         assert!(matches!(install(Some(0), || ()), Err(Error::InvalidParameter { .. })));
         assert!(matches!(install(Some(100_000), || ()), Err(Error::InvalidParameter { .. })), "no 100,000 threads");
         assert!(matches!(Pool::new(Some(max_threads() + 1)), Err(Error::InvalidParameter { .. })));
+    }
+
+    #[test]
+    fn work_runs_on_a_worker_of_its_pool() {
+        for pool in [Pool::new(None).unwrap(), Pool::new(Some(2)).unwrap()] {
+            let on = |pool: &Pool| pool.run_on_worker(rayon::current_thread_index).unwrap();
+            assert!(on(&pool).is_some(), "from a thread outside the pool");
+            assert!(pool.install(|| on(&pool)).unwrap().is_some(), "from the pool's own thread");
+        }
+        assert_eq!(Pool::new(Some(3)).unwrap().run_on_worker(rayon::current_num_threads).unwrap(), 3);
     }
 }

@@ -295,13 +295,12 @@ impl RecordChunk {
         runs
     }
 
-    /// [`Self::write_to`] a file at its position. Lines of several
-    /// [`WRITE_PIECE`]s are written side by side on `pool`'s threads, each
-    /// thread its share of the bytes at their offsets, and the file's
-    /// position is then moved past them all: the kernel's copy of what a
-    /// run keeps is then no serial cap of the run. A file opened to append
-    /// or that has no position (a pipe), or a short write, goes out in
-    /// order from one thread.
+    /// [`Self::write_to`] a file. A regular file is written by one of
+    /// `pool`'s threads when given, so that the kernel's copy into the page
+    /// cache is no thread of its own, in one call: the kernel copies a
+    /// file's writes one at a time under its lock, and a second writer of
+    /// the same file only spins there. Anything else (a pipe, which may
+    /// block) is written by the caller.
     ///
     /// # Errors
     /// The file's. After an error the file's bytes and position are
@@ -311,25 +310,11 @@ impl RecordChunk {
     /// If an index is out of range.
     pub fn write_to_file(&self, picked: impl IntoIterator<Item = usize>, file: &std::fs::File, pool: Option<&crate::parallel::Pool>) -> std::io::Result<u64> {
         let runs = self.runs(picked);
-        #[cfg(unix)]
-        if let Some(pool) = pool {
-            use super::positioned;
-            let total: usize = runs.iter().map(|&(a, b)| b - a).sum();
-            let shares = (total / WRITE_PIECE).min(pool.threads());
-            let at = if shares > 1 { positioned::at(file)? } else { None };
-            if let Some(at) = at {
-                let slices: Vec<&[u8]> = runs.iter().map(|&(a, b)| &self.data[a..b]).collect();
-                let parts = positioned::cut(&slices, total.div_ceil(shares));
-                let write =
-                    |(offset, part): &(usize, Vec<&[u8]>)| write_slices(part.iter().copied(), &mut positioned::At { file, pos: at + *offset as u64 }).map(drop);
-                pool.install(|| parts.par_iter().try_for_each(write)).map_err(|e| std::io::Error::other(e.to_string()))??;
-                positioned::seek(file, at + total as u64)?;
-                return Ok(total as u64);
-            }
+        let write = || write_runs(&runs, &self.data, &mut &*file);
+        match pool {
+            Some(pool) if file.metadata()?.is_file() => pool.run_on_worker(write).map_err(|e| std::io::Error::other(e.to_string()))?,
+            _ => write(),
         }
-        #[cfg(not(unix))]
-        let _ = pool;
-        write_runs(&runs, &self.data, &mut &*file)
     }
 
     /// The decoded texts of the entries `picked`, which must be records, as
@@ -356,14 +341,6 @@ impl RecordChunk {
         (offsets, bytes)
     }
 }
-
-/// Kept lines are written side by side by threads in shares of at least
-/// this many bytes (a smaller share costs a thread more than it saves);
-/// tiny in tests, so that their small chunks are written in many shares.
-#[cfg(not(test))]
-pub(crate) const WRITE_PIECE: usize = 1 << 20;
-#[cfg(test)]
-pub(crate) const WRITE_PIECE: usize = 53;
 
 /// Writes the byte ranges `runs` of `data` to `out` in order.
 fn write_runs(runs: &[(usize, usize)], data: &[u8], out: &mut impl std::io::Write) -> std::io::Result<u64> {

@@ -311,12 +311,11 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(32))]
 
-    /// Kept lines written to a file in shares on threads (shares of 53
-    /// bytes in tests) land where one `writev` would put them, after what
-    /// the file held, and leave its position at their end; a file opened
-    /// to append takes them in order from one thread.
+    /// Kept lines written to a file on the pool land where one `writev`
+    /// would put them, after what the file held, and leave its position at
+    /// their end; a file opened to append takes them the same.
     #[test]
-    fn writes_in_shares_are_the_lines_in_order(n in 0usize..300, block in 200usize..5000, keep_every in 1usize..5, append: bool) {
+    fn writes_on_the_pool_are_the_lines_in_order(n in 0usize..300, block in 200usize..5000, keep_every in 1usize..5, append: bool) {
         let bytes = corpus(n);
         let mut want = b"a header\n".to_vec();
         let path = tempfile::NamedTempFile::new().unwrap();
