@@ -1,8 +1,10 @@
 //! One JSON-lines record: its text and id fields, read in place.
 //!
-//! The parser is serde_json's (borrowed strings: a text without escapes is a
-//! slice of the line, never copied), driven by seeds that look only at the
-//! two wanted top-level keys and skip every other value. The Python reference
+//! A line of the common shape (a flat object, keys without escapes, one
+//! text) is read by [`super::json_scan`] in one pass; any other by
+//! serde_json (borrowed strings: a text without escapes is a slice of the
+//! line, never copied), driven by seeds that look only at the two wanted
+//! top-level keys and skip every other value; both read a line the same. The Python reference
 //! reader (`json.loads`) is the contract: a line this module accepts must be
 //! one `json.loads` accepts, giving the same text and id. Anything it is not
 //! sure of (invalid JSON, a missing or mistyped field, a lone surrogate, an
@@ -105,17 +107,53 @@ pub fn parse_line<'a>(line: &'a [u8], fields: &Fields) -> Line<'a> {
     parse_line_with(line, fields, &mut KeepText)
 }
 
-/// Reads one line (without its `\n`), handing its text to `texts`.
+/// Reads one line (without its `\n`), handing its text to `texts`: the
+/// common shape by [`super::json_scan`], anything else by serde_json.
 pub fn parse_line_with<'a, T: Texts<'a>>(line: &'a [u8], fields: &Fields, texts: &mut T) -> Line<'a, T::Out> {
+    match checked(line) {
+        Ok(text) => parse_line_scanned(text, fields, texts).unwrap_or_else(|| parse_str_whole(text, fields, texts)),
+        Err(line) => line,
+    }
+}
+
+/// The line as UTF-8, or what it is when that is all it takes to say.
+fn checked<'a, O>(line: &'a [u8]) -> Result<&'a str, Line<'a, O>> {
     if line.iter().all(|&b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)) {
-        return Line::Blank;
+        return Err(Line::Blank);
     }
     // json.loads decodes the whole line first: bad UTF-8 anywhere is an
     // error there (and UTF-8-encoded surrogates, which it lets through, are
     // deferred here with the rest).
-    let Ok(text) = simdutf8::basic::from_utf8(line) else {
-        return Line::Defer;
-    };
+    simdutf8::basic::from_utf8(line).map_err(|_| Line::Defer)
+}
+
+/// [`parse_line_with`] by serde_json alone (the tests compare the two ways).
+#[cfg(test)]
+pub(super) fn parse_line_whole<'a, T: Texts<'a>>(line: &'a [u8], fields: &Fields, texts: &mut T) -> Line<'a, T::Out> {
+    checked(line).map_or_else(|line| line, |text| parse_str_whole(text, fields, texts))
+}
+
+/// A line of the common shape ([`super::json_scan`]); `None` when
+/// [`parse_str_whole`] must decide.
+pub(super) fn parse_line_scanned<'a, T: Texts<'a>>(line: &'a str, fields: &Fields, texts: &mut T) -> Option<Line<'a, T::Out>> {
+    let other_ok = |raw: &str| raw.len() <= PY_INT_MAX_DIGITS || !has_long_integer(raw);
+    super::json_scan::record(line, fields, other_ok, |text, id| {
+        // The id first: a line deferred for it is not fingerprinted.
+        let id = match id.map(decode_id) {
+            None => None,
+            Some(Some(id)) => Some(id),
+            Some(None) => return Line::Defer,
+        };
+        let text = match text {
+            super::json_scan::Text::Borrowed(text) => texts.borrowed(text),
+            super::json_scan::Text::Decoded(text) => texts.transient(text),
+        };
+        Line::Record { text, id }
+    })
+}
+
+/// A whole line read by serde_json, driven by the seeds below.
+fn parse_str_whole<'a, T: Texts<'a>>(text: &'a str, fields: &Fields, texts: &mut T) -> Line<'a, T::Out> {
     let mut de = serde_json::Deserializer::from_str(text);
     let Ok(found) = (RecordSeed { fields, texts }).deserialize(&mut de) else {
         return Line::Defer;
@@ -126,7 +164,7 @@ pub fn parse_line_with<'a, T: Texts<'a>>(line: &'a [u8], fields: &Fields, texts:
     let Some(Some(text)) = found.text else { return Line::Defer };
     let id = match found.id {
         None => None,
-        Some(raw) => match decode_id(raw) {
+        Some(raw) => match decode_id(raw.get()) {
             Some(id) => Some(id),
             None => return Line::Defer,
         },
@@ -280,8 +318,7 @@ impl<'de, T: Texts<'de>> Visitor<'de> for TextSeed<'_, T> {
 
 /// A JSON string's value (borrowed from the line when it has no escapes);
 /// `None` for any other kind of value or a lone surrogate.
-fn decode_str(raw: &RawValue) -> Option<Cow<'_, str>> {
-    let json = raw.get();
+fn decode_str(json: &str) -> Option<Cow<'_, str>> {
     if !json.starts_with('"') {
         return None;
     }
@@ -318,10 +355,9 @@ impl<'de> Visitor<'de> for StrSeed {
 /// An id: an integer in i64 or u64 (as Python's `int` of the literal; a
 /// longer one is left to the reference reader) or a string with no tab or
 /// line break (a TSV output could not hold those).
-fn decode_id(raw: &RawValue) -> Option<Id<'_>> {
-    let json = raw.get();
+fn decode_id(json: &str) -> Option<Id<'_>> {
     if json.starts_with('"') {
-        let s = decode_str(raw)?;
+        let s = decode_str(json)?;
         return (!s.contains(['\t', '\n', '\r'])).then_some(Id::Str(s));
     }
     if json == "-0" {

@@ -13,6 +13,7 @@ pub mod chunk;
 pub mod hashes;
 pub mod input;
 pub mod json;
+mod json_scan;
 #[cfg(unix)]
 mod positioned;
 pub mod rows;
