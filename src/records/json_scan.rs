@@ -26,6 +26,9 @@ pub(super) enum Text<'a, 'd> {
     Decoded(&'d str),
 }
 
+/// A thread keeps at most this much room for decoded texts between lines.
+const KEEP_DECODED: usize = 4 << 20;
+
 thread_local! {
     /// An escaped text, decoded: reused line after line.
     static DECODED: RefCell<String> = const { RefCell::new(String::new()) };
@@ -43,62 +46,73 @@ pub(super) fn record<'a, R>(
 ) -> Option<R> {
     DECODED.with(|decoded| {
         let mut decoded = decoded.try_borrow_mut().ok()?;
-        let bytes = line.as_bytes();
-        let mut pos = skip_ws(bytes, 0);
-        if bytes.get(pos) != Some(&b'{') {
+        let out = scan(line, fields, check_other, &mut decoded)
+            .map(|(start, end, escaped, id)| found(if escaped { Text::Decoded(&decoded) } else { Text::Borrowed(&line[start..end]) }, id));
+        if decoded.capacity() > KEEP_DECODED {
+            *decoded = String::new(); // a huge text's room is not held by the thread for good
+        }
+        out
+    })
+}
+
+/// [`record`]'s pass over the line: the text's span, whether it had escapes
+/// (then decoded into `decoded`), and the id's raw JSON.
+fn scan<'a>(line: &'a str, fields: &Fields, check_other: impl Fn(&str) -> bool, decoded: &mut String) -> Option<(usize, usize, bool, Option<&'a str>)> {
+    let bytes = line.as_bytes();
+    let mut pos = skip_ws(bytes, 0);
+    if bytes.get(pos) != Some(&b'{') {
+        return None;
+    }
+    pos = skip_ws(bytes, pos + 1);
+    // The text's span in the line, and whether it was decoded.
+    let mut text: Option<(usize, usize, bool)> = None;
+    let mut id = None;
+    loop {
+        if bytes.get(pos) != Some(&b'"') {
+            return None; // also `{}` and a comma before `}`: the parse words it
+        }
+        let start = pos + 1;
+        let end = find_special(bytes, start);
+        if bytes.get(end) != Some(&b'"') {
+            return None; // a key with escapes or a control character
+        }
+        let key = &line[start..end];
+        pos = skip_ws(bytes, end + 1);
+        if bytes.get(pos) != Some(&b':') {
             return None;
         }
         pos = skip_ws(bytes, pos + 1);
-        // The text's span in the line, and whether it was decoded.
-        let mut text: Option<(usize, usize, bool)> = None;
-        let mut id = None;
-        loop {
-            if bytes.get(pos) != Some(&b'"') {
-                return None; // also `{}` and a comma before `}`: the parse words it
-            }
-            let start = pos + 1;
-            let end = find_special(bytes, start);
-            if bytes.get(end) != Some(&b'"') {
-                return None; // a key with escapes or a control character
-            }
-            let key = &line[start..end];
-            pos = skip_ws(bytes, end + 1);
-            if bytes.get(pos) != Some(&b':') {
+        if key == fields.text {
+            if text.is_some() || bytes.get(pos) != Some(&b'"') {
                 return None;
             }
-            pos = skip_ws(bytes, pos + 1);
-            if key == fields.text {
-                if text.is_some() || bytes.get(pos) != Some(&b'"') {
+            let (end, escaped) = string(line, pos + 1, decoded)?;
+            text = Some((pos + 1, end - 1, escaped));
+            pos = end;
+        } else {
+            let (raw, end) = value(line, pos)?;
+            if fields.id.as_deref() == Some(key) {
+                if id.is_some() {
                     return None;
                 }
-                let (end, escaped) = string(line, pos + 1, &mut decoded)?;
-                text = Some((pos + 1, end - 1, escaped));
-                pos = end;
-            } else {
-                let (raw, end) = value(line, pos)?;
-                if fields.id.as_deref() == Some(key) {
-                    if id.is_some() {
-                        return None;
-                    }
-                    id = Some(raw);
-                } else if !check_other(raw) {
-                    return None;
-                }
-                pos = end;
+                id = Some(raw);
+            } else if !check_other(raw) {
+                return None;
             }
-            pos = skip_ws(bytes, pos);
-            match bytes.get(pos) {
-                Some(b',') => pos = skip_ws(bytes, pos + 1),
-                Some(b'}') => break,
-                _ => return None,
-            }
+            pos = end;
         }
-        if skip_ws(bytes, pos + 1) != bytes.len() {
-            return None;
+        pos = skip_ws(bytes, pos);
+        match bytes.get(pos) {
+            Some(b',') => pos = skip_ws(bytes, pos + 1),
+            Some(b'}') => break,
+            _ => return None,
         }
-        let (start, end, escaped) = text?;
-        Some(found(if escaped { Text::Decoded(&decoded) } else { Text::Borrowed(&line[start..end]) }, id))
-    })
+    }
+    if skip_ws(bytes, pos + 1) != bytes.len() {
+        return None;
+    }
+    let (start, end, escaped) = text?;
+    Some((start, end, escaped, id))
 }
 
 /// The first position at or after `at` that is not JSON whitespace.
@@ -367,6 +381,21 @@ mod tests {
             scanned += usize::from(super::super::json::parse_line_scanned(&line, &f, &mut super::super::json::KeepText).is_some());
         }
         assert!(scanned > n / 10 && scanned < n * 9 / 10, "{scanned} of {n} scanned");
+    }
+
+    #[test]
+    fn a_huge_decoded_text_is_not_held_after_its_line() {
+        let f = fields(None);
+        let huge = format!(r#"{{"text":"{}"}}"#, "a\\n".repeat(KEEP_DECODED));
+        let len = record(&huge, &f, |_| true, |text, _| match text {
+            Text::Decoded(t) => t.len(),
+            Text::Borrowed(_) => 0,
+        });
+        assert_eq!(len, Some(2 * KEEP_DECODED));
+        assert!(DECODED.with(|d| d.borrow().capacity()) <= KEEP_DECODED);
+        // And after a line the scan then leaves to the whole-line parse.
+        assert!(record(&format!("{huge} x"), &f, |_| true, |_, _| ()).is_none());
+        assert!(DECODED.with(|d| d.borrow().capacity()) <= KEEP_DECODED);
     }
 
     #[test]
