@@ -152,15 +152,7 @@ impl RecordChunk {
             return RecordChunk::too_long(block, first_line, shingling.is_some(), fields.id.is_some(), spare);
         }
         let data = block.data;
-        let mut spans = Vec::with_capacity(data.len() / 1024 + 16);
-        let mut start = 0;
-        for end in memchr::memchr_iter(b'\n', &data) {
-            spans.push((start, end));
-            start = end + 1;
-        }
-        if start < data.len() {
-            spans.push((start, data.len()));
-        }
+        let spans = line_spans(&data);
         let lines = spans.len() as u64;
         let want_ids = fields.id.is_some();
         // `None` for a blank line, which is not an entry.
@@ -342,6 +334,30 @@ impl RecordChunk {
     }
 }
 
+/// The lines of `data` as byte ranges without their `\n` (a last line
+/// without one included). The newlines are found on the pool's threads,
+/// pieces of [`SPLIT_PIECE`] bytes side by side: a block is megabytes,
+/// and one thread's search of it was a serial step of the reading.
+fn line_spans(data: &[u8]) -> Vec<(usize, usize)> {
+    let ends: Vec<Vec<usize>> =
+        data.par_chunks(SPLIT_PIECE).enumerate().map(|(i, piece)| memchr::memchr_iter(b'\n', piece).map(|e| i * SPLIT_PIECE + e).collect()).collect();
+    let mut spans = Vec::with_capacity(ends.iter().map(Vec::len).sum::<usize>() + 1);
+    let mut start = 0;
+    for end in ends.into_iter().flatten() {
+        spans.push((start, end));
+        start = end + 1;
+    }
+    if start < data.len() {
+        spans.push((start, data.len()));
+    }
+    spans
+}
+
+#[cfg(not(test))]
+const SPLIT_PIECE: usize = 256 << 10;
+#[cfg(test)]
+const SPLIT_PIECE: usize = 37;
+
 /// Writes the byte ranges `runs` of `data` to `out` in order.
 fn write_runs(runs: &[(usize, usize)], data: &[u8], out: &mut impl std::io::Write) -> std::io::Result<u64> {
     write_slices(runs.iter().map(|&(a, b)| &data[a..b]), out)
@@ -367,4 +383,31 @@ fn write_slices<'a>(slices: impl IntoIterator<Item = &'a [u8]>, out: &mut impl s
         }
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The lines found in pieces on threads (37 bytes in tests) are
+        /// those one search finds: lines across pieces, empty lines, a
+        /// last line with and without its `\n`.
+        #[test]
+        fn lines_found_in_pieces_are_the_lines(data in prop::collection::vec(prop::sample::select(vec![b'a', b'\n', b'{', 0xc3, 0xa9]), 0..400)) {
+            let mut want = Vec::new();
+            let mut start = 0;
+            for (i, &b) in data.iter().enumerate() {
+                if b == b'\n' {
+                    want.push((start, i));
+                    start = i + 1;
+                }
+            }
+            if start < data.len() {
+                want.push((start, data.len()));
+            }
+            prop_assert_eq!(line_spans(&data), want);
+        }
+    }
 }
