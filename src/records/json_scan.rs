@@ -387,10 +387,15 @@ mod tests {
     fn a_huge_decoded_text_is_not_held_after_its_line() {
         let f = fields(None);
         let huge = format!(r#"{{"text":"{}"}}"#, "a\\n".repeat(KEEP_DECODED));
-        let len = record(&huge, &f, |_| true, |text, _| match text {
-            Text::Decoded(t) => t.len(),
-            Text::Borrowed(_) => 0,
-        });
+        let len = record(
+            &huge,
+            &f,
+            |_| true,
+            |text, _| match text {
+                Text::Decoded(t) => t.len(),
+                Text::Borrowed(_) => 0,
+            },
+        );
         assert_eq!(len, Some(2 * KEEP_DECODED));
         assert!(DECODED.with(|d| d.borrow().capacity()) <= KEEP_DECODED);
         // And after a line the scan then leaves to the whole-line parse.
