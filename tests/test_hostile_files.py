@@ -319,6 +319,23 @@ def test_a_full_disk_names_the_clusters_output(tmp_path, tmpfs):
     assert os.listdir(disk) == [], "no partial output, no temporary file"
 
 
+@pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz"])
+def test_a_full_disk_names_the_dedup_output(tmp_path, tmpfs, suffix):
+    """The kept lines (written by the core's pool, or through a compressor)
+    fill the disk: the error names the output, and nothing is left on it."""
+    disk = tmpfs(256 << 10)
+    src = tmp_path / "in.jsonl"
+    rng = np.random.default_rng(5)
+    write_jsonl(src, [{"id": i, "text": " ".join(f"w{x}" for x in rng.integers(0, 10**9, 60))} for i in range(3000)])
+    out = disk / f"kept{suffix}"
+    r = run_cli("dedup", "-i", src, "-o", out, "--removed", disk / "removed.tsv", "--chunk-mb", "0.1")
+    err = r.stderr.decode()
+    assert r.returncode == 1, err
+    assert f"{out}: cannot write" in err and "No space left" in err, err
+    assert "Traceback" not in err
+    assert os.listdir(disk) == [], "no partial output, no temporary file"
+
+
 # -- outputs that are devices or pipes are never replaced by a file ------------------------
 
 

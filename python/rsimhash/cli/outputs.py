@@ -19,7 +19,8 @@ import os
 import sys
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Deque, List, Optional
+from contextlib import contextmanager
+from typing import Any, Deque, Iterator, List, Optional
 
 from .._files import create_new, temporary_name
 from .._gate import is_special
@@ -129,8 +130,9 @@ class Output:
             self._file = zstandard.ZstdCompressor().stream_writer(self._raw, closefd=False)
 
     def write(self, data: bytes) -> None:
-        self._writer.wait()
-        self._file.write(data)
+        with self._named():
+            self._writer.wait()
+            self._file.write(data)
 
     def write_records(self, chunk: Any, keep: Any) -> None:
         """The lines of a chunk's records where ``keep`` is set, as read.
@@ -145,8 +147,21 @@ class Output:
         if chunk.core is None or not plain or os.name != "posix":
             self.write(chunk.write_lines(keep))
             return
-        self._file.flush()  # anything written through the file object first
-        self._writer.submit(self._write_core, chunk.core, chunk.entries[keep])
+        with self._named():
+            self._file.flush()  # anything written through the file object first
+            self._writer.submit(self._write_core, chunk.core, chunk.entries[keep])
+
+    @contextmanager
+    def _named(self) -> Iterator[None]:
+        """A failed write names this output: the core's errors and the file's
+        name none (a full disk said only "No space left on device"). A closed
+        pipe stays what it is: the command ends quietly on one."""
+        try:
+            yield
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise InputError(self.path, None, f"cannot write: {e.strerror or e}") from None
 
     def _write_core(self, core: Any, entries: Any) -> None:
         fd = self._file.fileno()
