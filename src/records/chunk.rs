@@ -287,12 +287,13 @@ impl RecordChunk {
         runs
     }
 
-    /// [`Self::write_to`] a file. A regular file is written by one of
-    /// `pool`'s threads when given, so that the kernel's copy into the page
-    /// cache is no thread of its own, in one call: the kernel copies a
-    /// file's writes one at a time under its lock, and a second writer of
-    /// the same file only spins there. Anything else (a pipe, which may
-    /// block) is written by the caller.
+    /// [`Self::write_to`] a file. A regular file is written on `pool`'s
+    /// threads when given, so that the kernel's copy into the page cache is
+    /// no thread of its own: in pieces of [`WRITE_PIECE`] bytes one after
+    /// another, each by whichever thread takes it. One at a time: the
+    /// kernel copies a file's writes one at a time under its lock, and a
+    /// second writer of the same file only spins there. Anything else (a
+    /// pipe, which may block) is written by the caller.
     ///
     /// # Errors
     /// The file's. After an error the file's bytes and position are
@@ -302,10 +303,16 @@ impl RecordChunk {
     /// If an index is out of range.
     pub fn write_to_file(&self, picked: impl IntoIterator<Item = usize>, file: &std::fs::File, pool: Option<&crate::parallel::Pool>) -> std::io::Result<u64> {
         let runs = self.runs(picked);
-        let write = || write_runs(&runs, &self.data, &mut &*file);
         match pool {
-            Some(pool) if file.metadata()?.is_file() => pool.run_on_worker(write).map_err(|e| std::io::Error::other(e.to_string()))?,
-            _ => write(),
+            Some(pool) if file.metadata()?.is_file() => {
+                let mut written = 0;
+                for piece in pieces(&runs, WRITE_PIECE) {
+                    let write = || write_runs(&piece, &self.data, &mut &*file);
+                    written += pool.run_on_worker(write).map_err(|e| std::io::Error::other(e.to_string()))??;
+                }
+                Ok(written)
+            }
+            _ => write_runs(&runs, &self.data, &mut &*file),
         }
     }
 
@@ -358,6 +365,36 @@ const SPLIT_PIECE: usize = 256 << 10;
 #[cfg(test)]
 const SPLIT_PIECE: usize = 37;
 
+/// A chunk's kept lines go to a file in pieces of this many bytes, each
+/// by a thread of the pool: a whole chunk's on one thread made that thread
+/// the busiest of the run; tiny in tests, so that chunks are cut.
+#[cfg(not(test))]
+pub(crate) const WRITE_PIECE: usize = 1 << 20;
+#[cfg(test)]
+pub(crate) const WRITE_PIECE: usize = 701;
+
+/// The byte ranges `runs`, in order, cut into pieces of `size` bytes (the
+/// last one shorter).
+fn pieces(runs: &[(usize, usize)], size: usize) -> Vec<Vec<(usize, usize)>> {
+    let size = size.max(1);
+    let (mut out, mut piece, mut filled) = (Vec::new(), Vec::new(), 0);
+    for &(mut a, b) in runs {
+        while a < b {
+            let take = (size - filled).min(b - a);
+            piece.push((a, a + take));
+            (a, filled) = (a + take, filled + take);
+            if filled == size {
+                out.push(std::mem::take(&mut piece));
+                filled = 0;
+            }
+        }
+    }
+    if !piece.is_empty() {
+        out.push(piece);
+    }
+    out
+}
+
 /// Writes the byte ranges `runs` of `data` to `out` in order.
 fn write_runs(runs: &[(usize, usize)], data: &[u8], out: &mut impl std::io::Write) -> std::io::Result<u64> {
     write_slices(runs.iter().map(|&(a, b)| &data[a..b]), out)
@@ -408,6 +445,24 @@ mod tests {
                 want.push((start, data.len()));
             }
             prop_assert_eq!(line_spans(&data), want);
+        }
+
+        /// Pieces hold the runs' bytes in order, each `size` bytes but the last.
+        #[test]
+        fn pieces_are_the_runs_cut(lens in prop::collection::vec((0usize..5, 0usize..120), 0..30), size in 1usize..100) {
+            let mut runs = Vec::new();
+            let mut at = 0;
+            for (gap, len) in lens {
+                runs.push((at + gap, at + gap + len));
+                at += gap + len;
+            }
+            let bytes = |rs: &[(usize, usize)]| rs.iter().flat_map(|&(a, b)| a..b).collect::<Vec<_>>();
+            let cut = pieces(&runs, size);
+            prop_assert_eq!(bytes(&cut.concat()), bytes(&runs));
+            for (i, p) in cut.iter().enumerate() {
+                let n = bytes(p).len();
+                prop_assert!(n == size || (i + 1 == cut.len() && n > 0 && n < size), "piece {} of {} bytes", i, n);
+            }
         }
     }
 }
