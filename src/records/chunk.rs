@@ -152,19 +152,17 @@ impl RecordChunk {
             return RecordChunk::too_long(block, first_line, shingling.is_some(), fields.id.is_some(), spare);
         }
         let data = block.data;
-        let spans = line_spans(&data);
-        let lines = spans.len() as u64;
         let want_ids = fields.id.is_some();
-        // `None` for a blank line, which is not an entry.
-        let parsed: Vec<Option<(Status, u64, HeldId)>> = spans
-            .par_iter()
-            .with_min_len(8)
-            .map_init(
-                || shingling.map(Fingerprinter::new),
-                |fp, &(start, end)| {
-                    // Fingerprinted in the parse, from the line or serde_json's
+        // Each piece's lines are found and parsed by one task, while the
+        // piece is in cache; `None` for a blank line, which is not an entry.
+        let pieces: Vec<Vec<((usize, usize), Parsed)>> = line_pieces(&data)
+            .into_par_iter()
+            .map(|(a, b)| {
+                let mut fp = shingling.map(Fingerprinter::new);
+                let mut parse = |start: usize, end: usize| {
+                    // Fingerprinted in the parse, from the line or the
                     // buffer of an escaped text: texts are never copied.
-                    let (hash, id) = match parse_line_with(&data[start..end], fields, fp) {
+                    let (hash, id) = match parse_line_with(&data[start..end], fields, &mut fp) {
                         Line::Blank => return None,
                         Line::Defer => return Some((Status::Defer, 0, HeldId::None)),
                         Line::Record { text, id } => (text, id),
@@ -174,9 +172,22 @@ impl RecordChunk {
                         None if want_ids => (Status::NoId, hash, HeldId::None),
                         None => (Status::Record, hash, HeldId::None),
                     })
-                },
-            )
+                };
+                let mut out = Vec::new();
+                let mut start = a;
+                for end in memchr::memchr_iter(b'\n', &data[a..b]).map(|e| a + e) {
+                    out.push(((start, end), parse(start, end)));
+                    start = end + 1;
+                }
+                if start < b {
+                    out.push(((start, b), parse(start, b))); // the block's last line, without its `\n`
+                }
+                out
+            })
             .collect();
+        let lines = pieces.iter().map(Vec::len).sum::<usize>();
+        let (spans, parsed): (Vec<(usize, usize)>, Vec<Parsed>) = pieces.into_iter().flatten().unzip();
+        let lines = lines as u64;
         let mut entries = Vec::with_capacity(parsed.len());
         let mut fingerprints = shingling.map(|_| Vec::with_capacity(parsed.len()));
         let mut ids = want_ids.then(|| Vec::with_capacity(parsed.len()));
@@ -341,27 +352,31 @@ impl RecordChunk {
     }
 }
 
-/// The lines of `data` as byte ranges without their `\n` (a last line
-/// without one included). The newlines are found on the pool's threads,
-/// pieces of [`SPLIT_PIECE`] bytes side by side: a block is megabytes,
-/// and one thread's search of it was a serial step of the reading.
-fn line_spans(data: &[u8]) -> Vec<(usize, usize)> {
-    let ends: Vec<Vec<usize>> =
-        data.par_chunks(SPLIT_PIECE).enumerate().map(|(i, piece)| memchr::memchr_iter(b'\n', piece).map(|e| i * SPLIT_PIECE + e).collect()).collect();
-    let mut spans = Vec::with_capacity(ends.iter().map(Vec::len).sum::<usize>() + 1);
+/// A line as parsed: `None` for a blank line, else its status, fingerprint
+/// and id.
+type Parsed = Option<(Status, u64, HeldId)>;
+
+/// `data` cut into pieces of about [`SPLIT_PIECE`] bytes of whole lines:
+/// each piece ends after a `\n`, but the last, which ends with `data`.
+/// A block is megabytes: its lines are found and parsed a piece a task,
+/// side by side, each piece's while it is in cache.
+fn line_pieces(data: &[u8]) -> Vec<(usize, usize)> {
+    let mut pieces = Vec::with_capacity(data.len() / SPLIT_PIECE + 1);
     let mut start = 0;
-    for end in ends.into_iter().flatten() {
-        spans.push((start, end));
-        start = end + 1;
+    while start < data.len() {
+        let at = start + SPLIT_PIECE;
+        let end = match data.get(at..) {
+            Some(rest) => memchr::memchr(b'\n', rest).map_or(data.len(), |i| at + i + 1),
+            None => data.len(),
+        };
+        pieces.push((start, end));
+        start = end;
     }
-    if start < data.len() {
-        spans.push((start, data.len()));
-    }
-    spans
+    pieces
 }
 
 #[cfg(not(test))]
-const SPLIT_PIECE: usize = 256 << 10;
+const SPLIT_PIECE: usize = 64 << 10;
 #[cfg(test)]
 const SPLIT_PIECE: usize = 37;
 
@@ -428,23 +443,24 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
-        /// The lines found in pieces on threads (37 bytes in tests) are
-        /// those one search finds: lines across pieces, empty lines, a
-        /// last line with and without its `\n`.
+        /// Pieces (37 bytes in tests) are whole lines, in order, ending
+        /// after a `\n` but the last; a line longer than a piece is one
+        /// piece; empty lines, a last line without its `\n`.
         #[test]
-        fn lines_found_in_pieces_are_the_lines(data in prop::collection::vec(prop::sample::select(vec![b'a', b'\n', b'{', 0xc3, 0xa9]), 0..400)) {
-            let mut want = Vec::new();
-            let mut start = 0;
-            for (i, &b) in data.iter().enumerate() {
-                if b == b'\n' {
-                    want.push((start, i));
-                    start = i + 1;
+        fn pieces_are_whole_lines(data in prop::collection::vec(prop::sample::select(vec![b'a', b'\n', b'{', 0xc3, 0xa9]), 0..400)) {
+            let pieces = line_pieces(&data);
+            let mut at = 0;
+            for (i, &(a, b)) in pieces.iter().enumerate() {
+                prop_assert_eq!(a, at);
+                prop_assert!(b > a);
+                if i + 1 < pieces.len() {
+                    prop_assert_eq!(data[b - 1], b'\n');
+                    // The first line end at or after SPLIT_PIECE bytes in.
+                    prop_assert_eq!(memchr::memchr(b'\n', &data[a + SPLIT_PIECE..]).map(|i| a + SPLIT_PIECE + i + 1), Some(b));
                 }
+                at = b;
             }
-            if start < data.len() {
-                want.push((start, data.len()));
-            }
-            prop_assert_eq!(line_spans(&data), want);
+            prop_assert_eq!(at, data.len());
         }
 
         /// Pieces hold the runs' bytes in order, each `size` bytes but the last.
