@@ -185,9 +185,8 @@ impl RecordChunk {
                 out
             })
             .collect();
-        let lines = pieces.iter().map(Vec::len).sum::<usize>();
         let (spans, parsed): (Vec<(usize, usize)>, Vec<Parsed>) = pieces.into_iter().flatten().unzip();
-        let lines = lines as u64;
+        let lines = spans.len() as u64;
         let mut entries = Vec::with_capacity(parsed.len());
         let mut fingerprints = shingling.map(|_| Vec::with_capacity(parsed.len()));
         let mut ids = want_ids.then(|| Vec::with_capacity(parsed.len()));

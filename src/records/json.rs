@@ -4,13 +4,14 @@
 //! text) is read by [`super::json_scan`] in one pass; any other by
 //! serde_json (borrowed strings: a text without escapes is a slice of the
 //! line, never copied), driven by seeds that look only at the two wanted
-//! top-level keys and skip every other value; both read a line the same. The Python reference
-//! reader (`json.loads`) is the contract: a line this module accepts must be
-//! one `json.loads` accepts, giving the same text and id. Anything it is not
-//! sure of (invalid JSON, a missing or mistyped field, a lone surrogate, an
-//! integer too long for Python, a UTF-8 byte-order mark, ...) is
-//! [`Line::Defer`]red to the reference reader, which accepts it or words the
-//! error; those lines are rare, so their speed does not matter.
+//! top-level keys and skip every other value; both read a line the same.
+//! The Python reference reader (`json.loads`) is the contract: a line this
+//! module accepts must be one `json.loads` accepts, giving the same text
+//! and id. Anything it is not sure of (invalid JSON, a missing or mistyped
+//! field, a lone surrogate, an integer too long for Python, a UTF-8
+//! byte-order mark, ...) is [`Line::Defer`]red to the reference reader,
+//! which accepts it or words the error; those lines are rare, so their
+//! speed does not matter.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -67,7 +68,8 @@ pub enum Line<'a, T = Cow<'a, str>> {
 /// What to make of a text field's string while the line is parsed: the
 /// string itself ([`KeepText`]), or, without keeping or copying it, its
 /// fingerprint (an `Option<`[`crate::Fingerprinter`]`>`). An escaped string is decoded
-/// into serde_json's scratch buffer and is only valid during the call.
+/// into a scratch buffer (the scan's or serde_json's) and is only valid
+/// during the call.
 pub trait Texts<'de> {
     type Out;
     fn borrowed(&mut self, text: &'de str) -> Self::Out;

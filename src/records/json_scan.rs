@@ -5,8 +5,8 @@
 //! whole-line parse of [`super::json`] does.
 //!
 //! serde_json decodes an escaped text into a scratch buffer of its own, new
-//! for every line and grown by doubling: a tenth of a JSON-lines dedup's
-//! parsing went to that buffer and to finding escapes 8 bytes at a time.
+//! for every line and grown by doubling: 4 % of a JSON-lines dedup's CPU
+//! went to growing that buffer, 6 % to finding escapes 8 bytes at a time.
 //! This scan is only ever a shortcut: whatever it is not sure of (a key
 //! with escapes, a key twice, a text that is not a string, a lone
 //! surrogate, anything malformed) gives `None`, and the line is read by the
