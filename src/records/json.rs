@@ -1,7 +1,7 @@
 //! One JSON-lines record: its text and id fields, read in place.
 //!
 //! A line of the common shape (a flat object, keys without escapes, one
-//! text) is read by [`super::json_scan`] in one pass; any other by
+//! text) is read by `json_scan` in one pass; any other by
 //! serde_json (borrowed strings: a text without escapes is a slice of the
 //! line, never copied), driven by seeds that look only at the two wanted
 //! top-level keys and skip every other value; both read a line the same.
@@ -110,7 +110,7 @@ pub fn parse_line<'a>(line: &'a [u8], fields: &Fields) -> Line<'a> {
 }
 
 /// Reads one line (without its `\n`), handing its text to `texts`: the
-/// common shape by [`super::json_scan`], anything else by serde_json.
+/// common shape by `json_scan`, anything else by serde_json.
 pub fn parse_line_with<'a, T: Texts<'a>>(line: &'a [u8], fields: &Fields, texts: &mut T) -> Line<'a, T::Out> {
     match checked(line) {
         Ok(text) => parse_line_scanned(text, fields, texts).unwrap_or_else(|| parse_str_whole(text, fields, texts)),
