@@ -138,20 +138,20 @@ pub(super) fn parse_line_whole<'a, T: Texts<'a>>(line: &'a [u8], fields: &Fields
 /// A line of the common shape ([`super::json_scan`]); `None` when
 /// [`parse_str_whole`] must decide.
 pub(super) fn parse_line_scanned<'a, T: Texts<'a>>(line: &'a str, fields: &Fields, texts: &mut T) -> Option<Line<'a, T::Out>> {
-    let other_ok = |raw: &str| raw.len() <= PY_INT_MAX_DIGITS || !has_long_integer(raw);
-    super::json_scan::record(line, fields, other_ok, |text, id| {
-        // The id first: a line deferred for it is not fingerprinted.
-        let id = match id.map(decode_id) {
-            None => None,
-            Some(Some(id)) => Some(id),
-            Some(None) => return Line::Defer,
-        };
-        let text = match text {
-            super::json_scan::Text::Borrowed(text) => texts.borrowed(text),
-            super::json_scan::Text::Decoded(text) => texts.transient(text),
-        };
-        Line::Record { text, id }
-    })
+    super::json_scan::record(
+        line,
+        fields,
+        |raw| !has_long_integer(raw),
+        |text, id| {
+            // The id first: a line deferred for it is not fingerprinted.
+            let Some(id) = id_of(id) else { return Line::Defer };
+            let text = match text {
+                super::json_scan::Text::Borrowed(text) => texts.borrowed(text),
+                super::json_scan::Text::Decoded(text) => texts.transient(text),
+            };
+            Line::Record { text, id }
+        },
+    )
 }
 
 /// A whole line read by serde_json, driven by the seeds below.
@@ -164,14 +164,17 @@ fn parse_str_whole<'a, T: Texts<'a>>(text: &'a str, fields: &Fields, texts: &mut
         return Line::Defer;
     }
     let Some(Some(text)) = found.text else { return Line::Defer };
-    let id = match found.id {
-        None => None,
-        Some(raw) => match decode_id(raw.get()) {
-            Some(id) => Some(id),
-            None => return Line::Defer,
-        },
-    };
+    let Some(id) = id_of(found.id.map(RawValue::get)) else { return Line::Defer };
     Line::Record { text, id }
+}
+
+/// A record's id from its raw JSON, or none when it has no id field;
+/// `None` when the line is deferred for it (see [`decode_id`]).
+fn id_of(raw: Option<&str>) -> Option<Option<Id<'_>>> {
+    match raw {
+        None => Some(None),
+        Some(raw) => decode_id(raw).map(Some),
+    }
 }
 
 /// The fields found in an object: the last value of each wanted key
@@ -211,7 +214,7 @@ impl<'de, T: Texts<'de>> Visitor<'de> for RecordSeed<'_, '_, T> {
                 Key::Id => found.id = Some(map.next_value()?),
                 Key::Other => {
                     let value: &'de RawValue = map.next_value()?;
-                    if value.get().len() > PY_INT_MAX_DIGITS && has_long_integer(value.get()) {
+                    if has_long_integer(value.get()) {
                         return Err(de::Error::custom("an integer too long for Python"));
                     }
                 }
@@ -410,8 +413,12 @@ impl<'de> Visitor<'de> for IdSeed {
 }
 
 /// Whether JSON text holds a run of digits longer than Python's `int()`
-/// takes (in a string too: this only decides whether to defer).
+/// takes (in a string too: this only decides whether to defer). A shorter
+/// text cannot, and is not scanned.
 fn has_long_integer(json: &str) -> bool {
+    if json.len() <= PY_INT_MAX_DIGITS {
+        return false;
+    }
     let mut run = 0;
     for b in json.bytes() {
         if b.is_ascii_digit() {
