@@ -157,40 +157,41 @@ impl RecordChunk {
         // piece is in cache; `None` for a blank line, which is not an entry.
         let pieces: Vec<Vec<((usize, usize), Parsed)>> = line_pieces(&data)
             .into_par_iter()
-            .map(|(a, b)| {
-                let mut fp = shingling.map(Fingerprinter::new);
-                let mut parse = |start: usize, end: usize| {
-                    // Fingerprinted in the parse, from the line or the
-                    // buffer of an escaped text: texts are never copied.
-                    let (hash, id) = match parse_line_with(&data[start..end], fields, &mut fp) {
-                        Line::Blank => return None,
-                        Line::Defer => return Some((Status::Defer, 0, HeldId::None)),
-                        Line::Record { text, id } => (text, id),
+            .map_init(
+                || shingling.map(Fingerprinter::new),
+                |fp, (a, b)| {
+                    let mut parse = |start: usize, end: usize| {
+                        // Fingerprinted in the parse, from the line or the
+                        // buffer of an escaped text: texts are never copied.
+                        let (hash, id) = match parse_line_with(&data[start..end], fields, fp) {
+                            Line::Blank => return None,
+                            Line::Defer => return Some((Status::Defer, 0, HeldId::None)),
+                            Line::Record { text, id } => (text, id),
+                        };
+                        Some(match id {
+                            Some(id) => (Status::Record, hash, HeldId::of(Some(id), &data)),
+                            None if want_ids => (Status::NoId, hash, HeldId::None),
+                            None => (Status::Record, hash, HeldId::None),
+                        })
                     };
-                    Some(match id {
-                        Some(id) => (Status::Record, hash, HeldId::of(Some(id), &data)),
-                        None if want_ids => (Status::NoId, hash, HeldId::None),
-                        None => (Status::Record, hash, HeldId::None),
-                    })
-                };
-                let mut out = Vec::new();
-                let mut start = a;
-                for end in memchr::memchr_iter(b'\n', &data[a..b]).map(|e| a + e) {
-                    out.push(((start, end), parse(start, end)));
-                    start = end + 1;
-                }
-                if start < b {
-                    out.push(((start, b), parse(start, b))); // the block's last line, without its `\n`
-                }
-                out
-            })
+                    let mut out = Vec::new();
+                    let mut start = a;
+                    for end in memchr::memchr_iter(b'\n', &data[a..b]).map(|e| a + e) {
+                        out.push(((start, end), parse(start, end)));
+                        start = end + 1;
+                    }
+                    if start < b {
+                        out.push(((start, b), parse(start, b))); // the block's last line, without its `\n`
+                    }
+                    out
+                },
+            )
             .collect();
-        let (spans, parsed): (Vec<(usize, usize)>, Vec<Parsed>) = pieces.into_iter().flatten().unzip();
-        let lines = spans.len() as u64;
-        let mut entries = Vec::with_capacity(parsed.len());
-        let mut fingerprints = shingling.map(|_| Vec::with_capacity(parsed.len()));
-        let mut ids = want_ids.then(|| Vec::with_capacity(parsed.len()));
-        for (i, (parsed, &(start, end))) in parsed.into_iter().zip(&spans).enumerate() {
+        let lines = pieces.iter().map(Vec::len).sum::<usize>();
+        let mut entries = Vec::with_capacity(lines);
+        let mut fingerprints = shingling.map(|_| Vec::with_capacity(lines));
+        let mut ids = want_ids.then(|| Vec::with_capacity(lines));
+        for (i, ((start, end), parsed)) in pieces.into_iter().flatten().enumerate() {
             let Some((status, hash, id)) = parsed else { continue };
             entries.push(Entry { line: first_line + i as u64, start, end, status });
             if let Some(f) = fingerprints.as_mut() {
@@ -200,7 +201,7 @@ impl RecordChunk {
                 v.push(id);
             }
         }
-        RecordChunk { data, final_newline: block.final_newline, entries, fingerprints, ids, lines, consumed: block.consumed, spare }
+        RecordChunk { data, final_newline: block.final_newline, entries, fingerprints, ids, lines: lines as u64, consumed: block.consumed, spare }
     }
 
     /// Entry `i`'s id, or None when it has none or ids were not asked for.
