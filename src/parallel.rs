@@ -16,6 +16,12 @@ use crate::{Error, Result};
 static GLOBAL_OWNER: OnceLock<u32> = OnceLock::new();
 /// A pool for a forked child, with the child's pid.
 static CHILD_POOL: Mutex<Option<(u32, Arc<ThreadPool>)>> = Mutex::new(None);
+/// Pools of a chosen size, with the pid that built them, the most recently
+/// used last: a caller that asks for `threads=n` chunk after chunk reuses
+/// one pool instead of starting and stopping `n` threads for each chunk.
+static SIZED_POOLS: Mutex<Vec<(u32, usize, Arc<ThreadPool>)>> = Mutex::new(Vec::new());
+/// How many sizes [`SIZED_POOLS`] keeps: the older ones' threads stop.
+const KEPT_SIZES: usize = 4;
 
 /// Runs `f` on a rayon pool: `threads` workers, or the default pool for `None`.
 ///
@@ -30,7 +36,7 @@ where
     let pid = std::process::id();
     match threads {
         Some(0) => Err(Error::invalid("threads", "at least 1 (or None for all cores)", 0)),
-        Some(n) => Ok(build(n)?.install(f)),
+        Some(n) => Ok(sized_pool(n, pid)?.install(f)),
         // Parallel iterators called outside any pool run on the global one.
         None if *GLOBAL_OWNER.get_or_init(|| pid) == pid => {
             global_ready()?;
@@ -127,6 +133,30 @@ fn build(threads: usize) -> Result<ThreadPool> {
         .map_err(|e| Error::ThreadPool { threads, reason: e.to_string() })
 }
 
+/// The kept pool of `threads` workers, built if there is none. Pools built
+/// by another process (the parent of a fork) have no threads here: they are
+/// forgotten, not dropped, as dropping one signals threads that do not exist.
+fn sized_pool(threads: usize, pid: u32) -> Result<Arc<ThreadPool>> {
+    let mut pools = SIZED_POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    if pools.iter().any(|(owner, _, _)| *owner != pid) {
+        let (ours, inherited) = std::mem::take(&mut *pools).into_iter().partition(|(owner, _, _)| *owner == pid);
+        std::mem::forget::<Vec<_>>(inherited);
+        *pools = ours;
+    }
+    if let Some(at) = pools.iter().position(|(_, n, _)| *n == threads) {
+        let entry = pools.remove(at);
+        let pool = Arc::clone(&entry.2);
+        pools.push(entry);
+        return Ok(pool);
+    }
+    let pool = Arc::new(build(threads)?);
+    if pools.len() >= KEPT_SIZES {
+        pools.remove(0);
+    }
+    pools.push((pid, threads, Arc::clone(&pool)));
+    Ok(pool)
+}
+
 fn child_pool(pid: u32) -> Result<Arc<ThreadPool>> {
     let mut slot = CHILD_POOL.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((owner, pool)) = slot.as_ref() {
@@ -161,5 +191,18 @@ mod tests {
             assert!(pool.install(|| on(&pool)).unwrap().is_some(), "from the pool's own thread");
         }
         assert_eq!(Pool::new(Some(3)).unwrap().run_on_worker(rayon::current_num_threads).unwrap(), 3);
+    }
+
+    #[test]
+    fn a_chosen_size_reuses_its_pool() {
+        // Thread ids are never reused: 20 calls on new pools would give 20.
+        let workers: std::collections::HashSet<_> = (0..20).map(|_| install(Some(5), || std::thread::current().id()).unwrap()).collect();
+        assert!(workers.len() <= 5, "one pool of 5 threads, not a new one per call: {} threads", workers.len());
+        // More sizes than are kept: the oldest pool goes, each still answers with its own size.
+        for n in 1..=KEPT_SIZES + 2 {
+            assert_eq!(install(Some(n), rayon::current_num_threads).unwrap(), n);
+        }
+        assert_eq!(install(Some(5), rayon::current_num_threads).unwrap(), 5);
+        assert!(SIZED_POOLS.lock().unwrap().len() <= KEPT_SIZES);
     }
 }

@@ -45,17 +45,18 @@ def test_gil_is_released_during_fingerprints():
     assert ticks > 10 * elapsed / sys.getswitchinterval(), (ticks, elapsed)
 
 
-def _child(queue) -> None:
-    queue.put(int(rsimhash.fingerprints(["a b c d e"] * 100)[0]))
+def _child(queue, threads) -> None:
+    queue.put(int(rsimhash.fingerprints(["a b c d e"] * 100, threads=threads)[0]))
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_fork_after_parallel_use():
+@pytest.mark.parametrize("threads", [None, 3], ids=["default pool", "a pool of 3, kept for the next call"])
+def test_fork_after_parallel_use(threads):
     expected = rsimhash.fingerprint("a b c d e")
-    rsimhash.fingerprints(_corpus(200))  # the parent's pool is running now
+    rsimhash.fingerprints(_corpus(200), threads=threads)  # the parent's pool is running now
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
-    proc = ctx.Process(target=_child, args=(queue,))
+    proc = ctx.Process(target=_child, args=(queue, threads))
     proc.start()
     proc.join(timeout=60)
     if proc.is_alive():
