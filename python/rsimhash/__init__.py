@@ -8,7 +8,7 @@ fingerprints differ in at most ``k`` bits (``hamming(a, b) <= k``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # isort: split
 from ._command import quiet_blas
@@ -66,11 +66,40 @@ __all__ = [
 
 _U64_MAX = (1 << 64) - 1
 
-from . import batch  # noqa: E402
-from ._report import report  # noqa: E402
-from .etl import dedup  # noqa: E402
-from .similar import jaccard, shingles, similar_pairs  # noqa: E402
-from .similar_index import SimilarIndex  # noqa: E402
+# Loaded on first use (PEP 562): the batch engine, the report and the Jaccard
+# tools are most of the package's import time, which every command-line run
+# and every ``import rsimhash`` would otherwise spend whether it uses them or not.
+_LAZY = {
+    "batch": ("batch", None),
+    "report": ("_report", "report"),
+    "dedup": ("etl", "dedup"),
+    "jaccard": ("similar", "jaccard"),
+    "shingles": ("similar", "shingles"),
+    "similar_pairs": ("similar", "similar_pairs"),
+    "SimilarIndex": ("similar_index", "SimilarIndex"),
+}
+
+
+if TYPE_CHECKING:  # the same names for whoever reads the package statically: the docs site (griffe)
+    from . import batch
+    from ._report import report
+    from .etl import dedup
+    from .similar import jaccard, shingles, similar_pairs
+    from .similar_index import SimilarIndex
+
+
+def __getattr__(name: str) -> Any:
+    """The lazily loaded names of ``_LAZY``, imported on first use."""
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    import importlib
+
+    loaded = importlib.import_module(f".{module}", __name__)
+    value = loaded if attr is None else getattr(loaded, attr)
+    globals()[name] = value  # later uses find it without this hook
+    return value
 
 
 def __dir__() -> list:

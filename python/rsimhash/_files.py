@@ -15,10 +15,8 @@ directories, as the Rust core writes its own (``src/files.rs``).
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import re
-import secrets
 import shutil
 from typing import IO, Any, Iterator, Optional, Pattern
 
@@ -104,6 +102,8 @@ def stem(name: str) -> str:
     raw = os.fsencode(name)
     if len(raw) <= _NAME_BYTES:
         return name
+    import hashlib  # here: loading OpenSSL is start-up most commands never need
+
     digest = hashlib.sha256(raw).hexdigest()[:16]
     return raw[: _NAME_BYTES - 20].decode("utf-8", "ignore") + "~" + digest
 
@@ -115,7 +115,7 @@ def temporary_name(path: str) -> str:
     directory, name = os.path.split(os.path.abspath(path))
     name = stem(name)
     remove_stale(directory, re.compile(re.escape(f".{name}.") + r"(?P<pid>\d+)\.[0-9a-f]+\.tmp"))
-    return os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    return os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
 
 
 def write_whole(path: str, data: Any, *, replace: bool = True, sync: bool = False) -> None:

@@ -11,6 +11,7 @@ non-zero exit code, never a traceback; see ``errors.py`` for the codes.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import time
@@ -18,19 +19,23 @@ from typing import List, NoReturn, Optional, Sequence
 
 from .._gate import GateError
 from .._records import RecordError, RecordRequestError
-from . import cluster, dedup, find_all, fingerprint, index, paths, progress, report, tune
+from . import paths, progress, report
 from .errors import EXIT_BROKEN_PIPE, EXIT_DATA, EXIT_INTERRUPT, EXIT_USAGE, PROG, CliError, UsageError
 
 __all__ = ["main"]
 
+# Each command: its name, its module (``add_arguments``, ``run``,
+# ``DESCRIPTION``) and its line in ``rsimhash --help``. A run imports its own
+# command's module only (``build_parser``): the others' imports were a third
+# of every command's start-up.
 COMMANDS = (
-    ("dedup", dedup),
-    ("cluster", cluster),
-    ("find-all", find_all),
-    ("fingerprint", fingerprint),
-    ("index", index),
-    ("tune", tune),
-    ("report", report),
+    ("dedup", "dedup", "write the input minus its near-duplicates (the main job)"),
+    ("cluster", "cluster", "cluster near-duplicates: TSV id, hash, cluster (the original simhash job)"),
+    ("find-all", "find_all", "all pairs of fingerprints within K bits: JSON [a, b] lines, or a TSV of record ids"),
+    ("fingerprint", "fingerprint", "fingerprint records: TSV id, hash"),
+    ("index", "index", "persistent index files: build, add, query, info, verify"),
+    ("tune", "tune", "measure simhash against exact Jaccard on a sample: precision, recall, recommended k"),
+    ("report", "report", "an HTML page of what a run found: numbers, charts, clusters, pairs side by side"),
 )
 
 DESCRIPTION = """\
@@ -49,6 +54,12 @@ examples:
 """
 
 
+def _command_of(args: Sequence[str]) -> str:
+    """The command ``args`` name: the first that is no option (the top level
+    has only ``--help`` and ``--version``), or ``""`` for none."""
+    return next((a for a in args if not a.startswith("-")), "")
+
+
 class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one ``UsageError`` line, not usage text."""
 
@@ -56,7 +67,10 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see {self.prog} --help)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
+    """The command line's parser: every command's arguments, or with
+    ``only`` those of that command alone (the others are still listed, with
+    their help, but their modules are not imported; ``""``: none's)."""
     from .. import __version__
 
     parser = _Parser(
@@ -67,9 +81,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
-    for name, module in COMMANDS:
+    for name, module_name, help_line in COMMANDS:
+        if only is not None and name != only:
+            sub.add_parser(name, help=help_line)
+            continue
+        module = importlib.import_module(f".{module_name}", __name__)
         p = sub.add_parser(
-            name, help=module.HELP, description=module.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+            name, help=help_line, description=module.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
         )
         module.add_arguments(p)
         if name in report.REPORTED:
@@ -82,8 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs the command line ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
     progress.run_start = progress.process_start() if argv is None else time.perf_counter()
-    parser = build_parser()
     args_list: List[str] = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(only=_command_of(args_list))
     try:
         if not args_list:
             parser.print_help(sys.stderr)

@@ -60,7 +60,6 @@ from .spill import Fingerprints, Ids, Workspace, engine_part
 # object in the worst case), its share of the engine's tables and answer.
 IN_MEMORY_BYTES = 256
 
-HELP = "cluster near-duplicates: TSV id, hash, cluster (the original simhash job)"
 DESCRIPTION = """\
 Cluster near-duplicate records: a record joins a cluster when it is within K
 bits of at least one member (connected components). Writes a TSV with the

@@ -56,7 +56,6 @@ from .spill import Workspace, copy_stdin
 IN_MEMORY_BYTES = 128
 ID_BYTES = 96
 
-HELP = "write the input minus its near-duplicates (the main job)"
 DESCRIPTION = """\
 Write the input records, unchanged and in input order, minus every record
 that is within K bits of a record kept before it (the first of each group of

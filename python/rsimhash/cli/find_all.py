@@ -63,7 +63,6 @@ from .spill import Fingerprints, Ids, Workspace, engine_part
 # copies and an Index of the distinct values (about 100 bytes an item).
 IN_MEMORY_BYTES = 128
 
-HELP = "all pairs of fingerprints within K bits: JSON [a, b] lines, or a TSV of record ids"
 DESCRIPTION = """\
 Read fingerprints (one decimal u64 per line) and write every pair of values
 within K bits as a JSON array [a, b] per line, as simhash-find-all does;

@@ -15,7 +15,6 @@ from .outputs import Outputs
 from .pipeline import fingerprints_of, prefetch
 from .progress import Progress, count
 
-HELP = "fingerprint records: TSV id, hash"
 DESCRIPTION = """\
 Fingerprint every record (SPEC v1) and write a TSV with the header
 'id<TAB>hash', the hash in decimal, in input order.

@@ -44,7 +44,6 @@ from .pipeline import fingerprints_of, prefetch
 from .progress import Progress, count
 from .shards import input_format
 
-HELP = "persistent index files: build, add, query, info, verify"
 DESCRIPTION = """\
 Build an index file from a corpus or a hash TSV, add more records to it,
 probe a batch of new records against it, show what it holds, or check it.

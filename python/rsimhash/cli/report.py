@@ -42,7 +42,6 @@ from .outputs import Outputs
 from .pipeline import fingerprints_of, prefetch
 from .shards import input_format, is_sharded
 
-HELP = "an HTML page of what a run found: numbers, charts, clusters, pairs side by side"
 DESCRIPTION = """\
 Write one self-contained HTML page (no network; open it from disk) from a
 run's output and its input records: the run in numbers, charts of the

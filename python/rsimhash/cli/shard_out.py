@@ -33,7 +33,6 @@ Invariants:
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import signal
@@ -66,8 +65,7 @@ def input_digest(args: argparse.Namespace, shards: Sequence[Any]) -> str:
     for s in shards:
         st = os.stat(s.path)
         inputs.append([s.rel, os.path.realpath(s.path), st.st_size, st.st_mtime_ns])
-    text = json.dumps({"settings": settings, "inputs": inputs}, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return _sha256(json.dumps({"settings": settings, "inputs": inputs}, sort_keys=True, default=str))
 
 
 def run_digest(args: argparse.Namespace, shards: Shards) -> str:
@@ -77,7 +75,12 @@ def run_digest(args: argparse.Namespace, shards: Shards) -> str:
     against = getattr(args, "against_stores", None)
     for path in against.paths if against is not None else []:
         stores.append([os.path.realpath(path), os.path.getsize(path)])
-    text = json.dumps({"inputs": input_digest(args, shards), "stores": stores}, sort_keys=True)
+    return _sha256(json.dumps({"inputs": input_digest(args, shards), "stores": stores}, sort_keys=True))
+
+
+def _sha256(text: str) -> str:
+    import hashlib  # here: loading OpenSSL is start-up the runs of one input never need
+
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -51,7 +51,6 @@ from .progress import Progress, count
 from .shards import input_format
 from .stdio import stdout_binary
 
-HELP = "measure simhash against exact Jaccard on a sample: precision, recall, recommended k"
 DESCRIPTION = """\
 Measure, on a sample of a corpus, how well simhash finds the pairs of texts
 whose shingle sets are at least --jaccard alike (computed exactly on the
