@@ -6,10 +6,15 @@ that is measured by where the CPU time goes: no single thread of a run may
 spend more than 1/12 of the run's CPU time, so that nothing serial caps it
 below about twelve cores.
 
-Each job runs as a subprocess (``python -m rsimhash.cli ... --threads
-N``, ``--threads`` default 12: on two cores the parallel work is then
-spread over twelve worker threads, each about 1/12 of it, and a serial
-stage stands out as the one thread above that); this
+Each job runs as a subprocess (``python -m rsimhash.cli ...``) with
+``RAYON_NUM_THREADS=N`` (``--threads``, default 12), as the command runs
+by default on a machine of N cores: all its parallel work (the reader's,
+the fingerprints', the index's) on one pool of N workers. On two cores the
+parallel work is then spread over twelve worker threads, each about 1/12
+of it, and a serial stage stands out as the one thread above that. (The
+command's ``--threads N`` sizes the fingerprinting pool only: the index
+worked on the global pool of two, which is not a machine of twelve cores.)
+This
 process reads ``/proc/PID/task/*/stat`` and ``schedstat`` every
 ``--interval`` seconds and keeps each thread's latest time on a CPU (the
 nanoseconds of ``schedstat`` where the kernel keeps them, else user +
@@ -175,7 +180,7 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=10**7, help="fingerprints in the find-all file")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--interval", type=float, default=0.02)
-    ap.add_argument("--threads", type=int, default=12, help="the jobs' worker threads (see above)")
+    ap.add_argument("--threads", type=int, default=12, help="the jobs' worker threads, as RAYON_NUM_THREADS (see above)")
     ap.add_argument("--jobs", default="dedup-jsonl,dedup-parquet,find-all,cluster,control")
     ap.add_argument("--control-mb", type=float, default=250, help="MB of the corpus's lines the control fingerprints")
     ap.add_argument("--control-times", type=int, default=4, help="how many times the control fingerprints them")
@@ -184,10 +189,9 @@ def main() -> int:
     corpus = build_corpus(args.size_mb, args.seed, args.dup_share)
     jobs = args.jobs.split(",")
     cli = [sys.executable, "-m", "rsimhash.cli"]
-    threads = ["--threads", str(args.threads)]
     with tempfile.TemporaryDirectory(dir=DATA_DIR) as out:
         cmds = {
-            "dedup-jsonl": [*cli, "dedup", "--input", corpus, "--output", f"{out}/kept.jsonl", "--quiet", *threads],
+            "dedup-jsonl": [*cli, "dedup", "--input", corpus, "--output", f"{out}/kept.jsonl", "--quiet"],
             "dedup-parquet": [
                 *cli,
                 "dedup",
@@ -196,7 +200,6 @@ def main() -> int:
                 "--output",
                 f"{out}/kept.parquet",
                 "--quiet",
-                *threads,
             ],
             "find-all": [
                 *cli,
@@ -206,13 +209,12 @@ def main() -> int:
                 "--output",
                 f"{out}/pairs.tsv",
                 "--quiet",
-                *threads,
             ],
-            "cluster": [*cli, "cluster", "--input", corpus, "--output", f"{out}/clusters.tsv", "--quiet", *threads],
+            "cluster": [*cli, "cluster", "--input", corpus, "--output", f"{out}/clusters.tsv", "--quiet"],
             "control": [sys.executable, "-c", CONTROL, corpus, str(int(args.control_mb * 1e6)), str(args.control_times)],
         }
-        # The control's pool is the global one, of --threads workers.
-        envs = {"control": {**os.environ, "RAYON_NUM_THREADS": str(args.threads)}}
+        # Every job's pool, and the control's, is the global one, of --threads workers.
+        env = {**os.environ, "RAYON_NUM_THREADS": str(args.threads)}
         for job in jobs:
             if job not in cmds:
                 raise SystemExit(f"unknown job {job!r}; choose from {', '.join(cmds)}")
@@ -224,7 +226,7 @@ def main() -> int:
         info = machine_info(rsimhash, np)
         print(f"# {info['cpu']}, {info['nproc']} usable cores, load {info['loadavg']}")
         print(
-            f"# {args.rounds} rounds, --threads {args.threads}, threads sampled every {args.interval * 1000:g} ms;"
+            f"# {args.rounds} rounds, RAYON_NUM_THREADS={args.threads}, threads sampled every {args.interval * 1000:g} ms;"
             " target: no thread over 1/12 of the CPU"
         )
         results: Dict[str, List[Dict[str, object]]] = {j: [] for j in jobs}
@@ -232,7 +234,7 @@ def main() -> int:
             for job in jobs:  # interleaved, so a busy neighbour hits all alike
                 for name in os.listdir(out):
                     os.unlink(os.path.join(out, name))
-                results[job].append(run(cmds[job], args.interval, envs.get(job)))
+                results[job].append(run(cmds[job], args.interval, env))
         # The control's busiest worker's share of its pool: how evenly this
         # machine runs a pool of --threads workers on its cores.
         control = [r["busiest_worker"] / r["pool"] for r in results.get("control", []) if r["pool"]]
