@@ -70,7 +70,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from bench_dedup import DATA_DIR, build_corpus, parquet_copy, warm  # noqa: E402
-from bench_fingerprint import machine_info  # noqa: E402
+from bench_fingerprint import installed_env, machine_info  # noqa: E402
 
 TARGET_SHARE = 1 / 12
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -213,8 +213,10 @@ def main() -> int:
             "cluster": [*cli, "cluster", "--input", corpus, "--output", f"{out}/clusters.tsv", "--quiet"],
             "control": [sys.executable, "-c", CONTROL, corpus, str(int(args.control_mb * 1e6)), str(args.control_times)],
         }
-        # Every job's pool, and the control's, is the global one, of --threads workers.
-        env = {**os.environ, "RAYON_NUM_THREADS": str(args.threads)}
+        # Every job's pool, and the control's, is the global one, of --threads
+        # workers; the package's bytecode is written, as a wheel installs it
+        # (else each start compiles the package, on the main thread).
+        env = {**installed_env(), "RAYON_NUM_THREADS": str(args.threads)}
         for job in jobs:
             if job not in cmds:
                 raise SystemExit(f"unknown job {job!r}; choose from {', '.join(cmds)}")
