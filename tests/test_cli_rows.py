@@ -62,7 +62,26 @@ def test_rows_are_the_texts_formatted(tmp_path_factory, pieces, spill, picks):
         want = "".join(f"{x}\t{v}\t{y}\n" for x, v, y in zip(ids.text(a), n.tolist(), ids.text(b)))
         assert got == utf8(want)
         assert ids.text(a) == [texts[i] for i in a.tolist()]
+        # Again, the lists now packed by the first call: the same rows and texts.
+        assert ids.rows([("id", a), ("number", n), ("id", b)]) == got
+        assert ids.text(a) == [texts[i] for i in a.tolist()]
         ids.close()
+
+
+def test_a_list_of_ids_is_packed_once_for_every_later_block_of_rows():
+    """Each chunk's removed records name kept ones of any earlier chunk: a
+    piece held as a list is packed the first time its ids are written, not
+    again for each block of rows (that cost its length each time)."""
+    ids = Ids(10**6, None)
+    for c in range(3):
+        ids.extend([c * 1000 + i for i in range(1000)])
+    first = ids.rows([("id", np.array([5, 2500], dtype=np.int64))])
+    assert first == b"5\n2500\n"
+    packed = ids.memory[0]
+    assert isinstance(packed, tuple) and isinstance(ids.memory[1], list)  # only the pieces named
+    assert ids.rows([("id", np.array([7, 999], dtype=np.int64))]) == b"7\n999\n"
+    assert ids.memory[0] is packed
+    assert ids.text(np.array([2999, 0, 1001])) == ["2999", "0", "1001"]
 
 
 @pytest.mark.parametrize("spill", [False, True])

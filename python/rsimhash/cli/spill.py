@@ -343,27 +343,24 @@ class Ids:
         """The ids as the core's ``text_rows`` takes them: the pieces the
         positions ``named`` are in (packed text, or line numbers) and the
         first position of each, so that a block of rows costs its own
-        pieces, not all of them. Of a piece held as a list only the named
-        entries are written out (the others are empty texts)."""
+        pieces, not all of them. A piece held as a list is packed the first
+        time and kept packed: the removed records of each chunk name kept
+        ones in any earlier chunk, and packing the named entries anew at
+        each call cost a piece's length each time, the square of the chunks
+        in all."""
         if self._starts is not None:
             return [(self._mm, self._starts)], [0]
         pieces: List[Any] = []
         starts: List[int] = []
-        for w, mine in self._by_piece(named):
+        for w, _ in self._by_piece(named):
             piece, start = self.memory[w], self._piece_starts[w]
             starts.append(start)
             if isinstance(piece, _Lines):
                 pieces.append(piece.values)
-            elif isinstance(piece, tuple):
-                pieces.append((np.frombuffer(piece[0], dtype=np.uint8), np.ascontiguousarray(piece[1], dtype=np.uint64)))
-            else:  # a list
-                local = np.unique(named[mine] - start)
-                blob, offsets = _packed([piece[i] for i in local.tolist()])
-                lengths = np.zeros(len(piece), dtype=np.uint64)
-                lengths[local] = np.diff(offsets)
-                spread = np.zeros(len(piece) + 1, dtype=np.uint64)
-                np.cumsum(lengths, out=spread[1:])
-                pieces.append((np.frombuffer(blob, dtype=np.uint8), spread))
+                continue
+            if not isinstance(piece, tuple):  # a list
+                piece = self.memory[w] = _packed(piece)
+            pieces.append((np.frombuffer(piece[0], dtype=np.uint8), np.ascontiguousarray(piece[1], dtype=np.uint64)))
         return pieces, starts
 
     def close(self) -> None:
