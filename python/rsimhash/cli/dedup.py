@@ -55,6 +55,13 @@ from .spill import Workspace, copy_stdin
 # the Index, and with --removed its position, fingerprint and id.
 IN_MEMORY_BYTES = 128
 ID_BYTES = 96
+# The in-memory path's index lives for the run only. Where the input's
+# records need at most 1/RAW_MARGIN of the memory limit, its tables stay raw:
+# no Huffman decoding at each probe nor encoding at each merge (about 5 % of
+# a dedup's CPU) for up to a third more of the index's memory (39 -> 42
+# bytes an item at 10^6 items, 76 -> 93 at 10^7). An input of unknown size
+# (stdin) keeps them packed.
+RAW_MARGIN = 2
 
 DESCRIPTION = """\
 Write the input records, unchanged and in input order, minus every record
@@ -191,10 +198,13 @@ def run(args: argparse.Namespace) -> int:
             if removed is not None:
                 removed.write(removed_header("distance", sharded))
             per_record = IN_MEMORY_BYTES + (ID_BYTES if need_ids else 0)
-            if path != "-" and (incremental or path != args.input or _estimated_records(source) * per_record > limit):
+            estimated = _estimated_records(source)
+            if path != "-" and (incremental or path != args.input or estimated * per_record > limit):
                 from .dedup_batch import dedup_batch
 
                 return dedup_batch(args, source, rest, out, removed, limit, workspace, path)
+            if path != "-" and estimated * per_record * RAW_MARGIN <= limit:
+                index = make_index(args.distance, args.blocks, compress=False)
             return _in_memory(args, index, source, rest, out, removed)
 
 

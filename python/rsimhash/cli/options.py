@@ -251,8 +251,8 @@ def memory_limit(args: argparse.Namespace) -> int:
     return default(args.memory_limit)
 
 
-def make_index(k: int, blocks: Optional[int]) -> Any:
-    """``Index(k, blocks=blocks)``, or a ``UsageError`` naming the flags."""
+def make_index(k: int, blocks: Optional[int], compress: bool = True) -> Any:
+    """``Index(k, blocks=blocks, compress=compress)``, or a ``UsageError`` naming the flags."""
     from .. import Index
 
     if blocks is not None and blocks <= k:
@@ -261,7 +261,7 @@ def make_index(k: int, blocks: Optional[int]) -> Any:
             f"K bits agree on at least B - K of B blocks)"
         )
     try:
-        return Index(k, blocks=blocks)
+        return Index(k, blocks=blocks, compress=compress)
     except ValueError as e:
         raise UsageError(f"--distance {k} --blocks {blocks}: {e}") from None
 
