@@ -65,6 +65,8 @@ mod tests {
         let mut copies = vec![0xdead_beef_u64; 300_000];
         copies.extend((0..300_000u64).map(crate::job::mix));
         check(vec![copies.clone(), copies]);
+        // Past the threshold in 5,000 small parts (the blocks of --chunk-mb 0.01): pieces span them.
+        check((0..5_000u64).map(|p| (0..300u64).map(|i| crate::job::mix(p * 300 + i % 250)).collect()).collect());
     }
 
     proptest! {

@@ -287,25 +287,41 @@ pub(crate) fn par_sort_parts(parts: &[&[u64]]) -> Vec<u64> {
 /// counts and slots (2^11 of each) are small beside it.
 const SCATTER_PIECE: usize = 1 << 16;
 
-/// [`scatter_by_top_bits`] (without a map) on the rayon pool: the parts
-/// cut into pieces of at least `min_piece` values, about four a thread,
-/// each piece's buckets counted side by side, then each piece writes its
-/// values into slots of its own in every bucket, after those of the pieces
-/// before it: the serial scatter's result, value for value. One thread's
-/// scatter of 10^7 values, and the faults of the fresh pages it wrote,
-/// were most of `find-all`'s serial time.
+/// [`scatter_by_top_bits`] (without a map) on the rayon pool: the parts,
+/// as one array, cut into pieces of at least `min_piece` values, about four
+/// a thread, each piece's buckets counted side by side, then each piece
+/// writes its values into slots of its own in every bucket, after those of
+/// the pieces before it: the serial scatter's result, value for value. One
+/// thread's scatter of 10^7 values, and the faults of the fresh pages it
+/// wrote, were most of `find-all`'s serial time. A piece may span parts:
+/// each piece costs counts and slots for every bucket, so their number
+/// follows the values and the threads, never the parts (many small blocks).
 fn par_scatter_by_top_bits(parts: &[&[u64]], first: u32, min_piece: usize, out: &mut Vec<u64>) -> Vec<usize> {
     use rayon::prelude::*;
     let shift = 64 - first;
     let buckets = 1usize << first;
     let n: usize = parts.iter().map(|p| p.len()).sum();
-    let piece = (n / (4 * rayon::current_num_threads())).max(min_piece).max(1);
-    let pieces: Vec<&[u64]> = parts.iter().flat_map(|p| p.chunks(piece)).collect();
+    let size = (n / (4 * rayon::current_num_threads())).max(min_piece).max(1);
+    let mut pieces: Vec<Vec<&[u64]>> = vec![Vec::new()];
+    let mut room = size;
+    for part in parts {
+        let mut rest: &[u64] = part;
+        while !rest.is_empty() {
+            if room == 0 {
+                pieces.push(Vec::new());
+                room = size;
+            }
+            let (mine, tail) = rest.split_at(rest.len().min(room));
+            pieces.last_mut().expect("a piece").push(mine);
+            room -= mine.len();
+            rest = tail;
+        }
+    }
     let counts: Vec<Vec<usize>> = pieces
         .par_iter()
         .map(|piece| {
             let mut c = vec![0usize; buckets];
-            for &x in piece.iter() {
+            for &x in piece.iter().copied().flatten() {
                 c[(x >> shift) as usize] += 1;
             }
             c
@@ -337,7 +353,7 @@ fn par_scatter_by_top_bits(parts: &[&[u64]], first: u32, min_piece: usize, out: 
     }
     pieces.par_iter().zip(slots.par_iter_mut()).for_each(|(piece, slots)| {
         let mut at = vec![0usize; buckets];
-        for &x in piece.iter() {
+        for &x in piece.iter().copied().flatten() {
             let b = (x >> shift) as usize;
             slots[b][at[b]].write(x);
             at[b] += 1;
@@ -457,10 +473,11 @@ mod tests {
         }
 
         /// The parallel scatter puts every value where the serial one
-        /// does, in pieces cut across parts of any length, copies too.
+        /// does, in pieces cut across parts of any length (many small
+        /// ones too), copies too.
         #[test]
         fn the_parallel_scatter_is_the_serial_one(
-            parts in prop::collection::vec(prop::collection::vec(prop_oneof![any::<u64>(), 0u64..16, Just(u64::MAX)], 0..700), 0..6),
+            parts in prop::collection::vec(prop::collection::vec(prop_oneof![any::<u64>(), 0u64..16, Just(u64::MAX)], 0..700), 0..40),
             first in 1u32..=11,
             min_piece in 1usize..300,
         ) {

@@ -26,8 +26,7 @@ __all__ = ["main"]
 
 # Each command: its name, its module (``add_arguments``, ``run``,
 # ``DESCRIPTION``) and its line in ``rsimhash --help``. A run imports its own
-# command's module only (``build_parser``): the others' imports were a third
-# of every command's start-up.
+# command's module only (``build_parser``), not the others' with theirs.
 COMMANDS = (
     ("dedup", "dedup", "write the input minus its near-duplicates (the main job)"),
     ("cluster", "cluster", "cluster near-duplicates: TSV id, hash, cluster (the original simhash job)"),

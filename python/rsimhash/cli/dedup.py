@@ -57,7 +57,7 @@ IN_MEMORY_BYTES = 128
 ID_BYTES = 96
 # The in-memory path's index lives for the run only. Where the input's
 # records need at most 1/RAW_MARGIN of the memory limit, its tables stay raw:
-# no Huffman decoding at each probe nor encoding at each merge (about 5 % of
+# no Huffman decoding at each probe nor encoding at each merge (about 7 % of
 # a dedup's CPU) for up to a third more of the index's memory (39 -> 42
 # bytes an item at 10^6 items, 76 -> 93 at 10^7). An input of unknown size
 # (stdin) keeps them packed.
