@@ -68,12 +68,14 @@ def test_dedup_equals_brute_force(corpus, tmp_path, k, chunk_mb):
     assert f"{len(removed)} removed" in summary[0] and f"{keep.count(True)} kept" in summary[0]
 
 
-@pytest.mark.parametrize("limit, compressed", [(None, False), ("120KB", True)], ids=["memory to spare", "tight"])
-def test_the_runs_index_keeps_raw_tables_with_memory_to_spare(corpus, tmp_path, monkeypatch, limit, compressed):
+@pytest.mark.parametrize(
+    "k, limit, compressed", [(3, None, False), (3, "120KB", True), (4, None, True)], ids=["memory to spare", "tight", "K over 3"]
+)
+def test_the_runs_index_keeps_raw_tables_with_memory_to_spare(corpus, tmp_path, monkeypatch, k, limit, compressed):
     """The in-memory dedup's index lives for the run only: its tables stay
     raw where the records (400 of 224 bytes here) need at most half the
-    memory limit, packed where they need more; the output is the brute
-    force's either way."""
+    memory limit, packed where they need more or K's designs may have many
+    tables; the output is the brute force's either way."""
     import rsimhash.cli.dedup as dedup_command
     from rsimhash.cli import main
 
@@ -86,9 +88,9 @@ def test_the_runs_index_keeps_raw_tables_with_memory_to_spare(corpus, tmp_path, 
 
     monkeypatch.setattr(dedup_command, "make_index", recorded)
     path, records, data, fps = corpus
-    keep, removed = expected(records, fps, 3)
+    keep, removed = expected(records, fps, k)
     out, rem = tmp_path / "kept.jsonl", tmp_path / "removed.tsv"
-    argv = ["dedup", "--input", str(path), "--output", str(out), "--removed", str(rem), "--quiet"]
+    argv = ["dedup", "--input", str(path), "--output", str(out), "--removed", str(rem), "--quiet", "--distance", str(k)]
     assert main(argv + (["--memory-limit", limit] if limit else [])) == 0
     assert made[-1].compressed is compressed and len(made[-1]) == keep.count(True)
     assert out.read_bytes() == b"".join(line for line, flag in zip(lines_of(data), keep) if flag)

@@ -58,10 +58,13 @@ ID_BYTES = 96
 # The in-memory path's index lives for the run only. Where the input's
 # records need at most 1/RAW_MARGIN of the memory limit, its tables stay raw:
 # no Huffman decoding at each probe nor encoding at each merge (about 7 % of
-# a dedup's CPU) for up to a third more of the index's memory (39 -> 42
-# bytes an item at 10^6 items, 76 -> 93 at 10^7). An input of unknown size
-# (stdin) keeps them packed.
+# a dedup's CPU) for a little more of the index's memory (37 -> 42 bytes an
+# item at 10^6 items, 76 -> 93 at 10^7). Only up to RAW_MAX_K: a design for
+# K <= 3 has at most 10 tables below 2^30 items, one for a larger K up to
+# hundreds, whose raw tables cost a third more than packed ones (K = 6: 213
+# -> 285 bytes an item). An input of unknown size (stdin) keeps them packed.
 RAW_MARGIN = 2
+RAW_MAX_K = 3
 
 DESCRIPTION = """\
 Write the input records, unchanged and in input order, minus every record
@@ -203,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
                 from .dedup_batch import dedup_batch
 
                 return dedup_batch(args, source, rest, out, removed, limit, workspace, path)
-            if path != "-" and estimated * per_record * RAW_MARGIN <= limit:
+            if path != "-" and args.distance <= RAW_MAX_K and estimated * per_record * RAW_MARGIN <= limit:
                 index = make_index(args.distance, args.blocks, compress=False)
             return _in_memory(args, index, source, rest, out, removed)
 
