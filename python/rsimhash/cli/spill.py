@@ -258,12 +258,16 @@ class Ids:
         assert self.workspace is not None, "more ids than the cap of an Ids without a workspace"
         return self.workspace
 
+    def _which(self, at: np.ndarray) -> np.ndarray:
+        """The piece in memory each position of ``at`` falls in."""
+        if self._starts_array is None:
+            self._starts_array = np.asarray(self._piece_starts)
+        return np.searchsorted(self._starts_array, at, side="right") - 1
+
     def _by_piece(self, at: np.ndarray) -> Iterator[Tuple[int, np.ndarray]]:
         """Each piece in memory the positions ``at`` fall in, ascending, with
         the indices into ``at`` of those in it (in their order in ``at``)."""
-        if self._starts_array is None:
-            self._starts_array = np.asarray(self._piece_starts)
-        which = np.searchsorted(self._starts_array, at, side="right") - 1
+        which = self._which(at)
         order = np.argsort(which, kind="stable")
         pieces, cuts = np.unique(which[order], return_index=True)
         return zip(pieces.tolist(), np.split(order, cuts[1:]))
@@ -352,7 +356,7 @@ class Ids:
             return [(self._mm, self._starts)], [0]
         pieces: List[Any] = []
         starts: List[int] = []
-        for w, _ in self._by_piece(named):
+        for w in np.unique(self._which(named)).tolist():
             piece, start = self.memory[w], self._piece_starts[w]
             starts.append(start)
             if isinstance(piece, _Lines):
