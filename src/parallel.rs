@@ -16,10 +16,13 @@ use crate::{Error, Result};
 static GLOBAL_OWNER: OnceLock<u32> = OnceLock::new();
 /// A pool for a forked child, with the child's pid.
 static CHILD_POOL: Mutex<Option<(u32, Arc<ThreadPool>)>> = Mutex::new(None);
-/// Pools of a chosen size, with the pid that built them, the most recently
-/// used last: a caller that asks for `threads=n` chunk after chunk reuses
-/// one pool instead of starting and stopping `n` threads for each chunk.
-static SIZED_POOLS: Mutex<Vec<(u32, usize, Arc<ThreadPool>)>> = Mutex::new(Vec::new());
+/// The pid that built the pools, and pools of a chosen size, the most
+/// recently used last: a caller that asks for `threads=n` chunk after chunk
+/// reuses one pool instead of starting and stopping `n` threads for each
+/// chunk. (No process has pid 0: the first call takes the empty list over.)
+static SIZED_POOLS: Mutex<(u32, Vec<SizedPool>)> = Mutex::new((0, Vec::new()));
+/// A kept pool and its number of threads.
+type SizedPool = (usize, Arc<ThreadPool>);
 /// How many sizes [`SIZED_POOLS`] keeps: the older ones' threads stop.
 const KEPT_SIZES: usize = 4;
 
@@ -137,15 +140,15 @@ fn build(threads: usize) -> Result<ThreadPool> {
 /// by another process (the parent of a fork) have no threads here: they are
 /// forgotten, not dropped, as dropping one signals threads that do not exist.
 fn sized_pool(threads: usize, pid: u32) -> Result<Arc<ThreadPool>> {
-    let mut pools = SIZED_POOLS.lock().unwrap_or_else(|e| e.into_inner());
-    if pools.iter().any(|(owner, _, _)| *owner != pid) {
-        let (ours, inherited) = std::mem::take(&mut *pools).into_iter().partition(|(owner, _, _)| *owner == pid);
-        std::mem::forget::<Vec<_>>(inherited);
-        *pools = ours;
+    let mut guard = SIZED_POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    let (owner, pools) = &mut *guard;
+    if *owner != pid {
+        std::mem::forget(std::mem::take(pools));
+        *owner = pid;
     }
-    if let Some(at) = pools.iter().position(|(_, n, _)| *n == threads) {
+    if let Some(at) = pools.iter().position(|(n, _)| *n == threads) {
         let entry = pools.remove(at);
-        let pool = Arc::clone(&entry.2);
+        let pool = Arc::clone(&entry.1);
         pools.push(entry);
         return Ok(pool);
     }
@@ -153,7 +156,7 @@ fn sized_pool(threads: usize, pid: u32) -> Result<Arc<ThreadPool>> {
     if pools.len() >= KEPT_SIZES {
         pools.remove(0);
     }
-    pools.push((pid, threads, Arc::clone(&pool)));
+    pools.push((threads, Arc::clone(&pool)));
     Ok(pool)
 }
 
@@ -203,6 +206,6 @@ mod tests {
             assert_eq!(install(Some(n), rayon::current_num_threads).unwrap(), n);
         }
         assert_eq!(install(Some(5), rayon::current_num_threads).unwrap(), 5);
-        assert!(SIZED_POOLS.lock().unwrap().len() <= KEPT_SIZES);
+        assert!(SIZED_POOLS.lock().unwrap().1.len() <= KEPT_SIZES);
     }
 }
