@@ -8,6 +8,7 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
+use rayon::prelude::*;
 use rayon::{ThreadPool, ThreadPoolBuilder};
 
 use crate::{Error, Result};
@@ -94,6 +95,30 @@ impl Pool {
     }
 }
 
+/// `parts` end to end, copied side by side on the current rayon pool: one
+/// thread copying a block's parsed parts (and taking the page faults of
+/// the new vector) would hold up the thread that hands blocks on, with the
+/// pool idle.
+pub fn concat<T: Copy + Send + Sync>(parts: &[&[T]]) -> Vec<T> {
+    let total = parts.iter().map(|p| p.len()).sum();
+    let mut out = Vec::with_capacity(total);
+    let mut rest = &mut out.spare_capacity_mut()[..total];
+    let mut slots = Vec::with_capacity(parts.len());
+    for part in parts {
+        let (slot, tail) = std::mem::take(&mut rest).split_at_mut(part.len());
+        slots.push(slot);
+        rest = tail;
+    }
+    slots.into_par_iter().zip(parts.par_iter()).with_min_len(4).for_each(|(slot, part)| {
+        for (to, &from) in slot.iter_mut().zip(part.iter()) {
+            to.write(from);
+        }
+    });
+    // SAFETY: the slots cover out[..total] exactly, and each was written whole above.
+    unsafe { out.set_len(total) };
+    out
+}
+
 /// The most threads a pool may have: 4 per core, and at least 1024. More
 /// is a mistake (`threads=100000`), not a plan: each is an OS thread with
 /// its own stack, and the work cannot use them.
@@ -176,6 +201,17 @@ fn child_pool(pid: u32) -> Result<Arc<ThreadPool>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn concat_is_the_parts_end_to_end() {
+        let parts: Vec<Vec<u64>> = (0..40u64).map(|p| (0..p * p % 37).map(|i| p << 32 | i).collect()).collect();
+        let slices: Vec<&[u64]> = parts.iter().map(|p| p.as_slice()).collect();
+        for threads in [1, 3] {
+            assert_eq!(install(Some(threads), || concat(&slices)).unwrap(), parts.concat());
+        }
+        assert!(concat::<u64>(&[]).is_empty());
+        assert!(concat::<u64>(&[&[], &[]]).is_empty());
+    }
 
     #[test]
     fn runs_with_chosen_threads() {

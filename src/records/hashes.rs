@@ -270,14 +270,9 @@ pub fn lines_values(data: &[u8]) -> Option<(Vec<u64>, u64)> {
             Some((values, lines))
         })
         .collect();
-    let mut values = Vec::with_capacity(parts.iter().map(|p| p.as_ref().map_or(0, |(v, _)| v.len())).sum());
-    let mut lines = 0;
-    for part in parts {
-        let (v, n) = part?;
-        values.extend_from_slice(&v);
-        lines += n;
-    }
-    Some((values, lines))
+    let parts = parts.into_iter().collect::<Option<Vec<_>>>()?;
+    let values = crate::parallel::concat(&parts.iter().map(|(v, _)| v.as_slice()).collect::<Vec<_>>());
+    Some((values, parts.iter().map(|(_, n)| n).sum()))
 }
 
 /// The line at `at` of an `id<TAB>hash` TSV when it is the usual one: an
