@@ -129,7 +129,8 @@ impl Found {
 pub(crate) type Emit<'e> = &'e (dyn Fn(Found) -> Result<()> + Sync);
 
 /// The work arrays of a part: permuted keys and positions, reused from table
-/// to table so that their pages are touched once.
+/// to table so that their pages are touched once, on small pages (see
+/// `crate::mem`: a job's arena never earned back its huge pages' first touch).
 #[derive(Default)]
 pub(crate) struct Arena {
     keys: Vec<u64>,
@@ -142,8 +143,8 @@ impl Arena {
             // Freed first: the old and new arrays never coexist.
             self.keys = Vec::new();
             self.pos = Vec::new();
-            self.keys = crate::mem::zeroed(n);
-            self.pos = crate::mem::zeroed(n);
+            self.keys = crate::mem::work_zeroed(n);
+            self.pos = crate::mem::work_zeroed(n);
         }
     }
 }

@@ -338,7 +338,8 @@ fn par_scatter_by_top_bits(parts: &[&[u64]], first: u32, min_piece: usize, out: 
     }
     out.clear();
     if out.capacity() < n {
-        *out = crate::mem::vec_with_capacity(n);
+        // Small pages: its callers' sorted values are read in order and dropped (`crate::mem`).
+        *out = crate::mem::work_vec(n);
     }
     // Each piece's slots, bucket by bucket: split off the output in the
     // order bucket, then piece, so that they partition it.
