@@ -64,6 +64,11 @@ pub enum Error {
     /// The caller asked a long job to stop (Ctrl-C in Python).
     #[error("interrupted")]
     Interrupted,
+
+    /// A panic on a thread of the core's own, handed to the caller: a bug
+    /// in rsimhash, never an answer (a `RuntimeError` in Python).
+    #[error("internal error in rsimhash (please report it): {what}")]
+    Internal { what: String },
 }
 
 /// What is wrong with a file that is not a usable index file (Python raises
@@ -96,6 +101,16 @@ impl Error {
 
     pub(crate) fn io<'a>(action: &'static str, path: &'a std::path::Path) -> impl FnOnce(std::io::Error) -> Error + 'a {
         move |source| Error::Io { path: path.display().to_string(), action, source }
+    }
+
+    /// What a caught panic's payload says: a large buffer refused
+    /// (`crate::mem::OutOfMemory`) is out of memory, anything else a bug.
+    pub(crate) fn from_panic(payload: Box<dyn std::any::Any + Send>) -> Self {
+        if let Some(oom) = payload.downcast_ref::<crate::mem::OutOfMemory>() {
+            return oom.error();
+        }
+        let what = payload.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| payload.downcast_ref::<String>().cloned());
+        Error::Internal { what: what.unwrap_or_else(|| "unknown panic".into()) }
     }
 
     pub(crate) fn invalid(name: &'static str, expected: &'static str, found: impl fmt::Display) -> Self {

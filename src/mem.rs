@@ -40,7 +40,6 @@ pub struct OutOfMemory {
 }
 
 impl OutOfMemory {
-    #[cfg_attr(not(feature = "python"), allow(dead_code))]
     pub fn error(self) -> Error {
         Error::OutOfMemory { bytes: self.bytes, what: self.what }
     }

@@ -98,10 +98,10 @@ impl Pool {
 /// `parts` end to end, copied side by side on the current rayon pool: one
 /// thread copying a block's parsed parts (and taking the page faults of
 /// the new vector) would hold up the thread that hands blocks on, with the
-/// pool idle.
+/// pool idle. A refused allocation unwinds as `crate::mem` says.
 pub fn concat<T: Copy + Send + Sync>(parts: &[&[T]]) -> Vec<T> {
     let total = parts.iter().map(|p| p.len()).sum();
-    let mut out = Vec::with_capacity(total);
+    let mut out = crate::mem::work_vec(total);
     let mut rest = &mut out.spare_capacity_mut()[..total];
     let mut slots = Vec::with_capacity(parts.len());
     for part in parts {

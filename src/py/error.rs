@@ -105,7 +105,7 @@ impl From<Error> for PyErr {
         match err {
             Error::InvalidParameter { .. } | Error::NonFiniteWeight { .. } | Error::InvalidUtf8 { .. } => PyValueError::new_err(err.to_string()),
             Error::IdKind { .. } => pyo3::exceptions::PyTypeError::new_err(err.to_string()),
-            Error::ThreadPool { .. } => PyRuntimeError::new_err(err.to_string()),
+            Error::ThreadPool { .. } | Error::Internal { .. } => PyRuntimeError::new_err(err.to_string()),
             // The OSError subclass Python's own `open` would raise.
             Error::Io { ref source, .. } => match source.kind() {
                 ErrorKind::NotFound => PyFileNotFoundError::new_err(err.to_string()),

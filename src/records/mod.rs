@@ -19,6 +19,7 @@ mod positioned;
 pub mod rows;
 
 use std::fs::File;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -88,6 +89,32 @@ pub struct JsonLinesReader {
     pool: Arc<crate::parallel::Pool>,
 }
 
+/// A block as the consumer gets it, its first line `next_line` (moved past it).
+fn block_item(block: input::Block, next_line: &mut u64, hashes: &mut Option<HashFormat>, options: &ReaderOptions, spare: &input::Spare) -> Item {
+    #[cfg(test)]
+    tests::maybe_panic(&block.data);
+    if options.values_only && !block.too_long {
+        // A TSV's header is read by `parse_block`, which sets its columns.
+        let values = match &*hashes {
+            Some(HashFormat::Lines) => hashes::lines_values(&block.data).map(|(v, n)| (v, None, n)),
+            Some(HashFormat::Tsv { columns: Some(c), .. }) if *next_line > 1 => hashes::tsv_values(&block.data, *c).map(|(v, ids, n)| (v, Some(ids), n)),
+            _ => None,
+        };
+        if let Some((fingerprints, ids, lines)) = values {
+            *next_line += lines;
+            let (nbytes, consumed) = (block.data.len(), block.consumed);
+            spare.put(block.data);
+            return Item::Values { fingerprints, ids, lines, nbytes, consumed };
+        }
+    }
+    let chunk = match hashes.as_mut() {
+        Some(format) => hashes::parse_block(block, *next_line, format, Some(spare.clone())),
+        None => RecordChunk::parse(block, *next_line, &options.fields, options.shingling, Some(spare.clone())),
+    };
+    *next_line += chunk.lines;
+    Item::Chunk(chunk)
+}
+
 impl Drop for JsonLinesReader {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
@@ -114,14 +141,30 @@ impl JsonLinesReader {
         // write does not stall the parsing behind it at once.
         let (block_tx, block_rx) = sync_channel(2);
         let (chunk_tx, chunk_rx) = sync_channel(2);
+        // A thread that panics ends its hand-over as the input's end would:
+        // the reading thread leaves its panic here, and the parsing thread
+        // (which catches its own) hands it on as an error, never as a
+        // short input.
+        let read_panic: Arc<Mutex<Option<crate::Error>>> = Arc::default();
+        let read_panicked = Arc::clone(&read_panic);
         thread::Builder::new()
             .name("rsimhash-read".into())
             .spawn(move || {
-                for block in blocks {
-                    if block_tx.send(block).is_err() {
-                        return; // the consumer is gone
+                let read = panic::catch_unwind(AssertUnwindSafe(|| {
+                    for block in blocks {
+                        #[cfg(test)]
+                        if let Ok(block) = &block {
+                            tests::maybe_panic_reading(&block.data);
+                        }
+                        if block_tx.send(block).is_err() {
+                            return; // the consumer is gone
+                        }
                     }
+                }));
+                if let Err(payload) = read {
+                    *read_panicked.lock().unwrap_or_else(|e| e.into_inner()) = Some(crate::Error::from_panic(payload));
                 }
+                drop(block_tx); // after the panic is left: the parsing thread looks once the hand-over ends
             })
             .map_err(|e| io_error("start a thread to read", e))?;
         let parse_pool = Arc::clone(&pool);
@@ -132,30 +175,10 @@ impl JsonLinesReader {
                 let mut hashes = options.hashes.clone();
                 for block in block_rx {
                     let item = match block {
-                        Ok(block) => parse_pool.install(|| {
-                            if options.values_only && !block.too_long {
-                                // A TSV's header is read by `parse_block`, which sets its columns.
-                                let values = match &hashes {
-                                    Some(HashFormat::Lines) => hashes::lines_values(&block.data).map(|(v, n)| (v, None, n)),
-                                    Some(HashFormat::Tsv { columns: Some(c), .. }) if next_line > 1 => {
-                                        hashes::tsv_values(&block.data, *c).map(|(v, ids, n)| (v, Some(ids), n))
-                                    }
-                                    _ => None,
-                                };
-                                if let Some((fingerprints, ids, lines)) = values {
-                                    next_line += lines;
-                                    let (nbytes, consumed) = (block.data.len(), block.consumed);
-                                    spare.put(block.data);
-                                    return Item::Values { fingerprints, ids, lines, nbytes, consumed };
-                                }
-                            }
-                            let chunk = match hashes.as_mut() {
-                                Some(format) => hashes::parse_block(block, next_line, format, Some(spare.clone())),
-                                None => RecordChunk::parse(block, next_line, &options.fields, options.shingling, Some(spare.clone())),
-                            };
-                            next_line += chunk.lines;
-                            Item::Chunk(chunk)
-                        }),
+                        Ok(block) => {
+                            panic::catch_unwind(AssertUnwindSafe(|| parse_pool.install(|| block_item(block, &mut next_line, &mut hashes, &options, &spare))))
+                                .unwrap_or_else(|payload| Err(crate::Error::from_panic(payload)))
+                        }
                         // Out of memory is not a property of the input: an error.
                         Err(failure) if failure.error.kind() == std::io::ErrorKind::OutOfMemory => {
                             Err(crate::Error::OutOfMemory { bytes: options.block_bytes as u64, what: "a block of input lines" })
@@ -166,6 +189,9 @@ impl JsonLinesReader {
                     if chunk_tx.send(item).is_err() || stop {
                         return;
                     }
+                }
+                if let Some(error) = read_panic.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                    let _ = chunk_tx.send(Err(error));
                 }
             })
             .map_err(|e| io_error("start a thread to parse", e))?;

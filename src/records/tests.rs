@@ -338,3 +338,62 @@ proptest! {
         prop_assert_eq!(std::fs::read(path.path()).unwrap(), want);
     }
 }
+
+/// A block holding this panics while parsed ([`maybe_panic`]), or this
+/// one while read ([`maybe_panic_reading`]): the planted bug of the test
+/// below.
+const PANIC_PARSING: &[u8] = b"planted-panic-parsing";
+const PANIC_READING: &[u8] = b"planted-panic-reading";
+
+pub(super) fn maybe_panic(data: &[u8]) {
+    if memchr::memmem::find(data, PANIC_PARSING).is_some() {
+        panic!("planted while parsing");
+    }
+}
+
+pub(super) fn maybe_panic_reading(data: &[u8]) {
+    if memchr::memmem::find(data, PANIC_READING).is_some() {
+        panic!("planted while reading");
+    }
+}
+
+/// A panic on either of the reader's threads ends the input with an error
+/// naming it, never as if the input ended there (the chunks before it
+/// came, the rest never would).
+#[test]
+fn a_panic_on_a_readers_thread_is_an_error_not_the_end() {
+    for (marker, words) in [(PANIC_PARSING, "planted while parsing"), (PANIC_READING, "planted while reading")] {
+        for values_only in [false, true] {
+            let mut bytes = Vec::new();
+            for i in 0..2000 {
+                if i == 1500 {
+                    bytes.extend_from_slice(marker);
+                    bytes.push(b'\n');
+                }
+                bytes.extend_from_slice(format!("{}\n", i * 7919).as_bytes());
+            }
+            let opts = ReaderOptions { hashes: Some(HashFormat::Lines), values_only, ..options(4096) };
+            let mut chunks = 0;
+            let mut error = None;
+            for item in JsonLinesReader::new(file_of(&bytes), "test", opts).unwrap() {
+                match item {
+                    Ok(_) => chunks += 1,
+                    Err(e) => error = Some(e),
+                }
+            }
+            assert!(chunks > 1, "the blocks before the panic came");
+            match error {
+                Some(crate::Error::Internal { what }) => assert_eq!(what, words),
+                other => panic!("{words}: expected an internal error, got {other:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn an_unwound_refusal_of_memory_is_out_of_memory() {
+    let payload = std::panic::catch_unwind(|| crate::mem::out_of_memory(1 << 40, "a test")).unwrap_err();
+    assert!(matches!(crate::Error::from_panic(payload), crate::Error::OutOfMemory { bytes, what: "a test" } if bytes == 1 << 40));
+    let payload = std::panic::catch_unwind(|| panic!("{}", 7)).unwrap_err();
+    assert!(matches!(crate::Error::from_panic(payload), crate::Error::Internal { what } if what == "7"));
+}
