@@ -83,6 +83,24 @@ impl Pool {
         }
     }
 
+    /// Runs `f` on one of the pool's threads, the caller going on at once
+    /// (work no one waits for, such as a hint to the OS).
+    ///
+    /// # Errors
+    /// As [`install`].
+    pub fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
+        let pid = std::process::id();
+        match &self.own {
+            Some(pool) => pool.spawn(f),
+            None if *GLOBAL_OWNER.get_or_init(|| pid) == pid => {
+                global_ready()?;
+                rayon::spawn(f);
+            }
+            None => child_pool(pid)?.spawn(f),
+        }
+        Ok(())
+    }
+
     /// Runs `f` on one of the pool's threads, the caller waiting: one
     /// thread's work that should be no thread of its own. ([`Self::install`]
     /// on the global pool runs `f` on the caller, whose parallel iterators
@@ -230,6 +248,15 @@ mod tests {
             assert!(pool.install(|| on(&pool)).unwrap().is_some(), "from the pool's own thread");
         }
         assert_eq!(Pool::new(Some(3)).unwrap().run_on_worker(rayon::current_num_threads).unwrap(), 3);
+    }
+
+    #[test]
+    fn spawned_work_runs_on_a_worker() {
+        for pool in [Pool::new(None).unwrap(), Pool::new(Some(2)).unwrap()] {
+            let (tx, rx) = std::sync::mpsc::channel();
+            pool.spawn(move || tx.send(rayon::current_thread_index()).unwrap()).unwrap();
+            assert!(rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap().is_some());
+        }
     }
 
     #[test]

@@ -97,6 +97,24 @@ def test_the_runs_index_keeps_raw_tables_with_memory_to_spare(corpus, tmp_path, 
     assert read_tsv(rem.read_bytes())[1:] == removed
 
 
+def test_the_kept_lines_are_the_same_when_writeback_is_asked_for_each_chunk(corpus, tmp_path, monkeypatch):
+    """The disk is asked to write back behind the run (by the core, on its
+    pool) after every chunk's lines here, over a window reaching back into
+    earlier chunks: the kept lines and removed rows are the brute force's."""
+    import rsimhash.cli.outputs as outputs
+    from rsimhash.cli import main
+
+    monkeypatch.setattr(outputs, "_WRITEBACK_BYTES", 1)
+    monkeypatch.setattr(outputs, "_WRITEBACK_WINDOW", 3000)
+    path, records, data, fps = corpus
+    keep, removed = expected(records, fps, 3)
+    out, rem = tmp_path / "kept.jsonl", tmp_path / "removed.tsv"
+    argv = ["dedup", "--input", str(path), "--output", str(out), "--removed", str(rem), "--quiet", "--chunk-mb", "0.01"]
+    assert main(argv) == 0
+    assert out.read_bytes() == b"".join(line for line, flag in zip(lines_of(data), keep) if flag)
+    assert read_tsv(rem.read_bytes())[1:] == removed
+
+
 def test_dedup_string_ids_and_other_columns(tmp_path):
     records = make_records(150, seed=2, string_ids=True)
     records = [{"doc": r["id"], "body": r["text"], "extra": [1, {"x": None}]} for r in records]

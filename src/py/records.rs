@@ -298,6 +298,14 @@ impl PyRecordValues {
 /// An Arrow large-string column's buffers: offsets and bytes.
 type ArrowStrings<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u8>>);
 
+/// The caller's open file descriptor `fd` as a `File`, borrowed: never closed here.
+#[cfg(unix)]
+fn borrowed(fd: i32) -> std::mem::ManuallyDrop<File> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: the caller's descriptor, open for the call; ManuallyDrop never closes it.
+    std::mem::ManuallyDrop::new(unsafe { File::from_raw_fd(fd) })
+}
+
 /// One block of whole lines: its non-blank lines ("entries"), each with
 /// its line number, status (0 a record, 1 a record without its id field,
 /// 2 for the reference reader, 3 a TSV's header), fingerprint and id.
@@ -418,13 +426,19 @@ impl PyRecordChunk {
     /// (Unix), without copying them first; returns the bytes written.
     #[cfg(unix)]
     fn write_to(&self, py: Python<'_>, fd: i32, indices: PyReadonlyArray1<'_, i64>) -> PyResult<u64> {
-        use std::os::fd::FromRawFd;
-
         let picked = self.picked(&indices)?;
-        // SAFETY: the caller's descriptor, borrowed for this call: never closed here.
-        let file = std::mem::ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
+        let file = borrowed(fd);
         let written = py.detach(|| self.chunk.write_to_file(picked, &file, self.pool.as_deref()));
         Ok(written?)
+    }
+
+    /// Asks the OS to start writing bytes `offset..offset + length` of the
+    /// file open as `fd` to disk (Linux; elsewhere nothing), on a thread of
+    /// the reader's pool while the caller goes on (see
+    /// `RecordChunk::start_writeback`).
+    #[cfg(unix)]
+    fn start_writeback(&self, fd: i32, offset: u64, length: u64) -> PyResult<()> {
+        Ok(RecordChunk::start_writeback(&borrowed(fd), offset, length, self.pool.as_deref())?)
     }
 
     /// The decoded texts of the entries `indices` (records only), as Arrow

@@ -327,6 +327,39 @@ impl RecordChunk {
         }
     }
 
+    /// Asks the OS to start writing `file`'s bytes `offset..offset + len`
+    /// to disk and to drop them from its cache once written (Linux:
+    /// `posix_fadvise(DONTNEED)`, which starts the writeback of dirty
+    /// pages), on a thread of `pool` while the caller goes on writing
+    /// (without a pool, on the caller's thread). The
+    /// call costs the kernel's block allocation for the range: on the
+    /// writing thread it was a dedup's busiest thread, and every later
+    /// write waited for it. The hint holds a duplicate of the descriptor, so
+    /// the caller may close its own meanwhile; a hint's failure is ignored.
+    /// Elsewhere, nothing.
+    ///
+    /// # Errors
+    /// When the descriptor cannot be duplicated or no thread takes the hint.
+    pub fn start_writeback(file: &std::fs::File, offset: u64, len: u64, pool: Option<&crate::parallel::Pool>) -> std::io::Result<()> {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else { return Ok(()) };
+            let file = file.try_clone()?;
+            // SAFETY: a descriptor of our own, open until the hint returns; no memory is passed.
+            let hint = move || unsafe {
+                libc::posix_fadvise(file.as_raw_fd(), offset, len, libc::POSIX_FADV_DONTNEED);
+            };
+            match pool {
+                Some(pool) => pool.spawn(hint).map_err(|e| std::io::Error::other(e.to_string()))?,
+                None => hint(),
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = (file, offset, len, pool);
+        Ok(())
+    }
+
     /// The decoded texts of the entries `picked`, which must be records, as
     /// an Arrow large-string column: offsets (`n + 1`) and bytes.
     ///

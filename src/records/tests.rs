@@ -397,3 +397,33 @@ fn an_unwound_refusal_of_memory_is_out_of_memory() {
     let payload = std::panic::catch_unwind(|| panic!("{}", 7)).unwrap_err();
     assert!(matches!(crate::Error::from_panic(payload), crate::Error::Internal { what } if what == "7"));
 }
+
+/// The writeback hint runs on the pool after the call returns, with a
+/// descriptor of its own: the caller's file is closed at once here, and
+/// the written (clean) pages still leave the page cache.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_writeback_hint_runs_after_the_caller_closed_its_file() {
+    let resident = |map: &memmap2::Mmap| {
+        let pages = map.len().div_ceil(4096);
+        let mut vec = vec![0u8; pages];
+        // SAFETY: `map` is a live mapping of `map.len()` bytes; `vec` has a byte a page.
+        assert_eq!(unsafe { libc::mincore(map.as_ptr() as *mut libc::c_void, map.len(), vec.as_mut_ptr()) }, 0);
+        vec.iter().filter(|&&b| b & 1 == 1).count()
+    };
+    let pool = crate::parallel::Pool::new(Some(2)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out");
+    let mut file = File::create(&path).unwrap();
+    file.write_all(&vec![7u8; 4 << 20]).unwrap();
+    file.sync_all().unwrap(); // clean pages, still cached
+    let map = unsafe { memmap2::Mmap::map(&File::open(&path).unwrap()).unwrap() };
+    assert!(resident(&map) > 0, "the written pages are in the cache");
+    RecordChunk::start_writeback(&file, 0, 4 << 20, Some(&pool)).unwrap();
+    drop(file);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while resident(&map) > 0 {
+        assert!(std::time::Instant::now() < deadline, "the hint never ran");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}

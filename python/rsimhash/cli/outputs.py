@@ -170,9 +170,11 @@ class Output:
             # The window reaches back over earlier requests: pages written
             # since are dropped from the cache, which keeps the page cache
             # (and a memory-limited container's dirty-page throttling) small.
+            # The core asks on a thread of its pool while this one writes on
+            # (on this thread, the asking was the run's busiest thread).
             start = max(0, self._written - _WRITEBACK_WINDOW)
             try:
-                _fadvise(fd, start, self._written - start)
+                core.start_writeback(fd, start, self._written - start)
             except OSError:
                 pass
             self._flushed = self._written
