@@ -22,10 +22,11 @@
 //! order or held briefly never earns back. So the work arrays of one job
 //! ([`work_vec`], [`work_zeroed`]) stay on small pages: on a 2-vCPU VM
 //! that hands freed memory back to its host, the batch kernel's arena on
-//! huge pages made `find-all` of 10^7 fingerprints 1.12 s instead of
-//! 0.96-1.04 s (0.55 s of system time instead of 0.17-0.33), and a first
-//! `find_all` of 10^8 9.7-10.1 s instead of 9.1 s; reused in one process,
-//! huge pages saved 2-4 % of it.
+//! huge pages made `find-all` of 10^7 fingerprints after pauses 1.12 s
+//! instead of 0.96-1.04 s (0.55 s of system time instead of 0.17-0.33),
+//! and a first `find_all` of 10^8 9.7-10.1 s instead of 9.1 s; back to
+//! back, when the host still backs the memory just freed, they saved 2-4 %
+//! (`find-all` 0.86 against 0.89 s).
 
 use crate::{Error, Result};
 
