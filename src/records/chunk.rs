@@ -331,11 +331,14 @@ impl RecordChunk {
     /// to disk and to drop them from its cache once written (Linux:
     /// `posix_fadvise(DONTNEED)`, which starts the writeback of dirty
     /// pages), on a thread of `pool` while the caller goes on writing
-    /// (without a pool, on the caller's thread). The
-    /// call costs the kernel's block allocation for the range: on the
-    /// writing thread it was a dedup's busiest thread, and every later
-    /// write waited for it. The hint holds a duplicate of the descriptor, so
-    /// the caller may close its own meanwhile; a hint's failure is ignored.
+    /// (without a pool, on the caller's thread). The call costs the
+    /// kernel's block allocation for the range: on the writing thread it
+    /// was a dedup's busiest thread, and every later write waited for it.
+    /// The hint holds a duplicate of the descriptor, so the caller may
+    /// close its own meanwhile. At most [`WRITEBACK_HINTS`] wait at once (a
+    /// busy pool never piles up descriptors): past that a hint is dropped,
+    /// which costs nothing when, as the command's do, each hint's range
+    /// reaches back over the ones before. A hint's failure is ignored.
     /// Elsewhere, nothing.
     ///
     /// # Errors
@@ -344,16 +347,31 @@ impl RecordChunk {
         #[cfg(target_os = "linux")]
         {
             use std::os::fd::AsRawFd;
+            use std::sync::atomic::Ordering::Relaxed;
             let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else { return Ok(()) };
-            let file = file.try_clone()?;
-            // SAFETY: a descriptor of our own, open until the hint returns; no memory is passed.
-            let hint = move || unsafe {
+            // SAFETY (of the hint): a descriptor of our own, open until the hint returns; no memory is passed.
+            let fadvise = move |file: std::fs::File| unsafe {
                 libc::posix_fadvise(file.as_raw_fd(), offset, len, libc::POSIX_FADV_DONTNEED);
             };
-            match pool {
-                Some(pool) => pool.spawn(hint).map_err(|e| std::io::Error::other(e.to_string()))?,
-                None => hint(),
+            let Some(pool) = pool else {
+                fadvise(file.try_clone()?);
+                return Ok(());
+            };
+            if WAITING_HINTS.fetch_add(1, Relaxed) >= WRITEBACK_HINTS {
+                WAITING_HINTS.fetch_sub(1, Relaxed);
+                return Ok(());
             }
+            let spawned = file.try_clone().and_then(|file| {
+                pool.spawn(move || {
+                    fadvise(file);
+                    WAITING_HINTS.fetch_sub(1, Relaxed);
+                })
+                .map_err(|e| std::io::Error::other(e.to_string()))
+            });
+            if spawned.is_err() {
+                WAITING_HINTS.fetch_sub(1, Relaxed);
+            }
+            spawned?;
         }
         #[cfg(not(target_os = "linux"))]
         let _ = (file, offset, len, pool);
@@ -418,6 +436,12 @@ const SPLIT_PIECE: usize = 37;
 /// the busiest of the run; tiny in tests, so that chunks are cut.
 #[cfg(not(test))]
 pub(crate) const WRITE_PIECE: usize = 1 << 20;
+
+/// Writeback hints ([`RecordChunk::start_writeback`]) that may wait for a
+/// thread at once, and how many do.
+pub const WRITEBACK_HINTS: usize = 4;
+#[cfg(target_os = "linux")]
+pub(super) static WAITING_HINTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 #[cfg(test)]
 pub(crate) const WRITE_PIECE: usize = 701;
 

@@ -401,9 +401,14 @@ fn an_unwound_refusal_of_memory_is_out_of_memory() {
 /// The writeback hint runs on the pool after the call returns, with a
 /// descriptor of its own: the caller's file is closed at once here, and
 /// the written (clean) pages still leave the page cache.
+/// The writeback tests read the count of waiting hints: one at a time.
+#[cfg(target_os = "linux")]
+static HINT_TESTS: Mutex<()> = Mutex::new(());
+
 #[cfg(target_os = "linux")]
 #[test]
 fn a_writeback_hint_runs_after_the_caller_closed_its_file() {
+    let _one = HINT_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     let resident = |map: &memmap2::Mmap| {
         let pages = map.len().div_ceil(4096);
         let mut vec = vec![0u8; pages];
@@ -424,6 +429,37 @@ fn a_writeback_hint_runs_after_the_caller_closed_its_file() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while resident(&map) > 0 {
         assert!(std::time::Instant::now() < deadline, "the hint never ran");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// A pool too busy to take hints holds at most `WRITEBACK_HINTS` of them
+/// (and their descriptors); the rest are dropped, and those held run once
+/// a thread is free.
+#[cfg(target_os = "linux")]
+#[test]
+fn writeback_hints_waiting_for_a_busy_pool_are_capped() {
+    use std::sync::atomic::Ordering::Relaxed;
+
+    use chunk::{WAITING_HINTS, WRITEBACK_HINTS};
+    let _one = HINT_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let pool = crate::parallel::Pool::new(Some(1)).unwrap();
+    let (release, busy) = std::sync::mpsc::channel::<()>();
+    pool.spawn(move || {
+        let _ = busy.recv();
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut file = File::create(dir.path().join("out")).unwrap();
+    file.write_all(b"lines\n").unwrap();
+    for _ in 0..3 * WRITEBACK_HINTS {
+        RecordChunk::start_writeback(&file, 0, 6, Some(&pool)).unwrap();
+    }
+    assert_eq!(WAITING_HINTS.load(Relaxed), WRITEBACK_HINTS);
+    drop(release);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while WAITING_HINTS.load(Relaxed) > 0 {
+        assert!(std::time::Instant::now() < deadline, "the held hints never ran");
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
