@@ -396,6 +396,33 @@ def test_a_closed_reader_stops(tmp_path):
         Source(str(path), "json", engine="rust")
 
 
+@pytest.mark.skipif(os.name != "posix", reason="the core writes to file descriptors on POSIX only")
+def test_a_chunk_writes_to_a_descriptor_and_asks_for_its_writeback(tmp_path):
+    """``write_to`` and ``start_writeback`` take an open descriptor; a
+    negative number is refused, a closed one is the OS's error."""
+    data = corpus(50)
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(data)
+    with Source(str(path), "json") as source:
+        chunk = next(source.chunks())
+    core, every = chunk.core, np.asarray(chunk.entries, dtype=np.int64)
+    with open(tmp_path / "out.jsonl", "wb") as out:
+        written = core.write_to(out.fileno(), every)
+        core.start_writeback(out.fileno(), 0, written)
+        for bad in (-1, -7):
+            with pytest.raises(ValueError, match="file descriptor"):
+                core.write_to(bad, every)
+            with pytest.raises(ValueError, match="file descriptor"):
+                core.start_writeback(bad, 0, written)
+    got = (tmp_path / "out.jsonl").read_bytes()
+    assert got == core.write(every) and len(got) == written > 0
+    assert set(got.splitlines()) <= set(data.splitlines())
+    closed = os.open(tmp_path / "closed", os.O_CREAT | os.O_WRONLY)
+    os.close(closed)
+    with pytest.raises(OSError):
+        core.start_writeback(closed, 0, 10)
+
+
 @pytest.mark.skipif(os.name != "posix", reason="stdin is read by the core on POSIX only")
 def test_stdin_through_the_core(tmp_path):
     import subprocess

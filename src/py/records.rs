@@ -298,12 +298,16 @@ impl PyRecordValues {
 /// An Arrow large-string column's buffers: offsets and bytes.
 type ArrowStrings<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<u8>>);
 
-/// The caller's open file descriptor `fd` as a `File`, borrowed: never closed here.
+/// The caller's open file descriptor `fd` as a `File`, borrowed: never
+/// closed here. A negative number is no descriptor (and -1 no `File`).
 #[cfg(unix)]
-fn borrowed(fd: i32) -> std::mem::ManuallyDrop<File> {
+fn borrowed(fd: i32) -> PyResult<std::mem::ManuallyDrop<File>> {
     use std::os::fd::FromRawFd;
-    // SAFETY: the caller's descriptor, open for the call; ManuallyDrop never closes it.
-    std::mem::ManuallyDrop::new(unsafe { File::from_raw_fd(fd) })
+    if fd < 0 {
+        return Err(PyValueError::new_err(format!("fd must be an open file descriptor, got {fd}")));
+    }
+    // SAFETY: the caller's descriptor, not -1, open for the call; ManuallyDrop never closes it.
+    Ok(std::mem::ManuallyDrop::new(unsafe { File::from_raw_fd(fd) }))
 }
 
 /// One block of whole lines: its non-blank lines ("entries"), each with
@@ -427,7 +431,7 @@ impl PyRecordChunk {
     #[cfg(unix)]
     fn write_to(&self, py: Python<'_>, fd: i32, indices: PyReadonlyArray1<'_, i64>) -> PyResult<u64> {
         let picked = self.picked(&indices)?;
-        let file = borrowed(fd);
+        let file = borrowed(fd)?;
         let written = py.detach(|| self.chunk.write_to_file(picked, &file, self.pool.as_deref()));
         Ok(written?)
     }
@@ -438,7 +442,8 @@ impl PyRecordChunk {
     /// `RecordChunk::start_writeback`).
     #[cfg(unix)]
     fn start_writeback(&self, fd: i32, offset: u64, length: u64) -> PyResult<()> {
-        Ok(RecordChunk::start_writeback(&borrowed(fd), offset, length, self.pool.as_deref())?)
+        let file = borrowed(fd)?;
+        Ok(RecordChunk::start_writeback(&file, offset, length, self.pool.as_deref())?)
     }
 
     /// The decoded texts of the entries `indices` (records only), as Arrow
