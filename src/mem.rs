@@ -63,10 +63,7 @@ pub(crate) fn reserve<T>(v: &mut Vec<T>, n: usize, what: &'static str) {
 
 /// An empty vector with room for `n` items, on huge pages if large.
 pub(crate) fn vec_with_capacity<T>(n: usize) -> Vec<T> {
-    let mut v = Vec::new();
-    if v.try_reserve_exact(n).is_err() {
-        out_of_memory(n.saturating_mul(std::mem::size_of::<T>()), "a table or an id list");
-    }
+    let v = reserved(n, "a table or an id list");
     advise_huge(&v);
     v
 }
@@ -74,9 +71,15 @@ pub(crate) fn vec_with_capacity<T>(n: usize) -> Vec<T> {
 /// An empty vector with room for `n` items, on small pages: a work array
 /// of one job (see the module docs).
 pub(crate) fn work_vec<T>(n: usize) -> Vec<T> {
+    reserved(n, "a work array")
+}
+
+/// An empty vector with room for exactly `n` items, or an unwind with
+/// [`OutOfMemory`] naming `what`.
+fn reserved<T>(n: usize, what: &'static str) -> Vec<T> {
     let mut v = Vec::new();
     if v.try_reserve_exact(n).is_err() {
-        out_of_memory(n.saturating_mul(std::mem::size_of::<T>()), "a work array");
+        out_of_memory(n.saturating_mul(std::mem::size_of::<T>()), what);
     }
     v
 }
@@ -91,7 +94,7 @@ pub(crate) fn work_zeroed<T: bytemuck::Zeroable + Clone>(n: usize) -> Vec<T> {
 /// untouched: its pages are faulted in by whichever thread writes them
 /// first, not all by this one.
 pub(crate) fn zeroed<T: bytemuck::Zeroable + Clone>(n: usize) -> Vec<T> {
-    let v = try_zeroed(n).unwrap_or_else(|| out_of_memory(n.saturating_mul(std::mem::size_of::<T>()), "a work array"));
+    let v = work_zeroed(n);
     advise_huge(&v);
     v
 }

@@ -2,7 +2,6 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::marker::Ungil;
 use pyo3::prelude::*;
 
@@ -39,16 +38,11 @@ pub(crate) fn incomplete() -> ! {
 /// A panic as the `RuntimeError` users see (see [`run`]); a large buffer
 /// refused (`crate::mem::OutOfMemory`) as the `MemoryError` it is.
 pub(crate) fn panic_error(panic: Box<dyn std::any::Any + Send>) -> PyErr {
-    if let Some(oom) = panic.downcast_ref::<crate::mem::OutOfMemory>() {
-        return oom.error().into();
-    }
     if panic.is::<Incomplete>() {
         return pyo3::exceptions::PyValueError::new_err(
             "this Index is incomplete: an earlier change to it stopped midway (out of memory, or an internal \
              error), so it may lack items; build or load it again",
         );
     }
-    let what =
-        panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_else(|| "unknown panic".into());
-    PyRuntimeError::new_err(format!("internal error in rsimhash (please report it): {what}"))
+    crate::Error::from_panic(panic).into()
 }
