@@ -42,12 +42,22 @@ where
         Some(0) => Err(Error::invalid("threads", "at least 1 (or None for all cores)", 0)),
         Some(n) => Ok(sized_pool(n, pid)?.install(f)),
         // Parallel iterators called outside any pool run on the global one.
-        None if *GLOBAL_OWNER.get_or_init(|| pid) == pid => {
-            global_ready()?;
-            Ok(f())
-        }
-        None => Ok(child_pool(pid)?.install(f)),
+        None => Ok(match default_pool(pid)? {
+            None => f(),
+            Some(pool) => pool.install(f),
+        }),
     }
+}
+
+/// The pool work with no chosen size runs on: `None` for rayon's global
+/// pool (started if it was not) in the process that first used it, a pool
+/// of the child's own in a forked child.
+fn default_pool(pid: u32) -> Result<Option<Arc<ThreadPool>>> {
+    if *GLOBAL_OWNER.get_or_init(|| pid) == pid {
+        global_ready()?;
+        return Ok(None);
+    }
+    child_pool(pid).map(Some)
 }
 
 /// Runs many pieces of work on one pool: `threads` workers (built once), or
@@ -89,14 +99,12 @@ impl Pool {
     /// # Errors
     /// As [`install`].
     pub fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
-        let pid = std::process::id();
         match &self.own {
             Some(pool) => pool.spawn(f),
-            None if *GLOBAL_OWNER.get_or_init(|| pid) == pid => {
-                global_ready()?;
-                rayon::spawn(f);
-            }
-            None => child_pool(pid)?.spawn(f),
+            None => match default_pool(std::process::id())? {
+                None => rayon::spawn(f),
+                Some(pool) => pool.spawn(f),
+            },
         }
         Ok(())
     }
