@@ -85,7 +85,7 @@ pub(super) fn lookups(design: &Design, table: &Table, keys: &[u64], pos: &[u32],
 #[allow(clippy::too_many_arguments)]
 unsafe fn lookups_avx512(design: &Design, table: &Table, keys: &[u64], pos: &[u32], k: u32, pairs: bool, scratch: &mut Scratch, found: &mut Vec<u64>) {
     use std::arch::x86_64::*;
-    let (prefix, limit) = (_mm512_set1_epi64(table.prefix_mask as i64), _mm512_set1_epi64(i64::from(k)));
+    let limit = _mm512_set1_epi64(i64::from(k));
     for (&key, &p) in keys.iter().zip(pos) {
         let range = table.group(key);
         if range.len() > table.dense {
@@ -94,13 +94,15 @@ unsafe fn lookups_avx512(design: &Design, table: &Table, keys: &[u64], pos: &[u3
             let group = &table.keys[range.clone()];
             let vk = _mm512_set1_epi64(key as i64);
             let live = (1u32 << group.len()) - 1;
-            // The keys at..at + 8 of `live` within k that share the prefix
-            // (masked loads: lanes beyond the group are never read).
+            // The keys at..at + 8 of `live` within k (masked loads: lanes
+            // beyond the group are never read). Their prefix is left to
+            // `take`: a key within k is a pair whichever table meets it,
+            // and it is rare.
             let close8 = |at: usize| {
                 let lanes = (live >> at) as __mmask8;
                 // SAFETY: only the lanes of `lanes`, within the group, are loaded.
                 let x = _mm512_xor_si512(unsafe { _mm512_maskz_loadu_epi64(lanes, group.as_ptr().wrapping_add(at).cast()) }, vk);
-                _mm512_mask_testn_epi64_mask(_mm512_mask_cmple_epu64_mask(lanes, _mm512_popcnt_epi64(x), limit), x, prefix)
+                _mm512_mask_cmple_epu64_mask(lanes, _mm512_popcnt_epi64(x), limit)
             };
             let close = u32::from(close8(0)) | u32::from(close8(8)) << 8 | u32::from(close8(16)) << 16;
             take(design, table, key, p, range.start, close, pairs, found);
@@ -182,7 +184,8 @@ impl Close4 {
 }
 
 /// Pushes the pairs of the keys `start + i` for each bit `i` of `close`
-/// (for `find_all`, those this table reports).
+/// (for `find_all`, those this table reports: their prefix shared, and
+/// no earlier table's; the dedup's minimum takes any pair within k).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]

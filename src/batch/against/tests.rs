@@ -273,3 +273,49 @@ fn both_inner_dedups_are_taken() {
     let held = stream(&side, &Source::Memory(&ball[..1]), &options(3, false), &c, &Sink::Min(&best), 0).unwrap().expect("one pass");
     assert!(held.tables.iter().any(|t| t.largest > DENSE_GROUP));
 }
+
+/// The shape of a large batch: the planner's four tables for k = 3 and
+/// 2^16 new values or more, whose directory covers the whole prefix
+/// (every slot a group of about one new value; the other tests' slots are
+/// shorter than the prefix): the same pairs and dedup as brute force, on
+/// every comparison this CPU has.
+#[test]
+fn directory_covering_the_prefix() {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut rnd = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let old: Vec<u64> = (0..300).map(|_| rnd()).collect();
+    let mut new: Vec<u64> = (0..70_000).map(|_| rnd()).collect();
+    for (i, &o) in old.iter().enumerate() {
+        for flips in 0..5 {
+            let mut v = o;
+            for _ in 0..flips {
+                v ^= 1 << (rnd() % 64);
+            }
+            new.push(v);
+        }
+        // A copy of a new value, and one differing only in the prefix.
+        new.push(new[i]);
+        new.push(o ^ 1 << 63);
+    }
+    let design = std::sync::Arc::new(plan::with_blocks(3, 4).unwrap());
+    let side = NewSide::read(&Source::Memory(&new), &Control::default()).unwrap();
+    let table = Table::build_all(&design, 0..1, &side).remove(0);
+    assert!(table.bits >= table.prefix_mask.leading_ones(), "{} directory bits, a prefix of {}", table.bits, table.prefix_mask.leading_ones());
+    let opts = Options { design: Some(design), ..options(3, false) };
+    let want = brute_pairs(&new, &old, 3);
+    assert!(want.len() > 1000, "{}", want.len());
+    let (keep, _) = brute_dedup_against(&new, &old, 3);
+    for compare in lookup::all_here() {
+        forced(compare, || {
+            let c = Control::default();
+            assert_eq!(find_all_against(&Source::Memory(&new), &Source::Memory(&old), None, None, &opts, &c).unwrap(), want, "{compare:?}");
+            let d = dedup_against(&Source::Memory(&new), &Source::Memory(&old), &opts, &c).unwrap();
+            assert_eq!(d.dedup.keep, keep, "{compare:?}");
+        });
+    }
+}
