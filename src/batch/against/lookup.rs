@@ -1,7 +1,7 @@
 //! Look-ups of stored keys in a table of the new side: each stored key
 //! compared with its group of new keys (those sharing its directory slot),
 //! eight keys a step with AVX-512 (VPOPCNTDQ), four with AVX2, one at a time
-//! elsewhere; the same pairs on every path.
+//! elsewhere; the same answer on every path.
 //!
 //! A group holds about 15 keys at the planner's designs, so a loop over
 //! the group's steps would mispredict its end on most look-ups: the vector
