@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 
 import pytest
 
@@ -153,7 +152,7 @@ def test_filter_hides_pairs_above_the_chosen_distance(browser, pages):
     assert browser.switch_to.active_element.get_attribute("id") == shown[0]
 
 
-def test_a_script_in_a_record_runs_nothing_and_any_script_shows(browser, pages, capsys):
+def test_a_script_in_a_record_runs_nothing_and_any_script_shows(browser, pages, capsys, tmp_path):
     from selenium.common.exceptions import NoAlertPresentException
     from selenium.webdriver.common.by import By
 
@@ -172,8 +171,10 @@ def test_a_script_in_a_record_runs_nothing_and_any_script_shows(browser, pages, 
         e for e in browser.find_elements(By.CSS_SELECTOR, "article.pair div.text") if e.get_attribute("textContent") == EVIL
     )
     assert browser.execute_script("return getComputedStyle(arguments[0]).direction", latin) == "ltr"
-    # screenshots, for people to look at: never committed
-    shots = tempfile.mkdtemp(prefix="rsimhash-report-screenshots-")
+    # screenshots, for people to look at: never committed, and kept with
+    # pytest's temporary directories (its last few runs), not left in /tmp
+    shots = str(tmp_path / "report-screenshots")
+    os.mkdir(shots)
     for name in ("world", "news", "many", "long"):
         _open(browser, pages[name])
         height = browser.execute_script("return document.documentElement.scrollHeight")
