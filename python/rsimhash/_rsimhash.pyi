@@ -407,7 +407,8 @@ class IndexFileError(ValueError):
     else ``None``.
 
     >>> import os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "notes.rsh")
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(folder.name, "notes.rsh")
     >>> with open(path, "w") as f:
     ...     _ = f.write("not an index")
     >>> try:
@@ -415,6 +416,7 @@ class IndexFileError(ValueError):
     ... except rsimhash.IndexFileError as e:
     ...     print(type(e).__name__, e.path == path, e.expected)
     IndexFormatError True None
+    >>> folder.cleanup()
     """
 
     path: str

@@ -23,14 +23,16 @@ below, and a ``ValueError``. ``path`` names the file; ``expected`` and
 else ``None``.
 
 >>> import os, tempfile
->>> path = os.path.join(tempfile.mkdtemp(), "notes.rsh")
+>>> folder = tempfile.TemporaryDirectory()
+>>> path = os.path.join(folder.name, "notes.rsh")
 >>> with open(path, "w") as f:
 ...     _ = f.write("not an index")
 >>> try:
 ...     rsimhash.Index.load(path)
 ... except rsimhash.IndexFileError as e:
 ...     print(type(e).__name__, e.path == path, e.expected)
-IndexFormatError True None"#
+IndexFormatError True None
+>>> folder.cleanup()"#
 );
 pyo3::create_exception!(
     rsimhash,
