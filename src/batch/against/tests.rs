@@ -2,7 +2,7 @@
 
 use super::lookup::pair;
 use super::*;
-use crate::testing::{brute_dedup, planted, skewed};
+use crate::testing::{brute_dedup, planted, skewed, xorshift};
 use proptest::prelude::*;
 
 fn brute_pairs(new: &[u64], old: &[u64], k: u32) -> Vec<[u64; 2]> {
@@ -161,13 +161,7 @@ fn ids_of_another_length() {
 fn lookups_by_group_size() {
     let mut new = Vec::new();
     let mut old = Vec::new();
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let mut rnd = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut rnd = xorshift(0x9e37_79b9_7f4a_7c15);
     for size in 0..=60u64 {
         // Group `size`: its top 6 bits are `size` (a directory slot of its
         // own) and its prefix (the top 16 bits, table 0's) is shared; the
@@ -281,13 +275,7 @@ fn both_inner_dedups_are_taken() {
 /// every comparison this CPU has.
 #[test]
 fn directory_covering_the_prefix() {
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let mut rnd = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut rnd = xorshift(0x2545_f491_4f6c_dd1d);
     let old: Vec<u64> = (0..300).map(|_| rnd()).collect();
     let mut new: Vec<u64> = (0..70_000).map(|_| rnd()).collect();
     for (i, &o) in old.iter().enumerate() {
