@@ -436,14 +436,14 @@ const SPLIT_PIECE: usize = 37;
 /// the busiest of the run; tiny in tests, so that chunks are cut.
 #[cfg(not(test))]
 pub(crate) const WRITE_PIECE: usize = 1 << 20;
+#[cfg(test)]
+pub(crate) const WRITE_PIECE: usize = 701;
 
 /// Writeback hints ([`RecordChunk::start_writeback`]) that may wait for a
 /// thread at once, and how many do.
 pub const WRITEBACK_HINTS: usize = 4;
 #[cfg(target_os = "linux")]
 pub(super) static WAITING_HINTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-#[cfg(test)]
-pub(crate) const WRITE_PIECE: usize = 701;
 
 /// The byte ranges `runs`, in order, cut into pieces of `size` bytes (the
 /// last one shorter).
