@@ -398,13 +398,13 @@ fn an_unwound_refusal_of_memory_is_out_of_memory() {
     assert!(matches!(crate::Error::from_panic(payload), crate::Error::Internal { what } if what == "7"));
 }
 
-/// The writeback hint runs on the pool after the call returns, with a
-/// descriptor of its own: the caller's file is closed at once here, and
-/// the written (clean) pages still leave the page cache.
 /// The writeback tests read the count of waiting hints: one at a time.
 #[cfg(target_os = "linux")]
 static HINT_TESTS: Mutex<()> = Mutex::new(());
 
+/// The writeback hint runs on the pool after the call returns, with a
+/// descriptor of its own: the caller's file is closed at once here, and
+/// the written (clean) pages still leave the page cache.
 #[cfg(target_os = "linux")]
 #[test]
 fn a_writeback_hint_runs_after_the_caller_closed_its_file() {
