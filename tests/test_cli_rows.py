@@ -137,5 +137,5 @@ def test_ids_of_a_chunk_with_lines_left_out_stay_packed(tmp_path, fmt, text):
         packed = chunk.packed_ids()
         assert packed is not None
         blob, offsets = packed
-        texts = [blob[a:b].decode() for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+        texts = [bytes(blob[a:b]).decode() for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
         assert texts == [str(i) for i in chunk.ids] == ["doc-1", "2" if fmt == "json" else "doc-2", "doc-é"]

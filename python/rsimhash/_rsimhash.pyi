@@ -922,8 +922,8 @@ class RecordValues:
     def fingerprints(self) -> npt.NDArray[np.uint64]:
         """The block's values, in input order."""
     @property
-    def ids(self) -> Union[tuple[bytes, npt.NDArray[np.uint64]], None]:
-        """A hash TSV's ids, packed as ``RecordChunk.id_texts`` packs them (``(bytes, offsets)``); None for a ``lines`` file."""
+    def ids(self) -> Union[tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint64]], None]:
+        """A hash TSV's ids, packed as ``RecordChunk.id_texts`` packs them (``(text, offsets)``); None for a ``lines`` file."""
     @property
     def nbytes(self) -> int:
         """Bytes of (decompressed) input the block covers."""
@@ -951,7 +951,7 @@ class RecordChunk:
     def ids(self) -> Union[list[Union[int, str, None]], None]: ...
     def id_texts(
         self, entries: Union[npt.NDArray[np.int64], None] = None
-    ) -> Union[tuple[bytes, npt.NDArray[np.uint64]], None]: ...
+    ) -> Union[tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint64]], None]: ...
     def line(self, i: int) -> bytes: ...
     def write(self, indices: npt.NDArray[np.int64]) -> bytes: ...
     def write_to(self, fd: int, indices: npt.NDArray[np.int64]) -> int: ...

@@ -237,10 +237,11 @@ fn open(source: &Bound<'_, PyAny>) -> PyResult<(File, String)> {
     Err(PyValueError::new_err("source must be a path (or, on Unix, a file descriptor)"))
 }
 
-/// Packed ids as Python has them: `(bytes, offsets)`, the offsets the
-/// vector itself.
-fn packed_to_py(py: Python<'_>, ids: PackedIds) -> (Bound<'_, PyBytes>, Bound<'_, PyArray1<u64>>) {
-    (PyBytes::new(py, &ids.text), PyArray1::from_vec(py, ids.offsets))
+/// Packed ids as Python has them: `(text, offsets)`, both the vectors
+/// themselves (a `bytes` of the text was a copy, and fresh pages, of every
+/// id on the main thread with the GIL held).
+fn packed_to_py(py: Python<'_>, ids: PackedIds) -> (Bound<'_, PyArray1<u8>>, Bound<'_, PyArray1<u64>>) {
+    (PyArray1::from_vec(py, ids.text), PyArray1::from_vec(py, ids.offsets))
 }
 
 /// A block of a fingerprint file read for its values (and a TSV's ids)
@@ -249,7 +250,7 @@ fn packed_to_py(py: Python<'_>, ids: PackedIds) -> (Bound<'_, PyBytes>, Bound<'_
 pub(crate) struct PyRecordValues {
     fingerprints: Py<PyArray1<u64>>,
     #[allow(clippy::type_complexity)]
-    ids: Option<(Py<PyBytes>, Py<PyArray1<u64>>)>,
+    ids: Option<(Py<PyArray1<u8>>, Py<PyArray1<u64>>)>,
     count: usize,
     lines: u64,
     nbytes: usize,
@@ -269,10 +270,10 @@ impl PyRecordValues {
     }
 
     /// A hash TSV's ids, packed as ``RecordChunk.id_texts`` packs them
-    /// (``(bytes, offsets)``); None for a ``lines`` file.
+    /// (``(text, offsets)``); None for a ``lines`` file.
     #[getter]
     #[allow(clippy::type_complexity)]
-    fn ids(&self, py: Python<'_>) -> Option<(Py<PyBytes>, Py<PyArray1<u64>>)> {
+    fn ids(&self, py: Python<'_>) -> Option<(Py<PyArray1<u8>>, Py<PyArray1<u64>>)> {
         self.ids.as_ref().map(|(text, offsets)| (text.clone_ref(py), offsets.clone_ref(py)))
     }
 
@@ -392,15 +393,20 @@ impl PyRecordChunk {
     }
 
     /// Each entry's id as text (an int in decimal, as ``str`` writes it),
-    /// packed: ``(bytes, offsets)``, id ``i`` the UTF-8 of
-    /// ``bytes[offsets[i]:offsets[i + 1]]``; None when the reader was not
-    /// asked for ids or an entry has none (the caller takes ``ids`` then).
+    /// packed: ``(text, offsets)``, ``text`` a uint8 array, id ``i`` the
+    /// UTF-8 of ``text[offsets[i]:offsets[i + 1]]``; None when the reader
+    /// was not asked for ids or an entry has none (the caller takes ``ids``
+    /// then).
     /// No Python object a record: what keeps the ids of a fingerprint file
     /// of 10^7 lines off the interpreter.
     /// With `entries` (int64 entry numbers), theirs alone, in that order.
     #[allow(clippy::type_complexity)]
     #[pyo3(signature = (entries = None))]
-    fn id_texts<'py>(&self, py: Python<'py>, entries: Option<PyReadonlyArray1<'_, i64>>) -> PyResult<Option<(Bound<'py, PyBytes>, Bound<'py, PyArray1<u64>>)>> {
+    fn id_texts<'py>(
+        &self,
+        py: Python<'py>,
+        entries: Option<PyReadonlyArray1<'_, i64>>,
+    ) -> PyResult<Option<(Bound<'py, PyArray1<u8>>, Bound<'py, PyArray1<u64>>)>> {
         let chunk = &self.chunk;
         let packed = match entries {
             None => py.detach(|| chunk.id_texts()),

@@ -77,12 +77,13 @@ class Chunk:
             return self.lines.astype(np.uint64)
         return None
 
-    def packed_ids(self) -> Optional[Tuple[bytes, np.ndarray]]:
-        """The ids as text, packed (``bytes`` and ``n + 1`` offsets), when the
+    def packed_ids(self) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+        """The ids as text, packed (a uint8 array and ``n + 1`` offsets), when the
         core holds them all: no Python object a record. None otherwise (take
         ``ids``)."""
         if self._ids is None and self._id_source is not None:
-            packed: Optional[Tuple[bytes, np.ndarray]] = self._id_source.id_texts(None if self._every_entry() else self.entries)
+            entries = None if self._every_entry() else self.entries
+            packed: Optional[Tuple[np.ndarray, np.ndarray]] = self._id_source.id_texts(entries)
             return packed
         return None
 

@@ -250,9 +250,9 @@ class Source(JsonRecords, FingerprintRecords, ParquetRecords, LineBlocks):
         for fps, _ in self.values_and_ids():
             yield fps
 
-    def values_and_ids(self) -> Iterator[Tuple[np.ndarray, Union[Tuple[bytes, np.ndarray], Chunk, None]]]:
+    def values_and_ids(self) -> Iterator[Tuple[np.ndarray, Union[Tuple[np.ndarray, np.ndarray], Chunk, None]]]:
         """``values`` with each block's ids: ``(fingerprints, ids)``, the ids
-        packed by the core (``(bytes, offsets)``, see ``RecordValues.ids``)
+        packed by the core (``(text, offsets)``, see ``RecordValues.ids``)
         for a hash TSV's block of well-formed records (None for a ``lines``
         file's block of plain numbers), else the block's ``Chunk`` (read as
         ``chunks`` reads it, its bad lines reported the same way)."""
@@ -263,7 +263,7 @@ class Source(JsonRecords, FingerprintRecords, ParquetRecords, LineBlocks):
         from .._rsimhash import RecordValues
 
         for item in self._core_items():
-            ids: Union[Tuple[bytes, np.ndarray], Chunk, None]
+            ids: Union[Tuple[np.ndarray, np.ndarray], Chunk, None]
             if isinstance(item, RecordValues):
                 fps, ids = item.fingerprints, item.ids
             else:

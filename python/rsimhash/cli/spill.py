@@ -228,7 +228,7 @@ class Ids:
     def extend_chunk(self, chunk: Any) -> None:
         """Adds a chunk's ids (packed by the core where it holds them all,
         an array where they are line numbers), or ids already packed:
-        ``(bytes, offsets)``."""
+        ``(text, offsets)``, the text a uint8 array or ``bytes``."""
         if isinstance(chunk, tuple):
             self._add(chunk, len(chunk[1]) - 1)
         elif (lines := chunk.line_ids()) is not None:
