@@ -357,23 +357,28 @@ pub fn tsv_values(data: &[u8], columns: Columns) -> Option<(Vec<u64>, PackedIds,
             Some((values, ids, lines))
         })
         .collect();
-    let count = parts.iter().map(|p| p.as_ref().map_or(0, |(v, _, _)| v.len())).sum();
-    let mut values = Vec::with_capacity(count);
-    let mut ids = PackedIds {
-        text: Vec::with_capacity(parts.iter().map(|p| p.as_ref().map_or(0, |(_, i, _)| i.text.len())).sum()),
-        offsets: Vec::with_capacity(count + 1),
-    };
-    let mut lines = 0;
-    for part in parts {
-        let (v, piece, n) = part?;
-        values.extend_from_slice(&v);
-        let base = ids.text.len() as u64;
-        ids.offsets.extend(piece.offsets.iter().map(|o| o + base));
-        ids.text.extend_from_slice(&piece.text);
-        lines += n;
+    let parts = parts.into_iter().collect::<Option<Vec<_>>>()?;
+    // Joined side by side, as `lines_values` joins its values: on the
+    // thread that hands blocks on, these copies held up the next block.
+    let values = crate::parallel::concat(&parts.iter().map(|(v, _, _)| v.as_slice()).collect::<Vec<_>>());
+    let text = crate::parallel::concat(&parts.iter().map(|(_, i, _)| i.text.as_slice()).collect::<Vec<_>>());
+    // Each piece's offsets count from its own text (moved below by the text
+    // before it), then the end of the last id (a slot for it made here: a
+    // push would copy the whole vector).
+    let ends: &[u64] = &[text.len() as u64];
+    let mut offsets = crate::parallel::concat(&parts.iter().map(|(_, i, _)| i.offsets.as_slice()).chain([ends]).collect::<Vec<_>>());
+    let mut rest = offsets.as_mut_slice();
+    let mut shifts = Vec::with_capacity(parts.len());
+    let mut base = 0;
+    for (_, piece, _) in &parts {
+        let (mine, tail) = std::mem::take(&mut rest).split_at_mut(piece.offsets.len());
+        shifts.push((mine, base));
+        base += piece.text.len() as u64;
+        rest = tail;
     }
-    ids.offsets.push(ids.text.len() as u64);
-    Some((values, ids, lines))
+    shifts.into_par_iter().with_min_len(4).for_each(|(mine, base)| mine.iter_mut().for_each(|o| *o += base));
+    let lines = parts.iter().map(|(_, _, n)| n).sum();
+    Some((values, PackedIds { text, offsets }, lines))
 }
 
 #[cfg(test)]
