@@ -214,6 +214,9 @@ fn lines_block(data: Vec<u8>, final_newline: bool, spans: &[(usize, usize)], fir
 /// then `\n` or the end of `data`, and where it ends; else None.
 #[inline]
 fn plain_line(data: &[u8], at: usize) -> Option<(u64, usize)> {
+    if let Some(found) = super::wordwise::hash_at(data, at) {
+        return Some(found);
+    }
     let mut v = 0u64;
     let mut i = at;
     // Nineteen digits never overflow; a twentieth is checked.
@@ -281,6 +284,10 @@ pub fn lines_values(data: &[u8]) -> Option<(Vec<u64>, u64)> {
 /// ends)`; else None (the line is read whole by [`tsv_line`]).
 #[inline]
 fn plain_id_hash(data: &[u8], at: usize) -> Option<(u64, usize, usize)> {
+    if let Some(tab) = super::wordwise::tab_after_id(data, at) {
+        let (v, end) = plain_line(data, tab + 1)?;
+        return Some((v, tab, end));
+    }
     let mut i = at;
     // An ASCII id (any non-ASCII byte, even valid UTF-8, takes the long way).
     while i < data.len() && data[i] != b'\t' {
@@ -509,6 +516,39 @@ mod tests {
             let (a, b) = (ids.offsets[n] as usize, ids.offsets[n + 1] as usize);
             assert_eq!(&ids.text[a..b], format!("doc-{i}").as_bytes());
         }
+    }
+
+    /// The usual `id<TAB>hash` file over many pieces, read a word at a time
+    /// where it can be: hashes of every length, ids of every length up to
+    /// 40, lines the word readers leave to the bytewise one (`\r`, spaces,
+    /// leading zeros past 20 digits, a UTF-8 id) among them: the values and
+    /// ids `parse_block` gives.
+    #[test]
+    fn id_then_hash_over_many_pieces() {
+        let mut next = crate::testing::xorshift(11);
+        let mut text = Vec::new();
+        for i in 0..120_000u64 {
+            let v = next() >> (next() % 64);
+            let id = "d".repeat((i % 41) as usize);
+            let line = match i % 13 {
+                0 => format!("{id}\t{v}\r\n"),
+                1 => format!("{id}\t {v}\n"),
+                2 => format!("{id}\t0000{v:020}\n"),
+                3 => format!("é{id}\t{v}\n"),
+                4 => "\n".to_string(),
+                _ => format!("{id}\t{v}\n"),
+            };
+            text.extend_from_slice(line.as_bytes());
+        }
+        let columns = Columns { count: 2, id: 0, hash: 1 };
+        let block = Block { data: text.clone(), final_newline: true, consumed: 0, too_long: false };
+        let mut format = HashFormat::Tsv { id: "id".into(), columns: Some(columns) };
+        let chunk = parse_block(block, 2, &mut format, None);
+        assert!(chunk.entries.iter().all(|e| e.status == Status::Record));
+        let (values, ids, lines) = tsv_values(&text, columns).unwrap();
+        assert_eq!(Some(values), chunk.fingerprints);
+        assert_eq!(Some(ids), chunk.id_texts());
+        assert_eq!(lines, chunk.lines);
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod json_scan;
 #[cfg(unix)]
 mod positioned;
 pub mod rows;
+mod wordwise;
 
 use std::fs::File;
 use std::panic::{self, AssertUnwindSafe};
