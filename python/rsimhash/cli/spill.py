@@ -356,7 +356,9 @@ class Ids:
             return [(self._mm, self._starts)], [0]
         pieces: List[Any] = []
         starts: List[int] = []
-        for w in np.unique(self._which(named)).tolist():
+        # The pieces named, by a count of each (a sort of the positions,
+        # np.unique, cost more than the rows they name).
+        for w in np.flatnonzero(np.bincount(self._which(named), minlength=len(self.memory))).tolist():
             piece, start = self.memory[w], self._piece_starts[w]
             starts.append(start)
             if isinstance(piece, _Lines):
