@@ -210,10 +210,12 @@ fn lines_block(data: Vec<u8>, final_newline: bool, spans: &[(usize, usize)], fir
     RecordChunk::from_parts(data, final_newline, entries, Some(fingerprints), None, spans.len() as u64, consumed, spare)
 }
 
-/// The value of the line at `at` when it is 1 to 20 ASCII digits (a u64)
-/// then `\n` or the end of `data`, and where it ends; else None.
+/// The value of the line at `at` when it is 1 to 20 ASCII digits (a u64;
+/// up to 23 with leading zeros, as [`parse_u64`] reads them too) then `\n`
+/// or the end of `data`, and where it ends; else None.
 #[inline]
 fn plain_line(data: &[u8], at: usize) -> Option<(u64, usize)> {
+    // The usual 16 to 20 digits a word at a time, else byte by byte.
     if let Some(found) = super::wordwise::hash_at(data, at) {
         return Some(found);
     }
