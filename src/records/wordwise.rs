@@ -1,10 +1,10 @@
 //! The usual line of a fingerprint file read eight bytes at a time.
 //!
 //! A simhash is a uniform u64, so nearly every hash is 19 or 20 digits
-//! long. Read a byte at a time, the loop's exit fell on one length or the
-//! other at random, and that mispredicted branch (and the chain of one
-//! multiply-add a digit) was most of a line's cost. Here the length comes
-//! from a mask of the bytes that are not digits, and the value from three
+//! long, about half and half. Read a byte at a time, the loop's exit falls
+//! on one length or the other at random, a branch no CPU can predict, and
+//! each digit adds a multiply-add to one chain. Here the length comes from
+//! a mask of the bytes that are not digits, and the value from three
 //! groups of eight digits, each combined in three multiplies
 //! (<https://lemire.me/blog/2022/01/21/swar-explained-parsing-eight-digits/>).
 //!
