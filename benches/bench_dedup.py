@@ -37,6 +37,9 @@ the verdicts of issue 42's first item:
   seconds at most 1.5 x those of ``fingerprints`` (when missed: whether
   ``fingerprints``' CPU plus that of the reads and writes alone, the read
   floor's and the disk floor's less its own read, is already above it);
+  and how busy the machine's cores were while it ran (``/proc/stat``): its
+  own CPU, and the kernel's threads' (the writeback of its output) and any
+  other process's, which its own CPU time leaves out;
 * Parquet: at most 1.15 x the Parquet floor;
 * outputs in memory (run with ``--tmpdir /dev/shm``): dedup at least 0.6 x
   ``fingerprints``, issue 28's plain target, whose line says whether the
@@ -166,6 +169,19 @@ def head_copy(path: str, share: float) -> str:
 GNU_TIME = "/usr/bin/time" if os.path.exists("/usr/bin/time") else None
 
 
+def machine_busy_seconds() -> Optional[float]:
+    """CPU-seconds every core of the machine has been busy so far (user,
+    nice, system, irq and softirq of ``/proc/stat``; not idle, I/O wait or
+    the hypervisor's steal), or None where there is no ``/proc/stat``."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq = map(int, fields[1:8])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
 def timed(cmd: List[str]) -> Dict[str, float]:
     """Wall seconds and, with GNU time, the peak RSS (MB) of one command.
 
@@ -173,12 +189,19 @@ def timed(cmd: List[str]) -> Dict[str, float]:
     the command: a child forked straight from this process would report this
     process's own memory as its peak."""
     wrapped = [GNU_TIME, "-f", "RSIMHASH_BENCH_MAXRSS_KB=%M %U %S", *cmd] if GNU_TIME else cmd
+    busy = machine_busy_seconds()
     t0 = time.perf_counter()
     proc = subprocess.run(wrapped, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=installed_env())
     wall = time.perf_counter() - t0
+    busy_after = machine_busy_seconds()
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[:6])} ... failed ({proc.returncode}): {proc.stderr.decode(errors='replace')}")
     out = {"wall": wall}
+    if busy is not None and busy_after is not None:
+        # Every core's busy time while the command ran: its own CPU, and the
+        # kernel's threads' (the writeback of what it wrote) and any other
+        # process's, which its own CPU time leaves out.
+        out["machine_cpu"] = busy_after - busy
     for line in proc.stderr.decode(errors="replace").splitlines():
         if line.startswith("RSIMHASH_BENCH_MAXRSS_KB="):
             rss, user, system = line.split("=", 1)[1].split()
@@ -334,6 +357,14 @@ def floor_verdicts(runs: Dict[str, List[Dict[str, float]]], cores: int, kept_sha
                 f"plain dedup {wall:.2f} s = {wall / floor:.2f} x its floor {floor:.2f} s (the larger of the disk floor "
                 f"{disk:.2f} s and its CPU floor {cpu:.2f} CPU-s / {cores} cores = {cpu_floor:.2f} s; target <= 1.15): "
                 f"{'met' if wall <= 1.15 * floor else 'MISSED'}"
+            )
+        if all("machine_cpu" in x for x in runs["plain"]):
+            machine = median_of(runs["plain"], "machine_cpu")
+            out.append(
+                f"plain dedup: the {cores} cores were {machine / (wall * cores):.0%} busy while it ran, {machine:.2f} "
+                f"CPU-s: {cpu:.2f} its own, {max(0.0, machine - cpu):.2f} the kernel's threads' (its writeback) and "
+                f"other processes'; that work over the cores takes {machine / cores:.2f} s, and the run "
+                f"{wall / (machine / cores):.2f} x that"
             )
         verdict = "met" if cpu <= 1.5 * fp_cpu else "MISSED"
         io = io_cpu(runs, kept_share)
