@@ -239,3 +239,29 @@ def test_ctrl_c_leaves_no_output(tmp_path):
     assert proc.wait(timeout=60) == 130
     assert err == b"rsimhash: interrupted\n"
     assert out.read_bytes() == OLD and leftovers(tmp_path) == []
+
+
+def test_only_a_process_of_its_own_freezes_the_heap(tmp_path):
+    """The command line hands what it has made by the time it runs to
+    ``gc.freeze`` (the collector then never walks it again, at exit above
+    all) when it is the process: called in-process, as a script may call
+    it, the caller's objects are left to the collector."""
+    import gc
+
+    from rsimhash.cli import main
+
+    fps = tmp_path / "fps.txt"
+    fps.write_text("1\n3\n")
+    args = ["find-all", "--input", str(fps), "--output", str(tmp_path / "pairs.jsonl"), "-q"]
+    before = gc.get_freeze_count()
+    assert main(args) == 0
+    assert gc.get_freeze_count() == before
+    code = (
+        "import gc, sys\n"
+        "from rsimhash.cli import main\n"
+        f"sys.argv = ['rsimhash'] + {args!r}\n"
+        "code = main()\n"
+        "print(code, gc.get_freeze_count() > 0)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
+    assert proc.stdout.decode().split() == ["0", "True"], proc.stderr.decode(errors="replace")

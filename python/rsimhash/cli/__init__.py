@@ -11,6 +11,7 @@ non-zero exit code, never a traceback; see ``errors.py`` for the codes.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
@@ -107,6 +108,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return EXIT_USAGE
         args = parser.parse_args(args_list)
         args.argv = args_list
+        if argv is None:
+            # A process of its own: what is made by now (the modules, the
+            # parser) lives until exit, so the collector need not walk it
+            # again, at the end above all (15 ms of a dedup run's exit).
+            gc.freeze()
         # Every path the run reads and writes, checked by the write gate before
         # anything is written; output directories and stores locked for the run.
         with paths.plan(args).hold():
