@@ -203,7 +203,7 @@ class _Lines:
 
 class Ids:
     """Record ids as text, in input order: in memory up to ``cap`` of them
-    (pieces: a list of ids, a chunk's ids packed by the core as bytes and
+    (pieces: a list of ids, a chunk's ids packed by the core as text and
     offsets, or its line numbers: no Python object an id), then a file with
     an offsets array (``.npy``) beside it."""
 
