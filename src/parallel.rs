@@ -126,6 +126,13 @@ impl Pool {
 /// the new vector) would hold up the thread that hands blocks on, with the
 /// pool idle. A refused allocation unwinds as `crate::mem` says.
 pub fn concat<T: Copy + Send + Sync>(parts: &[&[T]]) -> Vec<T> {
+    concat_with(parts, |_, v| v)
+}
+
+/// [`concat`], each value of part `p` written as `f(p, value)`: the join
+/// and a change of each part's values (packed offsets moved by the text
+/// before them) in one pass.
+pub fn concat_with<T: Copy + Send + Sync>(parts: &[&[T]], f: impl Fn(usize, T) -> T + Sync) -> Vec<T> {
     let total = parts.iter().map(|p| p.len()).sum();
     let mut out = crate::mem::work_vec(total);
     let mut rest = &mut out.spare_capacity_mut()[..total];
@@ -135,9 +142,9 @@ pub fn concat<T: Copy + Send + Sync>(parts: &[&[T]]) -> Vec<T> {
         slots.push(slot);
         rest = tail;
     }
-    slots.into_par_iter().zip(parts.par_iter()).with_min_len(4).for_each(|(slot, part)| {
+    slots.into_par_iter().zip(parts.par_iter()).enumerate().with_min_len(4).for_each(|(p, (slot, part))| {
         for (to, &from) in slot.iter_mut().zip(part.iter()) {
-            to.write(from);
+            to.write(f(p, from));
         }
     });
     // SAFETY: the slots cover out[..total] exactly, and each was written whole above.

@@ -371,21 +371,16 @@ pub fn tsv_values(data: &[u8], columns: Columns) -> Option<(Vec<u64>, PackedIds,
     // thread that hands blocks on, these copies held up the next block.
     let values = crate::parallel::concat(&parts.iter().map(|(v, _, _)| v.as_slice()).collect::<Vec<_>>());
     let text = crate::parallel::concat(&parts.iter().map(|(_, i, _)| i.text.as_slice()).collect::<Vec<_>>());
-    // Each piece's offsets count from its own text (moved below by the text
-    // before it), then the end of the last id (a slot for it made here: a
-    // push would copy the whole vector).
-    let ends: &[u64] = &[text.len() as u64];
-    let mut offsets = crate::parallel::concat(&parts.iter().map(|(_, i, _)| i.offsets.as_slice()).chain([ends]).collect::<Vec<_>>());
-    let mut rest = offsets.as_mut_slice();
-    let mut shifts = Vec::with_capacity(parts.len());
-    let mut base = 0;
+    // Each piece's offsets count from its own text: moved by the text
+    // before it as they are joined. A last part of one 0 becomes the end of
+    // the last id (a slot made here: a push would copy the whole vector).
+    let mut bases = Vec::with_capacity(parts.len() + 1);
+    bases.push(0);
     for (_, piece, _) in &parts {
-        let (mine, tail) = std::mem::take(&mut rest).split_at_mut(piece.offsets.len());
-        shifts.push((mine, base));
-        base += piece.text.len() as u64;
-        rest = tail;
+        bases.push(bases[bases.len() - 1] + piece.text.len() as u64);
     }
-    shifts.into_par_iter().with_min_len(4).for_each(|(mine, base)| mine.iter_mut().for_each(|o| *o += base));
+    let ends: &[u64] = &[0];
+    let offsets = crate::parallel::concat_with(&parts.iter().map(|(_, i, _)| i.offsets.as_slice()).chain([ends]).collect::<Vec<_>>(), |p, o| o + bases[p]);
     let lines = parts.iter().map(|(_, _, n)| n).sum();
     Some((values, PackedIds { text, offsets }, lines))
 }
