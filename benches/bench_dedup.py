@@ -35,7 +35,8 @@ worker's process time for ``fingerprints``), each dedup's peak RSS, and
 the verdicts of issue 42's first item:
 
 * JSON lines: the dedup's wall time at most 1.15 x the larger of the disk
-  floor and its own CPU floor (its CPU seconds over the cores), and its CPU
+  floor and its own CPU floor (its CPU seconds over the cores; beside it,
+  the same floor with Python's start first, on one core), and its CPU
   seconds at most 1.5 x those of ``fingerprints`` (when missed: whether
   ``fingerprints``' CPU plus that of the reads and writes alone, the read
   floor's and the disk floor's less its own read, is already above it);
@@ -43,8 +44,7 @@ the verdicts of issue 42's first item:
   own CPU, and the kernel's threads' (the writeback of its output) and any
   other process's, which its own CPU time leaves out;
 * Parquet: at most 1.15 x the Parquet floor (beside it, its own CPU over
-  the cores, and the floor's CPU plus ``fingerprints``' over the cores: the
-  least the cores allow it);
+  the cores, and the floor's CPU plus ``fingerprints``' over the cores);
 * outputs in memory (run with ``--tmpdir /dev/shm``): dedup at least 0.6 x
   ``fingerprints``, issue 28's plain target, whose line says whether the
   outputs were in memory;
@@ -426,12 +426,10 @@ def floor_verdicts(runs: Dict[str, List[Dict[str, float]]], cores: int, kept_sha
             f"parquet dedup {wall:.2f} s = {wall / floor:.2f} x the Parquet floor {floor:.2f} s (target <= 1.15): "
             f"{'met' if wall <= 1.15 * floor else 'MISSED'}"
         )
-        if all(name in runs and all("cpu" in x for x in runs[name]) for name in ("parquet floor", "fingerprints")):
-            # The floor already keeps the cores busy (pyarrow decodes on
-            # threads and encodes on one): the dedup's fingerprints find
-            # no idle core to hide in. Its own CPU over the cores, and the
-            # floor's plus the fingerprints', say how much of the gap is
-            # work and how much idle cores.
+        if all(name in runs and all("cpu" in x for x in runs[name]) for name in ("parquet", "parquet floor", "fingerprints")):
+            # The dedup's own CPU over the cores, and the floor's plus the
+            # fingerprints', say how much of the gap is work and how much
+            # is idle cores.
             cpu, floor_cpu = median_of(runs["parquet"], "cpu"), median_of(runs["parquet floor"], "cpu")
             least = floor_cpu + median_of(runs["fingerprints"], "cpu")
             out.append(
